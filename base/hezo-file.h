@@ -1,0 +1,32 @@
+/* File helpers: bounded reads and atomic replacement (temp file, fsync, rename). */
+#ifndef HEZO_FILE_H
+#define HEZO_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "hezo-error.h"
+
+/*
+ * Read all of path (relative to dirfd, or AT_FDCWD) into a NUL-terminated buffer.
+ * Files larger than max bytes fail with -EFBIG.
+ */
+int hezo_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len,
+		      struct hezo_error **err);
+
+/* Read an already-open fd to EOF, same limits. Does not close fd. */
+int hezo_read_fd(int fd, size_t max, char **out, size_t *len, struct hezo_error **err);
+
+/*
+ * Replace dirfd/name with data: write to a temporary file in the same directory, fsync it,
+ * rename it over name and fsync the directory. On any failure the old file is untouched and the
+ * temporary file is removed. mode is used when name does not exist yet; otherwise the old
+ * file's mode and owner are kept.
+ */
+int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+			      mode_t mode, struct hezo_error **err);
+
+/* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
+int hezo_write_all(int fd, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * The admin's policy: parsed from /etc/hezo/policy.json (docs/policy.md), narrowed per container
+ * by its project file and annotations, and applied to config.json, exec process JSON and update
+ * resource JSON. Pure functions of their inputs except where a path is read (load, project file,
+ * seccomp profile, mount source resolution).
+ */
+#ifndef HEZO_POLICY_H
+#define HEZO_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hezo-error.h"
+#include "hezo-json.h"
+
+enum hezo_backend {
+	HEZO_BACKEND_RUNSC,
+	HEZO_BACKEND_RUNC,
+	HEZO_BACKEND_CRUN,
+	HEZO_BACKEND_COUNT,
+};
+
+enum hezo_egress_mode {
+	HEZO_EGRESS_PROXY,
+	HEZO_EGRESS_DENY,
+	HEZO_EGRESS_OFF,
+};
+
+enum hezo_runsc_network {
+	HEZO_RUNSC_NET_HOST,
+	HEZO_RUNSC_NET_NONE,
+	HEZO_RUNSC_NET_SANDBOX,
+};
+
+struct hezo_policy; /* opaque */
+
+void hezo_policy_free(struct hezo_policy *p);
+static inline void hezo_policy_freep(struct hezo_policy **p)
+{
+	hezo_policy_free(*p);
+}
+#define _cleanup_policy_ _cleanup_(hezo_policy_freep)
+
+/* Parse and validate a policy document; name is used in messages only. Pure: fuzzable. */
+int hezo_policy_parse(const char *buf, size_t len, const char *name, struct hezo_policy **out,
+		      struct hezo_error **err);
+/* Read and parse path. Errors read "policy PATH: field: reason". */
+int hezo_policy_load(const char *path, struct hezo_policy **out, struct hezo_error **err);
+
+/*
+ * Narrow base for one container: choose its project (annotation org.hezo.project, then
+ * project_hint from --hezo-project, then the Kubernetes namespace annotation), layer the project
+ * file over base, then apply the tightening org.hezo.* annotations. annotations may be NULL.
+ * Any loosening attempt or unknown org.hezo.* annotation fails naming it.
+ */
+int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_json *annotations,
+			      const char *project_hint, struct hezo_policy **out,
+			      struct hezo_error **err);
+
+/*
+ * Rewrite a parsed config.json in place so the container is in the box. bundle_dir resolves a
+ * relative root.path. Errors name the offending field, e.g. "mounts[3] (/host): bind source / is
+ * not under an allowed root".
+ */
+int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
+			   struct hezo_error **err);
+/* Clamp an exec process JSON object (capabilities, noNewPrivileges). */
+int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
+			      struct hezo_error **err);
+/* Clamp an update resources JSON object (memory, swap, pids, cpu). */
+int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *resources,
+				struct hezo_error **err);
+/* Is capability name (e.g. "CAP_SYS_ADMIN") one this container may hold? */
+bool hezo_policy_cap_allowed(const struct hezo_policy *p, const char *cap);
+
+/* Accessors. */
+bool hezo_policy_production(const struct hezo_policy *p);
+enum hezo_backend hezo_policy_backend(const struct hezo_policy *p);
+const char *hezo_policy_backend_path(const struct hezo_policy *p, enum hezo_backend b);
+/* NULL-terminated extra global args for backend b (may be empty, never NULL). */
+const char *const *hezo_policy_backend_args(const struct hezo_policy *p, enum hezo_backend b);
+enum hezo_runsc_network hezo_policy_runsc_network(const struct hezo_policy *p);
+uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p);
+const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
+enum hezo_egress_mode hezo_policy_egress_mode(const struct hezo_policy *p);
+/* The effective egress section as JSON ({"mode":..,"allow":[..],"resolvers":[..],...}). */
+struct hezo_json *hezo_policy_egress_json(const struct hezo_policy *p);
+/* The whole effective policy as JSON, for `hezo-shim policy show`. */
+struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
+
+const char *hezo_backend_name(enum hezo_backend b);
+int hezo_backend_from_name(const char *name, enum hezo_backend *out);
+
+#endif

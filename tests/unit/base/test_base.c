@@ -1,0 +1,167 @@
+/* Unit tests for base/: error objects, bounded reads, atomic replacement, log line format. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "hezo-error.h"
+#include "hezo-file.h"
+#include "hezo-log.h"
+
+static char tmpdir[64];
+
+static int setup(void **state)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/hezo-base-XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_error_prefix(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	int r;
+
+	r = hezo_error_set(&err, ENOENT, "field %s", "x");
+	assert_int_equal(r, -ENOENT);
+	r = hezo_error_prefix(&err, "mounts[%d]", 2);
+	assert_int_equal(r, -ENOENT);
+	r = hezo_error_prefix(&err, "policy %s", "/p.json");
+	assert_string_equal(err->msg, "policy /p.json: mounts[2]: field x");
+	assert_int_equal(err->errnum, ENOENT);
+
+	/* The first error wins: a second set does not overwrite the root cause. */
+	r = hezo_error_set(&err, EPERM, "later");
+	assert_int_equal(r, -EPERM);
+	assert_string_equal(err->msg, "policy /p.json: mounts[2]: field x");
+}
+
+static void test_error_errno(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	hezo_error_set_errno(&err, EACCES, "open %s", "f");
+	assert_string_equal(err->msg, "open f: Permission denied");
+	/* errnum 0 is coerced to EINVAL, never a "success" error. */
+	{
+		_cleanup_error_ struct hezo_error *e2 = NULL;
+		assert_int_equal(hezo_error_set(&e2, 0, "zero"), -EINVAL);
+	}
+	/* NULL err is allowed: only the return value. */
+	assert_int_equal(hezo_error_set(NULL, EIO, "x"), -EIO);
+}
+
+static void test_read_limit(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	char path[128];
+	size_t len = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(hezo_write_all(fd, "0123456789", 10), 0);
+	close(fd);
+
+	assert_int_equal(hezo_read_file_at(AT_FDCWD, path, 10, &buf, &len, &err), 0);
+	assert_int_equal(len, 10);
+	assert_string_equal(buf, "0123456789");
+
+	assert_int_equal(hezo_read_file_at(AT_FDCWD, path, 9, &buf, &len, &err), -EFBIG);
+	assert_non_null(strstr(err->msg, "larger than 9 bytes"));
+}
+
+static void test_atomic_write(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	size_t len;
+
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(hezo_write_file_atomic_at(dfd, "c.json", "old", 3, 0640, &err), 0);
+	assert_int_equal(fstatat(dfd, "c.json", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	/* Replacing keeps the existing mode, whatever mode is asked for. */
+	assert_int_equal(hezo_write_file_atomic_at(dfd, "c.json", "newer", 5, 0600, &err), 0);
+	assert_int_equal(fstatat(dfd, "c.json", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(hezo_read_file_at(dfd, "c.json", 100, &buf, &len, &err), 0);
+	assert_string_equal(buf, "newer");
+}
+
+static void test_atomic_write_fails_clean(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_close_ int dfd = -1;
+
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	/* A directory named like the target: rename fails, temp file must be gone. */
+	assert_int_equal(mkdirat(dfd, "d", 0700), 0);
+	assert_true(hezo_write_file_atomic_at(dfd, "d", "x", 1, 0600, &err) < 0);
+	assert_non_null(err);
+	{
+		char cmd[256];
+		snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' | grep hezo-)\"", tmpdir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+static void test_log_json(void **state)
+{
+	struct timespec ts = {.tv_sec = 1700000000, .tv_nsec = 5};
+	char buf[512];
+	size_t n;
+
+	n = hezo_log_format_json(buf, sizeof(buf), "error", "hezo-shim: bad \"x\"\n\x01", &ts);
+	assert_int_equal(n, strlen(buf));
+	assert_string_equal(buf, "{\"level\":\"error\",\"msg\":\"hezo-shim: bad \\\"x\\\"\\n\\u0001\","
+				 "\"time\":\"2023-11-14T22:13:20.000000005Z\"}\n");
+}
+
+static void test_log_json_truncates(void **state)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = 0};
+	char big[4096], buf[256];
+	size_t n;
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	n = hezo_log_format_json(buf, sizeof(buf), "error", big, &ts);
+	/* Still one complete line with the time, even when the message is cut. */
+	assert_true(n > 0 && n < sizeof(buf));
+	assert_int_equal(buf[n - 1], '\n');
+	assert_non_null(strstr(buf, "\"time\":\"1970-01-01T00:00:00.000000000Z\"}"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_prefix),
+		cmocka_unit_test(test_error_errno),
+		cmocka_unit_test(test_read_limit),
+		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_atomic_write_fails_clean),
+		cmocka_unit_test(test_log_json),
+		cmocka_unit_test(test_log_json_truncates),
+	};
+	return cmocka_run_group_tests_name("base", tests, setup, teardown);
+}
