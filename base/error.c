@@ -5,8 +5,8 @@
 
 #include "hezo-error.h"
 
-static int error_vset(struct hezo_error **err, int errnum, int with_errno, const char *fmt,
-		      va_list ap)
+__attribute__((format(printf, 4, 0))) static int
+error_vset(struct hezo_error **err, int errnum, int with_errno, const char *fmt, va_list ap)
 {
 	struct hezo_error *e;
 	char *msg = NULL;

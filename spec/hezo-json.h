@@ -33,6 +33,8 @@ struct hezo_json {
 
 /* Limits applied by the parser; exceeding one fails with -E2BIG and names the limit. */
 #define HEZO_JSON_MAX_DEPTH 64
+/* Values in one document (each node costs ~100 bytes: 16 MiB of "0," would need ~900 MB). */
+#define HEZO_JSON_MAX_VALUES 1048576
 
 /* Parse buf[0..len). On error the message says what and where ("line 3, byte 17: ..."). */
 int hezo_json_parse(const char *buf, size_t len, struct hezo_json **out, struct hezo_error **err);
