@@ -1,0 +1,81 @@
+/*
+ * Engine registration (`hezo-shim install/uninstall`), `hezo-shim doctor` and `hezo-shim policy`:
+ * the verbs an admin runs by hand. The *_main functions print; the edit functions below are pure
+ * so the unit tests can drive them on real configuration files without touching /etc.
+ */
+#ifndef HEZO_INSTALL_H
+#define HEZO_INSTALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hezo-error.h"
+
+/* Verbs, called with argv[0] = the verb ("install", "uninstall", "doctor", "policy"). */
+int hezo_install_main(int argc, char **argv);
+int hezo_uninstall_main(int argc, char **argv);
+int hezo_doctor_main(int argc, char **argv);
+int hezo_policy_cmd_main(int argc, char **argv);
+
+/* The name engines know us by in Docker's and podman's configuration. */
+#define HEZO_INSTALL_DOCKER_RUNTIME "hezo-shim"
+#define HEZO_INSTALL_PODMAN_RUNTIME "hezo-shim"
+/* containerd's runtime name, which a Kubernetes RuntimeClass names as its handler. */
+#define HEZO_INSTALL_CONTAINERD_RUNTIME "hezo"
+/* The runc v2 shim's state root for our runtime, apart from runc's own. */
+#define HEZO_INSTALL_CONTAINERD_ROOT "/run/hezo-shim/containerd-runc"
+
+#define HEZO_INSTALL_BLOCK_BEGIN "# BEGIN hezo-shim"
+#define HEZO_INSTALL_BLOCK_END	 "# END hezo-shim"
+
+/*
+ * daemon.json. old is the current file (exists = false: there is none; old is ignored). *out is
+ * the new content, malloc'd, NUL-terminated; *changed is false when old already registers shim
+ * (then *out is a copy of old). Invalid JSON fails naming the parse error.
+ */
+int hezo_install_docker_merge(const char *old, size_t len, bool exists, const char *shim,
+			      char **out, size_t *outlen, bool *changed, struct hezo_error **err);
+
+enum hezo_uninstall_action {
+	HEZO_UNINSTALL_NOTHING,	       /* not registered: leave the file alone */
+	HEZO_UNINSTALL_RESTORE_BACKUP, /* content is exactly what install wrote: put the backup back
+					*/
+	HEZO_UNINSTALL_DELETE,	       /* install created the file and nobody changed it since */
+	HEZO_UNINSTALL_REWRITE,	       /* edited since install: drop only our entry, write *out */
+};
+
+/*
+ * Decide how to undo hezo_install_docker_merge. backup (NULL if none) is daemon.json.hezo-backup.
+ * For HEZO_UNINSTALL_REWRITE, *out holds the file without our entry.
+ */
+int hezo_install_docker_unmerge(const char *cur, size_t len, const char *backup, size_t backup_len,
+				enum hezo_uninstall_action *action, char **out, size_t *outlen,
+				struct hezo_error **err);
+
+/*
+ * containerd config.toml (version 2): append our runtime table in a delimited block. Refuses a
+ * version 1 file and one that already defines a `hezo` runtime outside our block. *changed is
+ * false when our block is already there.
+ */
+int hezo_install_containerd_add(const char *old, size_t len, bool exists, const char *shim,
+				char **out, size_t *outlen, bool *changed, struct hezo_error **err);
+
+/*
+ * podman containers.conf: our runtime in [engine.runtimes] and its name in
+ * runtime_supports_json, each inside an existing table when the file has one (TOML forbids a
+ * second definition), else in new tables appended at the end.
+ */
+int hezo_install_podman_add(const char *old, size_t len, bool exists, const char *shim, char **out,
+			    size_t *outlen, bool *changed, struct hezo_error **err);
+
+/*
+ * Remove every block hezo_install_*_add inserted, restoring the bytes around them exactly.
+ * *delete_file is set when the install created the file. *changed is false without blocks.
+ */
+int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *outlen,
+			       bool *changed, bool *delete_file, struct hezo_error **err);
+
+/* Is there one of our blocks in this TOML text? */
+bool hezo_install_blocks_present(const char *cur, size_t len);
+
+#endif
