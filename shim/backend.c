@@ -1,0 +1,219 @@
+/*
+ * Backend adaptation in one place: what each backend (runsc, runc, crun) is called with. A table
+ * per backend says which global flags and which verb flags it lacks and what it needs added.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+/* Global flag handling for one backend. */
+enum gmode {
+	G_PASS, /* --name=value */
+	G_DROP, /* the backend has no such flag; it only matters to runc-like tools */
+	G_BOOL, /* the backend's flag is a bool: true/false pass, anything else ("auto") drops */
+};
+
+struct backend_verb_drop {
+	const char *verb;
+	const char *const *flags; /* NULL-terminated */
+};
+
+struct backend_desc {
+	enum hezo_backend id;
+	enum gmode criu, rootless;
+	const struct backend_verb_drop *drops; /* terminated by a NULL verb */
+	/* Global flags this backend needs from policy (NULL: none). */
+	int (*extra_args)(const struct hezo_policy *p, struct shim_argv *out);
+};
+
+static const char *const runsc_create_drop[] = {"no-pivot", "no-new-keyring", NULL};
+
+static const struct backend_verb_drop runsc_drops[] = {
+	{"create", runsc_create_drop},
+	{"run", runsc_create_drop},
+	{NULL, NULL},
+};
+
+static const struct backend_verb_drop no_drops[] = {{NULL, NULL}};
+
+static int runsc_extra_args(const struct hezo_policy *p, struct shim_argv *out)
+{
+	static const char *const net[] = {
+		[HEZO_RUNSC_NET_HOST] = "host",
+		[HEZO_RUNSC_NET_NONE] = "none",
+		[HEZO_RUNSC_NET_SANDBOX] = "sandbox",
+	};
+	enum hezo_runsc_network n = hezo_policy_runsc_network(p);
+	int r;
+
+	/* Without --oci-seccomp runsc ignores linux.seccomp: the policy's profile must hold. */
+	r = shim_argv_push(out, "--oci-seccomp");
+	if (r < 0)
+		return r;
+	if ((size_t)n >= HEZO_ARRAY_SIZE(net))
+		return -EINVAL;
+	return shim_argv_pushf(out, "--network=%s", net[n]);
+}
+
+static const struct backend_desc backends[] = {
+	{HEZO_BACKEND_RUNSC, G_DROP, G_BOOL, runsc_drops, runsc_extra_args},
+	{HEZO_BACKEND_RUNC, G_PASS, G_PASS, no_drops, NULL},
+	{HEZO_BACKEND_CRUN, G_DROP, G_PASS, no_drops, NULL},
+};
+
+static const struct backend_desc *desc(enum hezo_backend b)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(backends); i++)
+		if (backends[i].id == b)
+			return &backends[i];
+	return &backends[1];
+}
+
+void shim_target_done(struct shim_target *t)
+{
+	free(t->path);
+	t->path = NULL;
+	shim_argv_done(&t->args);
+}
+
+int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
+			    struct hezo_error **err)
+{
+	enum hezo_backend b = hezo_policy_backend(p);
+	const char *path = hezo_policy_backend_path(p, b);
+	const struct backend_desc *d = desc(b);
+	struct stat st;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->backend = b;
+	/* access(X_OK) alone passes for root on a directory: want an executable regular file. */
+	if (!path || stat(path, &st) < 0 || !S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+		if (b == HEZO_BACKEND_RUNSC && hezo_policy_production(p))
+			return hezo_error_set(err, ENOENT,
+					      "gVisor runtime (runsc) not found at %s: gVisor is "
+					      "required in production",
+					      path ? path : "(no path)");
+		return hezo_error_set(err, ENOENT, "backend %s not found or not executable at %s",
+				      hezo_backend_name(b), path ? path : "(no path)");
+	}
+	t->path = strdup(path);
+	if (!t->path)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = shim_argv_push_all(&t->args, hezo_policy_backend_args(p, b));
+	if (r == 0 && d->extra_args)
+		r = d->extra_args(p, &t->args);
+	if (r < 0)
+		return hezo_error_set(err, -r, "backend %s: cannot build its flags",
+				      hezo_backend_name(b));
+	return 0;
+}
+
+static int push_value(struct shim_argv *out, enum gmode mode, const char *name, const char *v)
+{
+	bool b;
+
+	if (!v)
+		return 0;
+	switch (mode) {
+	case G_DROP:
+		return 0;
+	case G_BOOL:
+		if (shim_parse_bool(v, &b) < 0)
+			return 0;
+		return shim_argv_pushf(out, "--%s=%s", name, b ? "true" : "false");
+	case G_PASS:
+		break;
+	}
+	return shim_argv_pushf(out, "--%s=%s", name, v);
+}
+
+static int push_bool(struct shim_argv *out, const char *name, const char *v)
+{
+	if (!v)
+		return 0;
+	if (strcmp(v, "true") == 0)
+		return shim_argv_pushf(out, "--%s", name);
+	return shim_argv_pushf(out, "--%s=%s", name, v);
+}
+
+int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct shim_argv *out,
+			 struct hezo_error **err)
+{
+	const struct backend_desc *d = desc(b);
+	int r = 0;
+
+	/* The one-token --name=value form leaves no doubt about where the verb is. */
+	r = r ?: push_bool(out, "debug", g->debug);
+	r = r ?: push_value(out, G_PASS, "log", g->log);
+	r = r ?: push_value(out, G_PASS, "log-format", g->log_format);
+	r = r ?: push_value(out, G_PASS, "root", g->root);
+	r = r ?: push_value(out, d->criu, "criu", g->criu);
+	r = r ?: push_bool(out, "systemd-cgroup", g->systemd_cgroup);
+	r = r ?: push_value(out, d->rootless, "rootless", g->rootless);
+	for (size_t i = 0; r == 0 && i < g->unknown.n; i++)
+		if (strncmp(g->unknown.v[i], "--hezo-", 7) != 0 &&
+		    strncmp(g->unknown.v[i], "-hezo-", 6) != 0)
+			r = shim_argv_push(out, g->unknown.v[i]);
+	if (r < 0)
+		return hezo_error_set(err, -r, "out of memory");
+	return 0;
+}
+
+static bool dropped(const struct backend_desc *d, const char *verb, const char *flag)
+{
+	for (const struct backend_verb_drop *v = d->drops; v->verb; v++) {
+		if (strcmp(v->verb, verb) != 0)
+			continue;
+		for (const char *const *f = v->flags; *f; f++)
+			if (strcmp(*f, flag) == 0)
+				return true;
+	}
+	return false;
+}
+
+int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
+			   struct shim_argv *out, struct hezo_error **err)
+{
+	const struct backend_desc *d = desc(b);
+	struct shim_args a;
+	int r = 0;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; r == 0 && i < a.n; i++) {
+		const struct shim_opt *o = &a.opts[i];
+
+		if (o->flag && dropped(d, verb, o->flag->name))
+			continue;
+		for (int k = 0; r == 0 && k < o->count; k++)
+			r = shim_argv_push(out, argv[o->first + k]);
+	}
+	shim_args_done(&a);
+	if (r < 0)
+		return hezo_error_set(err, -r, "out of memory");
+	return 0;
+}
+
+int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
+		      int argc, char **argv, struct shim_argv *out, struct hezo_error **err)
+{
+	int r;
+
+	if (shim_argv_push(out, t->path) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->args.n; i++)
+		if (shim_argv_push(out, t->args.v[i]) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	r = shim_backend_globals(t->backend, &ctx->g, out, err);
+	if (r < 0)
+		return r;
+	if (shim_argv_push(out, verb) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return shim_backend_verb_args(t->backend, verb, argc, argv, out, err);
+}

@@ -1,0 +1,795 @@
+/* Command-line parsing with runc's rules (Go flag syntax, per-verb flag tables); no I/O here. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "hezo-log.h"
+
+int shim_argv_push(struct shim_argv *a, const char *s)
+{
+	char *copy;
+
+	if (a->n + 2 > a->alloc) {
+		size_t want = a->alloc ? a->alloc * 2 : 16;
+		char **nv = realloc(a->v, want * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		a->v = nv;
+		a->alloc = want;
+	}
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	a->v[a->n++] = copy;
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
+{
+	_cleanup_free_ char *s = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		s = NULL;
+		return -ENOMEM;
+	}
+	return shim_argv_push(a, s);
+}
+
+int shim_argv_push_all(struct shim_argv *a, const char *const *v)
+{
+	for (; v && *v; v++) {
+		int r = shim_argv_push(a, *v);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void shim_argv_done(struct shim_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	a->v = NULL;
+	a->n = a->alloc = 0;
+}
+
+int shim_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+	static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(yes); i++) {
+		if (strcmp(s, yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcmp(s, no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * Split a flag token as Go's flag package does: one or two dashes, then NAME or NAME=VALUE.
+ * Returns 0 and the name (length) and value (NULL without '='), -EINVAL for bad syntax such as
+ * "---x" or "-=x".
+ */
+static int split_flag(const char *tok, const char **name, size_t *namelen, const char **value)
+{
+	const char *s = tok + 1;
+	const char *eq;
+
+	if (*s == '-')
+		s++;
+	if (*s == '\0' || *s == '-' || *s == '=')
+		return -EINVAL;
+	eq = strchr(s, '=');
+	*name = s;
+	*namelen = eq ? (size_t)(eq - s) : strlen(s);
+	*value = eq ? eq + 1 : NULL;
+	return 0;
+}
+
+static bool name_is(const char *name, size_t len, const char *want)
+{
+	return strlen(want) == len && strncmp(name, want, len) == 0;
+}
+
+enum gflag {
+	G_ROOT,
+	G_LOG,
+	G_LOG_FORMAT,
+	G_CRIU,
+	G_ROOTLESS,
+	G_PROJECT,
+	G_DEBUG,
+	G_SYSTEMD,
+	G_HELP,
+	G_VERSION,
+};
+
+static const struct {
+	const char *name;
+	enum gflag id;
+	bool value;
+} global_flags[] = {
+	{"root", G_ROOT, true},
+	{"log", G_LOG, true},
+	{"log-format", G_LOG_FORMAT, true},
+	{"criu", G_CRIU, true},
+	{"rootless", G_ROOTLESS, true},
+	{"hezo-project", G_PROJECT, true},
+	{"debug", G_DEBUG, false},
+	{"systemd-cgroup", G_SYSTEMD, false},
+	{"help", G_HELP, false},
+	{"h", G_HELP, false},
+	{"version", G_VERSION, false},
+	{"v", G_VERSION, false},
+};
+
+int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hezo_error **err)
+{
+	int i;
+
+	memset(g, 0, sizeof(*g));
+	g->log_fmt = SHIM_LOG_TEXT;
+	for (i = 1; i < argc; i++) {
+		const char *tok = argv[i], *name, *value;
+		size_t len, k;
+		bool b = false;
+
+		if (strcmp(tok, "--") == 0) {
+			i++;
+			break;
+		}
+		if (tok[0] != '-' || tok[1] == '\0')
+			break;
+		if (split_flag(tok, &name, &len, &value) < 0) {
+			g->verb = argc;
+			return hezo_error_set(err, EINVAL, "bad flag syntax: %s", tok);
+		}
+		for (k = 0; k < HEZO_ARRAY_SIZE(global_flags); k++)
+			if (name_is(name, len, global_flags[k].name))
+				break;
+		if (k == HEZO_ARRAY_SIZE(global_flags)) {
+			/* Someone else's flag (a backend's own): hand it on verbatim. */
+			if (shim_argv_push(&g->unknown, tok) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+			if (!value)
+				g->unknown_bare = true;
+			continue;
+		}
+		if (global_flags[k].value) {
+			if (!value) {
+				if (i + 1 >= argc) {
+					g->verb = argc;
+					return hezo_error_set(err, EINVAL,
+							      "flag needs an argument: %s", tok);
+				}
+				value = argv[++i];
+			}
+		} else if (value) {
+			if (shim_parse_bool(value, &b) < 0) {
+				g->verb = argc;
+				return hezo_error_set(err, EINVAL,
+						      "invalid boolean value \"%s\" for flag %.*s",
+						      value, (int)len, name);
+			}
+		} else {
+			value = "true";
+			b = true;
+		}
+		switch (global_flags[k].id) {
+		case G_ROOT:
+			g->root = value;
+			break;
+		case G_LOG:
+			g->log = value;
+			break;
+		case G_LOG_FORMAT:
+			g->log_format = value;
+			if (strcmp(value, "json") == 0 || strcmp(value, "json-k8s") == 0)
+				g->log_fmt = SHIM_LOG_JSON;
+			else if (strcmp(value, "text") == 0)
+				g->log_fmt = SHIM_LOG_TEXT;
+			else {
+				g->verb = argc;
+				return hezo_error_set(err, EINVAL,
+						      "unknown log-format \"%s\" (text or json)",
+						      value);
+			}
+			break;
+		case G_CRIU:
+			g->criu = value;
+			break;
+		case G_ROOTLESS:
+			g->rootless = value;
+			break;
+		case G_PROJECT:
+			g->project = value;
+			break;
+		case G_DEBUG:
+			g->debug = value;
+			break;
+		case G_SYSTEMD:
+			g->systemd_cgroup = value;
+			break;
+		case G_HELP:
+			g->help = b;
+			break;
+		case G_VERSION:
+			g->version = b;
+			break;
+		}
+	}
+	g->verb = i;
+	return 0;
+}
+
+void shim_globals_done(struct shim_globals *g)
+{
+	shim_argv_done(&g->unknown);
+}
+
+/* Per-verb flag tables: runc 1.1's, plus flags newer runc and crun add (--pidfd-socket). */
+#define V(n, a)                                                                                    \
+	{                                                                                          \
+		n, a, true                                                                         \
+	}
+#define B(n, a)                                                                                    \
+	{                                                                                          \
+		n, a, false                                                                        \
+	}
+#define END                                                                                        \
+	{                                                                                          \
+		NULL, 0, false                                                                     \
+	}
+
+static const struct shim_flag create_flags[] = {
+	V("bundle", 'b'),	V("console-socket", 0), V("pid-file", 0),     B("no-pivot", 0),
+	B("no-new-keyring", 0), V("preserve-fds", 0),	V("pidfd-socket", 0), END,
+};
+
+static const struct shim_flag run_flags[] = {
+	V("bundle", 'b'),
+	V("console-socket", 0),
+	V("pid-file", 0),
+	B("no-pivot", 0),
+	B("no-new-keyring", 0),
+	V("preserve-fds", 0),
+	V("pidfd-socket", 0),
+	B("detach", 'd'),
+	B("keep", 0),
+	B("no-subreaper", 0),
+	END,
+};
+
+static const struct shim_flag restore_flags[] = {
+	V("console-socket", 0), V("image-path", 0),
+	V("work-path", 0),	B("tcp-established", 0),
+	B("ext-unix-sk", 0),	B("shell-job", 0),
+	B("file-locks", 0),	V("manage-cgroups-mode", 0),
+	V("bundle", 'b'),	B("detach", 'd'),
+	V("pid-file", 0),	B("no-subreaper", 0),
+	B("no-pivot", 0),	V("empty-ns", 0),
+	B("auto-dedup", 0),	B("lazy-pages", 0),
+	V("lsm-profile", 0),	V("lsm-mount-context", 0),
+	V("pidfd-socket", 0),	END,
+};
+
+static const struct shim_flag exec_flags[] = {
+	V("console-socket", 0), V("cwd", 0),	      V("env", 'e'),
+	B("tty", 't'),		V("user", 'u'),	      V("additional-gids", 'g'),
+	V("process", 'p'),	B("detach", 'd'),     V("pid-file", 0),
+	V("process-label", 0),	V("apparmor", 0),     B("no-new-privs", 0),
+	V("cap", 'c'),		V("preserve-fds", 0), V("cgroup", 0),
+	B("ignore-paused", 0),	V("pidfd-socket", 0), END,
+};
+
+static const struct shim_flag update_flags[] = {
+	V("resources", 'r'),
+	V("blkio-weight", 0),
+	V("cpu-period", 0),
+	V("cpu-quota", 0),
+	V("cpu-share", 0),
+	V("cpu-shares", 0),
+	V("cpu-rt-period", 0),
+	V("cpu-rt-runtime", 0),
+	V("cpuset-cpus", 0),
+	V("cpuset-mems", 0),
+	V("memory", 0),
+	V("memory-reservation", 0),
+	V("memory-swap", 0),
+	V("kernel-memory", 0),
+	V("kernel-memory-tcp", 0),
+	V("pids-limit", 0),
+	V("l3-cache-schema", 0),
+	V("mem-bw-schema", 0),
+	END,
+};
+
+static const struct shim_flag kill_flags[] = {B("all", 'a'), END};
+static const struct shim_flag delete_flags[] = {B("force", 'f'), END};
+static const struct shim_flag ps_flags[] = {V("format", 'f'), END};
+static const struct shim_flag list_flags[] = {V("format", 'f'), B("quiet", 'q'), END};
+static const struct shim_flag events_flags[] = {V("interval", 0), B("stats", 0), END};
+static const struct shim_flag no_flags[] = {END};
+
+static const struct shim_flag checkpoint_flags[] = {
+	V("image-path", 0),	     V("work-path", 0),
+	V("parent-path", 0),	     B("leave-running", 0),
+	B("tcp-established", 0),     B("ext-unix-sk", 0),
+	B("shell-job", 0),	     B("lazy-pages", 0),
+	V("status-fd", 0),	     V("page-server", 0),
+	B("file-locks", 0),	     B("pre-dump", 0),
+	V("manage-cgroups-mode", 0), V("empty-ns", 0),
+	B("auto-dedup", 0),	     END,
+};
+
+static const struct shim_verb_spec verbs[] = {
+	{"create", create_flags, false, true},
+	{"run", run_flags, false, true},
+	{"restore", restore_flags, false, true},
+	{"exec", exec_flags, true, true},
+	{"update", update_flags, false, true},
+	{"start", no_flags, false, false},
+	{"state", no_flags, false, false},
+	{"kill", kill_flags, false, false},
+	{"delete", delete_flags, false, false},
+	{"ps", ps_flags, true, false},
+	{"pause", no_flags, false, false},
+	{"resume", no_flags, false, false},
+	{"checkpoint", checkpoint_flags, false, false},
+	{"events", events_flags, false, false},
+	{"features", no_flags, false, false},
+	{"list", list_flags, false, false},
+};
+
+static const struct shim_verb_spec generic_verb = {NULL, no_flags, false, false};
+
+static const struct shim_flag help_flag = B("help", 'h');
+
+const struct shim_verb_spec *shim_verb_spec(const char *verb)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(verbs); i++)
+		if (strcmp(verbs[i].verb, verb) == 0)
+			return &verbs[i];
+	return &generic_verb;
+}
+
+bool shim_verb_is_policed(const char *verb)
+{
+	static const char *const policed[] = {"create", "run", "restore", "exec", "update"};
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(policed); i++)
+		if (strcmp(policed[i], verb) == 0)
+			return true;
+	return false;
+}
+
+static const struct shim_flag *find_flag(const struct shim_verb_spec *vs, const char *name,
+					 size_t len)
+{
+	if (name_is(name, len, "help") || name_is(name, len, "h"))
+		return &help_flag;
+	for (const struct shim_flag *f = vs->flags; f->name; f++) {
+		if (name_is(name, len, f->name))
+			return f;
+		if (f->alias && len == 1 && name[0] == f->alias)
+			return f;
+	}
+	return NULL;
+}
+
+static int add_opt(struct shim_args *a, const struct shim_opt *o)
+{
+	struct shim_opt *n = realloc(a->opts, (a->n + 1) * sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	a->opts = n;
+	a->opts[a->n++] = *o;
+	return 0;
+}
+
+int shim_parse_args(const struct shim_verb_spec *vs, int argc, char **argv, struct shim_args *out,
+		    struct hezo_error **err)
+{
+	const char *verb = vs->verb ? vs->verb : "command";
+	bool flags_done = false;
+
+	memset(out, 0, sizeof(*out));
+	out->positional = argc;
+	for (int i = 0; i < argc; i++) {
+		struct shim_opt o = {.first = i, .count = 1};
+		const char *tok = argv[i], *name, *value;
+		size_t len;
+
+		if (!flags_done && strcmp(tok, "--") == 0) {
+			/* The separator: kept in argv, neither flag nor positional. */
+			flags_done = true;
+		} else if (flags_done || tok[0] != '-' || tok[1] == '\0') {
+			o.value = tok;
+			out->npos++;
+			if (out->positional == argc)
+				out->positional = i;
+			if (vs->stop_at_positional)
+				flags_done = true;
+		} else if (split_flag(tok, &name, &len, &value) < 0) {
+			if (vs->strict)
+				return hezo_error_set(err, EINVAL, "%s: bad flag syntax: %s", verb,
+						      tok);
+			o.unknown_flag = true;
+		} else if (!(o.flag = find_flag(vs, name, len))) {
+			if (vs->strict)
+				return hezo_error_set(err, EINVAL,
+						      "%s: flag provided but not defined: %s", verb,
+						      tok);
+			o.unknown_flag = true;
+			o.value = value;
+		} else if (o.flag->value) {
+			if (!value) {
+				if (i + 1 >= argc)
+					return hezo_error_set(err, EINVAL,
+							      "%s: flag needs an argument: %s",
+							      verb, tok);
+				value = argv[++i];
+				o.count = 2;
+			}
+			o.value = value;
+		} else {
+			bool b = true;
+
+			if (value && shim_parse_bool(value, &b) < 0 && vs->strict)
+				return hezo_error_set(err, EINVAL,
+						      "%s: invalid boolean value \"%s\" for %s",
+						      verb, value, tok);
+			o.value = value;
+			if (o.flag == &help_flag && b)
+				out->help = true;
+		}
+		if (add_opt(out, &o) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void shim_args_done(struct shim_args *a)
+{
+	free(a->opts);
+	a->opts = NULL;
+	a->n = a->npos = 0;
+}
+
+const char *shim_args_get(const struct shim_args *a, const char *name)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; i < a->n; i++)
+		if (a->opts[i].flag && strcmp(a->opts[i].flag->name, name) == 0)
+			v = a->opts[i].value ? a->opts[i].value : "";
+	return v;
+}
+
+bool shim_args_bool(const struct shim_args *a, const char *name)
+{
+	const char *v = shim_args_get(a, name);
+	bool b = true;
+
+	if (!v)
+		return false;
+	if (*v && shim_parse_bool(v, &b) < 0)
+		return true;
+	return b;
+}
+
+const char *shim_args_positional(const struct shim_args *a, size_t i)
+{
+	for (size_t k = 0; k < a->n; k++) {
+		if (a->opts[k].flag || a->opts[k].unknown_flag || !a->opts[k].value)
+			continue;
+		if (i-- == 0)
+			return a->opts[k].value;
+	}
+	return NULL;
+}
+
+int shim_validate_id(const char *id, struct hezo_error **err)
+{
+	size_t len;
+
+	if (!id || !*id)
+		return hezo_error_set(err, EINVAL, "container ID is missing");
+	len = strlen(id);
+	if (len > SHIM_ID_MAX)
+		return hezo_error_set(err, EINVAL, "container ID is longer than %d characters",
+				      SHIM_ID_MAX);
+	if (id[0] == '.')
+		return hezo_error_set(err, EINVAL, "container ID \"%.64s\" starts with '.'", id);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)id[i];
+		if (!(isascii(c) && (isalnum(c) || c == '_' || c == '+' || c == '.' || c == '-'))) {
+			char shown[160];
+			hezo_json_escape(shown, sizeof(shown), id);
+			return hezo_error_set(err, EINVAL,
+					      "container ID \"%s\" has a character outside "
+					      "[A-Za-z0-9_+.-]",
+					      shown);
+		}
+	}
+	return 0;
+}
+
+uint64_t shim_fnv1a64(const char *s)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+void shim_record_key(const char *root, char out[SHIM_KEY_LEN])
+{
+	if (!root || !*root)
+		snprintf(out, SHIM_KEY_LEN, "default");
+	else
+		snprintf(out, SHIM_KEY_LEN, "%016" PRIx64, shim_fnv1a64(root));
+}
+
+int shim_parse_size(const char *s, int64_t *out)
+{
+	static const char units[] = "kmgtp";
+	const char *p = s, *num_end, *u;
+	double mult = 1, v;
+	char *end;
+
+	if (strcmp(s, "-1") == 0) {
+		*out = -1;
+		return 0;
+	}
+	/* digits, optionally .digits groups, as go-units' pattern */
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	while (isdigit((unsigned char)*p))
+		p++;
+	while (*p == '.' && isdigit((unsigned char)p[1])) {
+		p++;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	num_end = p;
+	if (*p == ' ')
+		p++;
+	if (*p && (u = strchr(units, tolower((unsigned char)*p)))) {
+		for (const char *k = units; k <= u; k++)
+			mult *= 1024;
+		p++;
+	}
+	if (*p == 'i' || *p == 'I')
+		p++;
+	if (*p == 'b' || *p == 'B')
+		p++;
+	if (*p)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end != num_end)
+		return -EINVAL;
+	v *= mult;
+	if (!isfinite(v) || v >= 9223372036854775807.0)
+		return -ERANGE;
+	*out = (int64_t)v;
+	return 0;
+}
+
+enum res_kind {
+	R_SIZE,	  /* memory values: sizes or -1 */
+	R_INT,	  /* int64 */
+	R_UINT,	  /* uint64 */
+	R_WEIGHT, /* blkio weight: 10..1000 (0 leaves it) */
+	R_STRING,
+};
+
+static const struct {
+	const char *flag;
+	const char *section;
+	const char *key;
+	enum res_kind kind;
+} resource_flags[] = {
+	{"memory", "memory", "limit", R_SIZE},
+	{"memory-reservation", "memory", "reservation", R_SIZE},
+	{"memory-swap", "memory", "swap", R_SIZE},
+	{"kernel-memory", "memory", "kernel", R_SIZE},
+	{"kernel-memory-tcp", "memory", "kernelTCP", R_SIZE},
+	{"cpu-share", "cpu", "shares", R_UINT},
+	{"cpu-shares", "cpu", "shares", R_UINT},
+	{"cpu-quota", "cpu", "quota", R_INT},
+	{"cpu-period", "cpu", "period", R_UINT},
+	{"cpu-rt-runtime", "cpu", "realtimeRuntime", R_INT},
+	{"cpu-rt-period", "cpu", "realtimePeriod", R_UINT},
+	{"cpuset-cpus", "cpu", "cpus", R_STRING},
+	{"cpuset-mems", "cpu", "mems", R_STRING},
+	{"pids-limit", "pids", "limit", R_INT},
+	{"blkio-weight", "blockIO", "weight", R_WEIGHT},
+};
+
+bool shim_update_is_resource_flag(const char *name)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(resource_flags); i++)
+		if (strcmp(resource_flags[i].flag, name) == 0)
+			return true;
+	return false;
+}
+
+static int parse_int(const char *s, bool is_unsigned, int64_t *si, uint64_t *ui)
+{
+	char *end;
+
+	if (!*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	if (is_unsigned) {
+		if (*s == '-' || *s == '+')
+			return -EINVAL;
+		*ui = strtoull(s, &end, 10);
+	} else {
+		*si = strtoll(s, &end, 10);
+	}
+	if (errno)
+		return -errno;
+	return *end ? -EINVAL : 0;
+}
+
+int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
+			      struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *res = NULL;
+
+	*out = NULL;
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(resource_flags); i++) {
+		const char *v = shim_args_get(a, resource_flags[i].flag);
+		struct hezo_json *section, *val = NULL;
+		int64_t si = 0;
+		uint64_t ui = 0;
+
+		if (!v)
+			continue;
+		switch (resource_flags[i].kind) {
+		case R_SIZE:
+			if (shim_parse_size(v, &si) < 0)
+				return hezo_error_set(err, EINVAL,
+						      "update --%s: \"%s\" is not a size",
+						      resource_flags[i].flag, v);
+			val = hezo_json_new_int(si);
+			break;
+		case R_INT:
+			if (parse_int(v, false, &si, &ui) < 0)
+				return hezo_error_set(err, EINVAL,
+						      "update --%s: \"%s\" is not an integer",
+						      resource_flags[i].flag, v);
+			val = hezo_json_new_int(si);
+			break;
+		case R_UINT:
+		case R_WEIGHT:
+			if (parse_int(v, true, &si, &ui) < 0)
+				return hezo_error_set(
+					err, EINVAL,
+					"update --%s: \"%s\" is not an unsigned integer",
+					resource_flags[i].flag, v);
+			if (resource_flags[i].kind == R_WEIGHT) {
+				/* runc treats 0 as "leave it", and the kernel accepts 10..1000 */
+				if (ui == 0)
+					continue;
+				if (ui < 10 || ui > 1000)
+					return hezo_error_set(err, EINVAL,
+							      "update --%s: %s is outside 10..1000",
+							      resource_flags[i].flag, v);
+			}
+			val = hezo_json_new_uint(ui);
+			break;
+		case R_STRING:
+			val = hezo_json_new_string(v);
+			break;
+		}
+		if (!res && !(res = hezo_json_new_object())) {
+			hezo_json_free(val);
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		}
+		if (!val || !(section = hezo_json_ensure_object(res, resource_flags[i].section))) {
+			hezo_json_free(val);
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		}
+		if (hezo_json_set(section, resource_flags[i].key, val) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	*out = TAKE_PTR(res);
+	return 0;
+}
+
+void shim_cap_name(const char *v, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	if (strncasecmp(v, "CAP_", 4) != 0)
+		o = (size_t)snprintf(buf, size, "CAP_");
+	for (; *v && o + 1 < size; v++)
+		buf[o++] = (char)toupper((unsigned char)*v);
+	buf[o] = '\0';
+}
+
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
+		     size_t *dropped)
+{
+	*dropped = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct shim_opt *o = &a->opts[i];
+		bool b;
+
+		if (o->flag && strcmp(o->flag->name, "cap") == 0) {
+			char cap[128];
+			shim_cap_name(o->value, cap, sizeof(cap));
+			if (!cap_ok(cap, data)) {
+				(*dropped)++;
+				continue;
+			}
+		}
+		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
+		    shim_parse_bool(o->value, &b) == 0 && !b)
+			continue;
+		for (int k = 0; k < o->count; k++)
+			if (shim_argv_push(out, argv[o->first + k]) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out)
+{
+	int r;
+
+	r = shim_argv_push(out, "--resources");
+	r = r ?: shim_argv_push(out, "-");
+	for (size_t i = 0; r == 0 && i < a->n; i++) {
+		const struct shim_opt *o = &a->opts[i];
+
+		if (o->flag && (strcmp(o->flag->name, "resources") == 0 ||
+				shim_update_is_resource_flag(o->flag->name)))
+			continue;
+		for (int k = 0; r == 0 && k < o->count; k++)
+			r = shim_argv_push(out, argv[o->first + k]);
+	}
+	return r;
+}
+
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when)
+{
+	char full[3072];
+
+	snprintf(full, sizeof(full), "hezo-shim: %s", msg ? msg : "");
+	if (fmt == SHIM_LOG_JSON)
+		return hezo_log_format_json(buf, size, level, full, when);
+	/* runc's text format quotes msg, so escape it the way a quoted string needs */
+	char esc[4096];
+	hezo_json_escape(esc, sizeof(esc), full);
+	return hezo_log_format_text(buf, size, level, esc, when);
+}

@@ -1,0 +1,146 @@
+/*
+ * The shim's command line, parsed the way runc's parser (urfave/cli over Go's flag package) reads
+ * it. Pure functions of argv so every form the engines send can be unit-tested.
+ */
+#ifndef SHIM_CLI_H
+#define SHIM_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "hezo-error.h"
+#include "hezo-json.h"
+
+/* A growable, NULL-terminated argument vector owning its strings. */
+struct shim_argv {
+	char **v;
+	size_t n, alloc;
+};
+
+int shim_argv_push(struct shim_argv *a, const char *s);
+int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int shim_argv_push_all(struct shim_argv *a, const char *const *v); /* v is NULL-terminated */
+void shim_argv_done(struct shim_argv *a);
+
+enum shim_log_format {
+	SHIM_LOG_TEXT,
+	SHIM_LOG_JSON,
+};
+
+/* runc's global options (before the verb) plus ours. Strings point into argv. */
+struct shim_globals {
+	const char *root;
+	const char *log;
+	const char *log_format;
+	const char *criu;
+	const char *rootless;
+	const char *debug;	    /* NULL: not given; "true" for a bare flag; else the =value */
+	const char *systemd_cgroup; /* same */
+	const char *project;	    /* --hezo-project: ours, never handed on */
+	enum shim_log_format log_fmt;
+	bool help, version;
+	struct shim_argv unknown; /* unknown global flags, verbatim, in order */
+	bool unknown_bare; /* one of them had no =value: the backend may read the next word */
+	int verb;	   /* index of the verb in argv; argc when there is none */
+};
+
+/* Parse argv[1..] up to the verb. On error g still holds what was read (the log settings). */
+int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hezo_error **err);
+void shim_globals_done(struct shim_globals *g);
+
+/* Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
+int shim_parse_bool(const char *s, bool *out);
+
+/* One flag a verb understands. */
+struct shim_flag {
+	const char *name; /* long name without dashes */
+	char alias;	  /* one-letter alias, 0 if none */
+	bool value;	  /* takes a value (--x v or --x=v); otherwise a bool (--x or --x=true) */
+};
+
+struct shim_verb_spec {
+	const char *verb;
+	const struct shim_flag *flags; /* terminated by a NULL name */
+	/* Flags end at the first positional (exec, ps: what follows the ID is the command). */
+	bool stop_at_positional;
+	/* Unknown flags are errors: the shim must understand the whole call (create, exec, ...). */
+	bool strict;
+};
+
+/* The table entry for verb, or the generic entry for a verb runc does not have. */
+const struct shim_verb_spec *shim_verb_spec(const char *verb);
+/* Verbs whose effect policy must see; everything else passes through. */
+bool shim_verb_is_policed(const char *verb);
+
+/* One parsed item of a verb's arguments. */
+struct shim_opt {
+	const struct shim_flag *flag; /* NULL: a positional argument (or an unknown flag) */
+	const char *value;	      /* flag value (NULL for a bare bool), or the positional */
+	bool unknown_flag;	      /* looked like a flag the table does not know */
+	int first, count;	      /* argv[first .. first+count) holds it */
+};
+
+struct shim_args {
+	struct shim_opt *opts;
+	size_t n;
+	size_t npos;	/* positionals */
+	bool help;	/* -h / --help seen among the flags */
+	int positional; /* argv index of the first positional (argc when none) */
+};
+
+/* Parse the verb's arguments argv[0..argc) (argv[0] is the first word after the verb). */
+int shim_parse_args(const struct shim_verb_spec *vs, int argc, char **argv, struct shim_args *out,
+		    struct hezo_error **err);
+void shim_args_done(struct shim_args *a);
+/* Last value given for flag name (Go: the last one wins); NULL when absent. A bare bool gives "".
+ */
+const char *shim_args_get(const struct shim_args *a, const char *name);
+/* Bool flag name: given and true? (a bad value counts as given: the backend will reject it) */
+bool shim_args_bool(const struct shim_args *a, const char *name);
+/* i-th positional, NULL past the end. */
+const char *shim_args_positional(const struct shim_args *a, size_t i);
+
+/* Container IDs become file names: 1..1024 of [A-Za-z0-9_+.-], not starting with '.'. */
+#define SHIM_ID_MAX 1024
+int shim_validate_id(const char *id, struct hezo_error **err);
+
+/* Directory name under the state dir for a --root: 16 hex digits of FNV-1a/64, or "default". */
+#define SHIM_KEY_LEN 17
+void shim_record_key(const char *root, char out[SHIM_KEY_LEN]);
+uint64_t shim_fnv1a64(const char *s);
+
+/* runc's memory values (go-units RAMInBytes: "512m", "1.5g", "1024", "2GiB"), or "-1". */
+int shim_parse_size(const char *s, int64_t *out);
+
+/*
+ * Turn runc update's flag form into one OCI LinuxResources object. *out is NULL when no
+ * resource flag was given. Errors name the flag.
+ */
+int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
+			      struct hezo_error **err);
+/* Is name one of update's resource flags (converted into the JSON)? */
+bool shim_update_is_resource_flag(const char *name);
+
+/* "net_admin" and "CAP_NET_ADMIN" name the same capability for runc: the canonical form. */
+void shim_cap_name(const char *v, char *buf, size_t size);
+
+/*
+ * exec's arguments for the backend: --cap values cap_ok refuses are taken out, and an explicit
+ * --no-new-privs=false (which would override the spec's true) is dropped. Every other word is
+ * kept as given. *dropped counts the removed --cap values.
+ */
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
+		     size_t *dropped);
+
+/* update's arguments for the backend: "--resources -" and the words that are not resources. */
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out);
+
+/* "hezo-shim: msg" as one log line (JSON or runc's text form), newline included. */
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when);
+
+#endif

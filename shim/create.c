@@ -1,0 +1,333 @@
+/*
+ * create, run and restore: put the bundle's config.json in the policy's box, record the backend,
+ * then execve it. Nothing is changed on disk until every check has passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hezo-config.h"
+#include "hezo-file.h"
+#include "hezo-spec.h"
+#include "shim.h"
+
+#define HOOK_TIMEOUT 10
+
+static int set_or_null(struct hezo_json *obj, const char *key, const struct hezo_json *v)
+{
+	struct hezo_json *c = v ? hezo_json_clone(v) : hezo_json_new_null();
+
+	return c ? hezo_json_set(obj, key, c) : -ENOMEM;
+}
+
+static int set_string(struct hezo_json *obj, const char *key, const char *s)
+{
+	struct hezo_json *v = s ? hezo_json_new_string(s) : hezo_json_new_null();
+
+	return v ? hezo_json_set(obj, key, v) : -ENOMEM;
+}
+
+/* What the box ended up being, for `hezo-shim` users reading a record and for debugging. */
+static struct hezo_json *box_summary(const struct hezo_policy *p, const struct hezo_json *spec,
+				     bool engine_seccomp)
+{
+	_cleanup_json_ struct hezo_json *box = hezo_json_new_object();
+	_cleanup_json_ struct hezo_json *pol = NULL, *eg = NULL;
+	struct hezo_json *tmpfs, *mounts, *egress;
+	const char *seccomp = "default";
+	int r = 0;
+
+	if (!box)
+		return NULL;
+	r = r
+		    ?: set_or_null(box, "caps",
+				   hezo_json_get_path(spec, "process.capabilities.bounding"));
+	r = r
+		    ?: set_or_null(box, "noNewPrivileges",
+				   hezo_json_get_path(spec, "process.noNewPrivileges"));
+	r = r ?: set_or_null(box, "readonly", hezo_json_get_path(spec, "root.readonly"));
+	tmpfs = hezo_json_ensure_object(box, "tmpfs");
+	if (!tmpfs)
+		return NULL;
+	mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
+	HEZO_JSON_FOREACH (i, mounts) {
+		const struct hezo_json *m = mounts->items[i];
+		const char *dest = hezo_json_string(hezo_json_get(m, "destination"));
+		const char *type = hezo_json_string(hezo_json_get(m, "type"));
+		struct hezo_json *opts = hezo_json_get_type(m, "options", HEZO_JSON_ARRAY);
+		const char *size = NULL;
+
+		if (!dest || !type || strcmp(type, "tmpfs") != 0)
+			continue;
+		HEZO_JSON_FOREACH (k, opts) {
+			const char *o = hezo_json_string(opts->items[k]);
+			if (o && strncmp(o, "size=", 5) == 0)
+				size = o + 5;
+		}
+		r = r ?: set_string(tmpfs, dest, size);
+	}
+	r = r
+		    ?: set_or_null(box, "memory",
+				   hezo_json_get_path(spec, "linux.resources.memory.limit"));
+	r = r ?: set_or_null(box, "swap", hezo_json_get_path(spec, "linux.resources.memory.swap"));
+	r = r ?: set_or_null(box, "pids", hezo_json_get_path(spec, "linux.resources.pids.limit"));
+	r = r
+		    ?: set_or_null(box, "cpuQuota",
+				   hezo_json_get_path(spec, "linux.resources.cpu.quota"));
+	r = r
+		    ?: set_or_null(box, "cpuPeriod",
+				   hezo_json_get_path(spec, "linux.resources.cpu.period"));
+	pol = hezo_policy_to_json(p);
+	if (engine_seccomp)
+		seccomp = "engine";
+	else if (hezo_json_string(hezo_json_get(pol, "seccomp")))
+		seccomp = hezo_json_string(hezo_json_get(pol, "seccomp"));
+	r = r ?: set_string(box, "seccomp", seccomp);
+	eg = hezo_policy_egress_json(p);
+	egress = hezo_json_ensure_object(box, "egress");
+	if (!egress)
+		return NULL;
+	r = r ?: set_or_null(egress, "mode", hezo_json_get(eg, "mode"));
+	r = r ?: set_or_null(egress, "allow", hezo_json_get(eg, "allow"));
+	return r < 0 ? NULL : TAKE_PTR(box);
+}
+
+static struct hezo_json *hezo_annotations(const struct hezo_json *spec)
+{
+	struct hezo_json *ann = hezo_spec_annotations(spec);
+	struct hezo_json *out = hezo_json_new_object();
+
+	if (!out)
+		return NULL;
+	HEZO_JSON_FOREACH (i, ann) {
+		if (strncmp(ann->keys[i], "org.hezo.", 9) != 0)
+			continue;
+		if (set_or_null(out, ann->keys[i], ann->items[i]) < 0) {
+			hezo_json_free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static int build_record(const struct shim_ctx *ctx, const char *id, const char *bundle,
+			const struct shim_target *t, const struct hezo_policy *p,
+			const struct hezo_json *spec, bool engine_seccomp, struct hezo_json **out,
+			struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
+	struct hezo_json *args, *v;
+	char created[64], real[PATH_MAX];
+	time_t now = time(NULL);
+	struct tm tm;
+	int r = 0;
+
+	if (!rec)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	gmtime_r(&now, &tm);
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!realpath(bundle, real))
+		snprintf(real, sizeof(real), "%s", bundle);
+	r = r ?: set_string(rec, "id", id);
+	r = r ?: set_string(rec, "backend", hezo_backend_name(t->backend));
+	r = r ?: set_string(rec, "path", t->path);
+	if (r == 0 && !(args = hezo_json_ensure_array(rec, "args")))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < t->args.n; i++) {
+		v = hezo_json_new_string(t->args.v[i]);
+		r = v ? hezo_json_append(args, v) : -ENOMEM;
+	}
+	r = r ?: set_string(rec, "bundle", real);
+	r = r ?: set_string(rec, "project", hezo_policy_project(p));
+	if (r == 0) {
+		v = hezo_annotations(spec);
+		r = v ? hezo_json_set(rec, "annotations", v) : -ENOMEM;
+	}
+	r = r ?: set_string(rec, "projectHint", ctx->g.project);
+	r = r ?: set_string(rec, "created", created);
+	if (r == 0) {
+		v = box_summary(p, spec, engine_seccomp);
+		r = v ? hezo_json_set(rec, "box", v) : -ENOMEM;
+	}
+	if (r < 0)
+		return hezo_error_set(err, -r, "container record: cannot build it");
+	*out = TAKE_PTR(rec);
+	return 0;
+}
+
+static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy *p,
+			    struct hezo_json *spec, struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *eg = NULL;
+	_cleanup_free_ char *egress = NULL, *env0 = NULL;
+	enum hezo_egress_mode mode = hezo_policy_egress_mode(p);
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (mode == HEZO_EGRESS_OFF)
+		return 0;
+	/* Filtering was asked for: without the hook the container would be unfiltered. */
+	if (!ctx->hook_path || ctx->hook_path[0] != '/' || stat(ctx->hook_path, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || access(ctx->hook_path, X_OK) < 0)
+		return hezo_error_set(err, ENOENT,
+				      "egress hook %s is missing or not executable: egress mode %s "
+				      "needs it",
+				      ctx->hook_path ? ctx->hook_path : "(none)",
+				      mode == HEZO_EGRESS_PROXY ? "proxy" : "deny");
+	eg = hezo_policy_egress_json(p);
+	if (!eg)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = hezo_json_dump(eg, false, &egress, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "egress");
+	if (asprintf(&env0, "HEZO_PROXYD_SOCKET=%s", ctx->proxyd_socket) < 0) {
+		env0 = NULL;
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	const char *const wire[] = {"hezo-hook", "wire", "--egress", egress, NULL};
+	const char *const unwire[] = {"hezo-hook", "unwire", NULL};
+	const char *const env[] = {env0, NULL};
+
+	r = hezo_spec_add_hook(spec, "prestart", ctx->hook_path, wire, env, HOOK_TIMEOUT, err);
+	if (r == 0)
+		r = hezo_spec_add_hook(spec, "poststop", ctx->hook_path, unwire, env, HOOK_TIMEOUT,
+				       err);
+	if (r < 0)
+		return hezo_error_prefix(err, "config.json hooks");
+	return 0;
+}
+
+/*
+ * A record left by an earlier container of the same ID on another backend must not be lost: its
+ * later verbs would go to the wrong backend. Same backend: overwrite, since a stale record is
+ * normal after a foreground `run` (the backend deletes the container itself when it exits).
+ */
+static int check_old_record(struct shim_ctx *ctx, const char *id, const struct shim_target *t,
+			    struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *old = NULL;
+	const char *b;
+	int r;
+
+	r = shim_record_read(ctx, id, &old, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	b = hezo_json_string(hezo_json_get(old, "backend"));
+	if (b && strcmp(b, hezo_backend_name(t->backend)) == 0)
+		return 0;
+	return hezo_error_set(err, EEXIST,
+			      "container %s already exists under backend %s (delete --force it "
+			      "first)",
+			      id, b ? b : "(unknown)");
+}
+
+int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
+	_cleanup_free_ char *orig = NULL;
+	_cleanup_close_ int bfd = -1;
+	struct shim_target t = {0};
+	struct shim_argv av = {0};
+	struct shim_args a = {0};
+	const char *id, *bundle;
+	bool engine_seccomp;
+	size_t len;
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	if (r < 0)
+		goto fail;
+	if (a.help) {
+		shim_args_done(&a);
+		return shim_cmd_passthrough(ctx, verb, argc, argv);
+	}
+	id = shim_args_positional(&a, 0);
+	if (a.npos != 1) {
+		r = hezo_error_set(&err, EINVAL, "%s: expected exactly one container ID, got %zu",
+				   verb, a.npos);
+		goto fail;
+	}
+	r = shim_validate_id(id, &err);
+	if (r < 0)
+		goto fail;
+	bundle = shim_args_get(&a, "bundle");
+	if (!bundle || !*bundle)
+		bundle = "."; /* runc: the working directory */
+
+	bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0) {
+		r = hezo_error_set_errno(&err, errno, "bundle %s", bundle);
+		goto fail;
+	}
+	/* Keep the original bytes: if the backend cannot be started they go back. */
+	r = hezo_read_file_at(bfd, "config.json", HEZO_SPEC_MAX_SIZE, &orig, &len, &err);
+	if (r < 0) {
+		hezo_error_prefix(&err, "bundle %s: config.json", bundle);
+		goto fail;
+	}
+	r = hezo_spec_parse(orig, len, "config.json", &spec, &err);
+	if (r < 0) {
+		hezo_error_prefix(&err, "bundle %s", bundle);
+		goto fail;
+	}
+
+	r = shim_load_policy(ctx, &base, &err);
+	if (r < 0)
+		goto fail;
+	r = hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project, &p, &err);
+	if (r < 0)
+		goto fail;
+	r = shim_target_from_policy(p, &t, &err);
+	if (r < 0)
+		goto fail;
+
+	engine_seccomp = hezo_json_get_type(hezo_spec_linux(spec), "seccomp", HEZO_JSON_OBJECT);
+	r = hezo_policy_apply_spec(p, spec, &err);
+	if (r < 0)
+		goto fail;
+	r = add_egress_hooks(ctx, p, spec, &err);
+	if (r < 0)
+		goto fail;
+	r = build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, &err);
+	if (r < 0)
+		goto fail;
+	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
+	if (r < 0)
+		goto fail;
+	r = check_old_record(ctx, id, &t, &err);
+	if (r < 0)
+		goto fail;
+
+	/* From here on: undo on failure. */
+	r = shim_record_write(ctx, id, rec, &err);
+	if (r < 0)
+		goto fail;
+	r = hezo_spec_save_at(bfd, "config.json", spec, &err);
+	if (r < 0) {
+		shim_record_remove(ctx, id);
+		hezo_error_prefix(&err, "bundle %s", bundle);
+		goto fail;
+	}
+	shim_args_done(&a);
+	r = shim_exec(ctx, &av, &err);
+	/* Still here: the backend did not start. Put config.json back as it was. */
+	shim_record_remove(ctx, id);
+	(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
+
+fail:
+	shim_args_done(&a);
+	shim_argv_done(&av);
+	shim_target_done(&t);
+	return shim_fail(ctx, err);
+}

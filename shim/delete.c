@@ -1,0 +1,58 @@
+/*
+ * delete: the one pass-through verb with work after it. The backend runs as a child so the
+ * container's record goes only once the backend has really deleted the container.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "shim.h"
+
+int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct shim_argv av = {0};
+	struct shim_target t = {0};
+	struct shim_args a = {0};
+	const char *id;
+	bool force;
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	if (r < 0)
+		goto fail;
+	if (a.help || a.npos == 0) {
+		/* Nothing to delete: the backend prints its help or its usage error. */
+		shim_args_done(&a);
+		return shim_cmd_passthrough(ctx, verb, argc, argv);
+	}
+	id = shim_args_positional(&a, 0);
+	force = shim_args_bool(&a, "force");
+	r = shim_validate_id(id, &err);
+	if (r < 0)
+		goto fail;
+	r = shim_resolve(ctx, id, &t, &rec, &err);
+	if (r < 0) {
+		shim_args_done(&a);
+		if (!rec)
+			return shim_cmd_unrecorded(ctx, verb, id, force, err);
+		goto fail;
+	}
+	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
+	if (r < 0)
+		goto fail;
+	r = shim_spawn_wait(ctx, &av, &err);
+	if (r < 0)
+		goto fail;
+	if (r == 0 && a.npos == 1)
+		shim_record_remove(ctx, id);
+	shim_args_done(&a);
+	shim_argv_done(&av);
+	shim_target_done(&t);
+	return r;
+fail:
+	shim_args_done(&a);
+	shim_argv_done(&av);
+	shim_target_done(&t);
+	return shim_fail(ctx, err);
+}

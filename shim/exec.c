@@ -1,0 +1,121 @@
+/*
+ * exec: the new process gets the container's policy too. The process JSON is clamped in place
+ * and capabilities the policy does not allow are taken out of --cap before the backend runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hezo-file.h"
+#include "hezo-spec.h"
+#include "shim.h"
+
+/* Rewrite the process file given with --process, in its own directory, atomically. */
+static int clamp_process_file(const struct hezo_policy *p, const char *path,
+			      struct hezo_error **err)
+{
+	_cleanup_free_ char *dir = strdup(path), *data = NULL, *out = NULL;
+	_cleanup_json_ struct hezo_json *proc = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *name;
+	char *slash;
+	size_t len;
+	int r;
+
+	if (!dir)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	slash = strrchr(dir, '/');
+	if (!slash) {
+		name = path;
+		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		name = path + (slash - dir) + 1;
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (dfd < 0)
+		return hezo_error_set_errno(err, errno, "exec --process %s", path);
+	if (!*name)
+		return hezo_error_set(err, EINVAL, "exec --process %s: not a file", path);
+	r = hezo_read_file_at(dfd, name, HEZO_SPEC_MAX_SIZE, &data, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s", path);
+	r = hezo_json_parse(data, len, &proc, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s", path);
+	if (proc->type != HEZO_JSON_OBJECT)
+		return hezo_error_set(err, EINVAL, "exec --process %s: not a JSON object", path);
+	r = hezo_policy_apply_process(p, proc, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s", path);
+	r = hezo_json_dump(proc, false, &out, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s", path);
+	r = hezo_write_file_atomic_at(dfd, name, out, len, 0600, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s", path);
+	return 0;
+}
+
+static bool cap_allowed(const char *cap, void *data)
+{
+	return hezo_policy_cap_allowed(data, cap);
+}
+
+int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	struct shim_argv kept = {0}, av = {0};
+	struct shim_target t = {0};
+	struct shim_args a = {0};
+	const char *id, *process;
+	size_t dropped;
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	if (r < 0)
+		goto fail;
+	if (a.help) {
+		shim_args_done(&a);
+		return shim_cmd_passthrough(ctx, verb, argc, argv);
+	}
+	id = shim_args_positional(&a, 0);
+	r = shim_validate_id(id, &err);
+	if (r < 0)
+		goto fail;
+
+	r = shim_resolve_policy(ctx, id, &t, &p, &err);
+	if (r < 0)
+		goto fail;
+
+	process = shim_args_get(&a, "process");
+	if (process) {
+		r = clamp_process_file(p, process, &err);
+		if (r < 0)
+			goto fail;
+	}
+
+	if (shim_exec_filter(&a, argv, cap_allowed, p, &kept, &dropped) < 0) {
+		r = hezo_error_set(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (dropped)
+		shim_log(ctx, "warning", "exec %s: %zu --cap value(s) dropped by policy", id,
+			 dropped);
+	r = shim_backend_argv(ctx, &t, verb, (int)kept.n, kept.v, &av, &err);
+	if (r < 0)
+		goto fail;
+	shim_args_done(&a);
+	r = shim_exec(ctx, &av, &err);
+fail:
+	shim_args_done(&a);
+	shim_argv_done(&kept);
+	shim_argv_done(&av);
+	shim_target_done(&t);
+	return shim_fail(ctx, err);
+}

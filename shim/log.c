@@ -1,0 +1,76 @@
+/*
+ * The shim's error reporting: one line per message, one write() to an O_APPEND fd, so
+ * containerd (which shows the last line of --log) prints our reason for a refused container.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hezo-file.h"
+#include "shim.h"
+
+bool shim_debug(const struct shim_ctx *ctx)
+{
+	bool b = false;
+
+	return ctx->g.debug && shim_parse_bool(ctx->g.debug, &b) == 0 && b;
+}
+
+static void vlog(struct shim_ctx *ctx, const char *level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+
+static void vlog(struct shim_ctx *ctx, const char *level, const char *fmt, va_list ap)
+{
+	char msg[2048], line[4096];
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (ctx->g.log && *ctx->g.log) {
+		if (ctx->log_fd < 0)
+			ctx->log_fd =
+				open(ctx->g.log,
+				     O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+		if (ctx->log_fd >= 0) {
+			n = shim_log_line(line, sizeof(line), ctx->g.log_fmt, level, msg, NULL);
+			if (n > 0 && hezo_write_all(ctx->log_fd, line, n) == 0)
+				return;
+		}
+		/* The log is unusable: stderr is the last place the reason can go. */
+	}
+	if (strcmp(level, "error") != 0)
+		return;
+	n = (size_t)snprintf(line, sizeof(line), "hezo-shim: %s\n", msg);
+	if (n >= sizeof(line)) {
+		n = sizeof(line) - 1;
+		line[n - 1] = '\n';
+	}
+	(void)hezo_write_all(STDERR_FILENO, line, n);
+}
+
+void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (strcmp(level, "debug") == 0 && (!shim_debug(ctx) || !ctx->g.log))
+		return;
+	va_start(ap, fmt);
+	vlog(ctx, level, fmt, ap);
+	va_end(ap);
+}
+
+int shim_fail(struct shim_ctx *ctx, struct hezo_error *err)
+{
+	shim_log(ctx, "error", "%s", err && err->msg ? err->msg : "unknown error");
+	return 1;
+}
+
+int shim_failf(struct shim_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(ctx, "error", fmt, ap);
+	va_end(ap);
+	return 1;
+}

@@ -1,0 +1,149 @@
+/*
+ * hezo-shim: called exactly like runc. Reads runc's global flags, then hands the verb to its
+ * handler; create/run/restore/exec/update go through policy, everything else passes through.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hezo-config.h"
+#include "hezo-install.h"
+#include "shim.h"
+
+typedef int (*verb_fn)(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+
+static const struct {
+	const char *name;
+	verb_fn fn;
+} handlers[] = {
+	{"create", shim_cmd_create}, {"run", shim_cmd_create},	  {"restore", shim_cmd_create},
+	{"exec", shim_cmd_exec},     {"update", shim_cmd_update}, {"delete", shim_cmd_delete},
+};
+
+/*
+ * Our own administrative commands. They are checked before the forbidden list because runsc
+ * has verbs of the same names (install, uninstall) that must never be reached through us.
+ */
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} admin[] = {
+	{"install", hezo_install_main},
+	{"uninstall", hezo_uninstall_main},
+	{"doctor", hezo_doctor_main},
+	{"policy", hezo_policy_cmd_main},
+};
+
+/*
+ * Backend verbs that would start or touch a sandbox without the policy seeing it (runsc's do,
+ * boot and gofer, runc's init, runsc's helpers that edit the host). Never passed through.
+ */
+static const char *const forbidden[] = {
+	"do",	     "boot",   "gofer",	   "init",	    "install",
+	"uninstall", "umount", "mitigate", "write-control",
+};
+
+static bool is_forbidden(const char *w)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(forbidden); i++)
+		if (strcmp(forbidden[i], w) == 0)
+			return true;
+	return false;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: hezo-shim [global options] COMMAND [options] [ID] [args...]\n"
+	      "\n"
+	      "An OCI runtime called like runc: create, run and restore put the container in the\n"
+	      "policy's box (" HEZO_POLICY_PATH ", or $HEZO_POLICY), exec and update are clamped\n"
+	      "to it, and every other command goes to the backend that created the container.\n"
+	      "\n"
+	      "Commands: create run restore exec update start state kill delete ps pause resume\n"
+	      "          checkpoint events features list\n"
+	      "Admin:    install|uninstall --docker|--containerd|--podman [--dry-run]\n"
+	      "          doctor                      check backends, kernel, proxyd, engines\n"
+	      "          policy check FILE           validate a policy file, naming every error\n"
+	      "          policy show [--project P]   the effective policy (of a project)\n"
+	      "          netlog [--follow] [--blocked] CONTAINER\n"
+	      "\n"
+	      "Global options (handed to the backend):\n"
+	      "  --root DIR  --log FILE  --log-format text|json  --debug  --systemd-cgroup\n"
+	      "  --rootless true|false|auto  --criu PATH\n"
+	      "Ours:\n"
+	      "  --hezo-project NAME   the container's project when no annotation names one\n"
+	      "  --version, -v         print the version\n"
+	      "  --help, -h            this text\n"
+	      "\n"
+	      "Environment of the shim itself: HEZO_POLICY, HEZO_STATE_DIR, HEZO_HOOK_PATH,\n"
+	      "HEZO_PROXYD_SOCKET.\n",
+	      f);
+}
+
+static const char *env_or(const char *name, const char *dflt)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : dflt;
+}
+
+static int dispatch(struct shim_ctx *c, int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	const char *verb;
+	int r;
+
+	r = shim_parse_globals(argc, argv, &c->g, &err);
+	if (r < 0)
+		return shim_fail(c, err);
+	if (c->g.version) {
+		printf("hezo-shim version %s\ncommit: %s\nspec: %s\n", HEZO_VERSION, HEZO_COMMIT,
+		       HEZO_OCI_SPEC_VERSION);
+		return 0;
+	}
+	if (c->g.help || c->g.verb >= argc || strcmp(argv[c->g.verb], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	c->policy_path = env_or("HEZO_POLICY", HEZO_POLICY_PATH);
+	c->state_dir = env_or("HEZO_STATE_DIR", HEZO_STATE_DIR);
+	c->hook_path = env_or("HEZO_HOOK_PATH", HEZO_HOOK_PATH);
+	c->proxyd_socket = env_or("HEZO_PROXYD_SOCKET", HEZO_PROXYD_SOCKET);
+
+	verb = argv[c->g.verb];
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(admin); i++)
+		if (strcmp(admin[i].name, verb) == 0)
+			return admin[i].fn(argc - c->g.verb, argv + c->g.verb);
+	if (is_forbidden(verb))
+		return shim_failf(c, "command \"%s\" is not allowed through hezo-shim", verb);
+	/*
+	 * A flag we do not know, given without =value, might take the next word as its value in
+	 * the backend's eyes; then the backend's verb would be a later word than ours. Refuse when
+	 * such a word could be a command that policy must see.
+	 */
+	if (c->g.unknown_bare) {
+		for (int i = c->g.verb + 1; i < argc; i++)
+			if (shim_verb_is_policed(argv[i]) || is_forbidden(argv[i]))
+				return shim_failf(c,
+						  "unknown global flag without =value before "
+						  "\"%s\": give unknown flags as --flag=value",
+						  argv[i]);
+	}
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(handlers); i++)
+		if (strcmp(handlers[i].name, verb) == 0)
+			return handlers[i].fn(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1);
+	return shim_cmd_passthrough(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1);
+}
+
+int main(int argc, char **argv)
+{
+	struct shim_ctx ctx = {.argc = argc, .argv = argv, .log_fd = -1};
+	int r = dispatch(&ctx, argc, argv);
+
+	shim_globals_done(&ctx.g);
+	if (ctx.log_fd >= 0)
+		close(ctx.log_fd);
+	return r;
+}

@@ -1,0 +1,193 @@
+/*
+ * Container records: STATE_DIR/<root key>/<id>.json says which backend (and which flags) created
+ * a container, so every later verb goes to that backend and exec/update get its policy again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "hezo-file.h"
+#include "shim.h"
+
+#define RECORD_MAX (1024 * 1024)
+/* IDs may be longer than a file name may be: those get a hashed name ('#' is never in an ID). */
+#define RECORD_SHORT_ID 200
+
+static void record_name(const char *id, char *buf, size_t size)
+{
+	if (strlen(id) <= RECORD_SHORT_ID)
+		snprintf(buf, size, "%s.json", id);
+	else
+		snprintf(buf, size, "%.150s#%016" PRIx64 ".json", id, shim_fnv1a64(id));
+}
+
+static int mkdir_p(const char *path, struct hezo_error **err)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	if (!p)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return hezo_error_set_errno(err, errno, "state directory %s", p);
+		*s = '/';
+	}
+	if (mkdir(p, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "state directory %s", p);
+	return 0;
+}
+
+/* Open STATE_DIR/<key>, creating it (0700) when create is set. */
+static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_error **err)
+{
+	_cleanup_close_ int state = -1;
+	char key[SHIM_KEY_LEN];
+	int fd, r;
+
+	shim_record_key(ctx->g.root, key);
+	if (create) {
+		r = mkdir_p(ctx->state_dir, err);
+		if (r < 0)
+			return r;
+	}
+	state = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (state < 0) {
+		if (errno == ENOENT && !create)
+			return -ENOENT;
+		return hezo_error_set_errno(err, errno, "state directory %s", ctx->state_dir);
+	}
+	if (create && mkdirat(state, key, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "state directory %s/%s", ctx->state_dir,
+					    key);
+	fd = openat(state, key, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT && !create)
+			return -ENOENT;
+		return hezo_error_set_errno(err, errno, "state directory %s/%s", ctx->state_dir,
+					    key);
+	}
+	return fd;
+}
+
+int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
+		      struct hezo_error **err)
+{
+	_cleanup_close_ int dir = -1;
+	_cleanup_free_ char *data = NULL;
+	char name[256];
+	size_t len;
+	int r;
+
+	dir = open_key_dir(ctx, true, err);
+	if (dir < 0)
+		return dir;
+	r = hezo_json_dump(rec, false, &data, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container record");
+	record_name(id, name, sizeof(name));
+	r = hezo_write_file_atomic_at(dir, name, data, len, 0600, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container record %s/%s", ctx->state_dir, name);
+	return 0;
+}
+
+int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_json **out,
+		     struct hezo_error **err)
+{
+	_cleanup_close_ int dir = -1;
+	_cleanup_free_ char *data = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+	char name[256];
+	size_t len;
+	int r;
+
+	*out = NULL;
+	dir = open_key_dir(ctx, false, err);
+	if (dir < 0)
+		return dir;
+	record_name(id, name, sizeof(name));
+	r = hezo_read_file_at(dir, name, RECORD_MAX, &data, &len, &e);
+	if (r == -ENOENT)
+		return -ENOENT;
+	if (r < 0 || hezo_json_parse(data, len, &rec, &e) < 0 || rec->type != HEZO_JSON_OBJECT) {
+		return hezo_error_set(err, EINVAL, "container record %s/%s: %s", ctx->state_dir,
+				      name, e ? e->msg : "not an object");
+	}
+	/* A hashed name could in theory be shared: the ID inside decides. */
+	if (strcmp(hezo_json_string(hezo_json_get(rec, "id")) ?: "", id) != 0)
+		return -ENOENT;
+	*out = TAKE_PTR(rec);
+	return 0;
+}
+
+int shim_record_remove(const struct shim_ctx *ctx, const char *id)
+{
+	_cleanup_close_ int dir = -1;
+	char name[256];
+
+	dir = open_key_dir(ctx, false, NULL);
+	if (dir < 0)
+		return dir;
+	record_name(id, name, sizeof(name));
+	if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struct hezo_error **err)
+{
+	const char *name = hezo_json_string(hezo_json_get(rec, "backend"));
+	const char *path = hezo_json_string(hezo_json_get(rec, "path"));
+	struct hezo_json *args = hezo_json_get_type(rec, "args", HEZO_JSON_ARRAY);
+
+	memset(t, 0, sizeof(*t));
+	if (!name || hezo_backend_from_name(name, &t->backend) < 0)
+		return hezo_error_set(err, EINVAL, "container record: unknown backend \"%s\"",
+				      name ? name : "");
+	if (!path || path[0] != '/')
+		return hezo_error_set(err, EINVAL, "container record: backend path missing");
+	t->path = strdup(path);
+	if (!t->path)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	HEZO_JSON_FOREACH (i, args) {
+		const char *s = hezo_json_string(args->items[i]);
+		if (!s)
+			return hezo_error_set(err, EINVAL,
+					      "container record: args[%zu] not a string", i);
+		if (shim_argv_push(&t->args, s) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int shim_load_policy(const struct shim_ctx *ctx, struct hezo_policy **out, struct hezo_error **err)
+{
+	return hezo_policy_load(ctx->policy_path, out, err);
+}
+
+int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,
+		       struct hezo_policy **out, struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	struct hezo_json *ann = hezo_json_get_type(rec, "annotations", HEZO_JSON_OBJECT);
+	/*
+	 * The project the container got (from whichever source) goes back in as the hint, so a
+	 * project derived from, say, the Kubernetes namespace comes out the same without keeping
+	 * every annotation.
+	 */
+	const char *hint = hezo_json_string(hezo_json_get(rec, "project"))
+				   ?: hezo_json_string(hezo_json_get(rec, "projectHint"));
+	int r;
+
+	r = shim_load_policy(ctx, &base, err);
+	if (r < 0)
+		return r;
+	return hezo_policy_for_container(base, ann, hint, out, err);
+}

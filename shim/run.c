@@ -1,0 +1,150 @@
+/* Handing a call to the backend: execve in place, or fork and wait when the shim has work after. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hezo-file.h"
+#include "shim.h"
+
+extern char **environ;
+
+int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err)
+{
+	if (shim_debug(ctx)) {
+		char line[1024];
+		size_t o = 0;
+		for (size_t i = 0; i < argv->n && o < sizeof(line) - 1; i++) {
+			int n = snprintf(line + o, sizeof(line) - o, "%s%s", i ? " " : "",
+					 argv->v[i]);
+			if (n < 0)
+				break;
+			o += (size_t)n;
+		}
+		shim_log(ctx, "debug", "exec %s", line);
+	}
+	execve(argv->v[0], argv->v, environ);
+	return hezo_error_set_errno(err, errno, "cannot execute %s", argv->v[0]);
+}
+
+static volatile pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill(child_pid, sig);
+}
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+
+int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err)
+{
+	struct sigaction sa = {.sa_handler = forward_signal};
+	sigset_t block, old;
+	int report[2], status, child_errno = 0;
+	ssize_t n;
+	pid_t pid;
+
+	/* The child reports a failed execve through a pipe that a successful one closes. */
+	if (pipe2(report, O_CLOEXEC) < 0)
+		return hezo_error_set_errno(err, errno, "pipe");
+	sigemptyset(&block);
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(forwarded); i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(report[0]);
+		close(report[1]);
+		return hezo_error_set_errno(err, e, "fork");
+	}
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execve(argv->v[0], argv->v, environ);
+		child_errno = errno;
+		(void)hezo_write_all(report[1], &child_errno, sizeof(child_errno));
+		_exit(127);
+	}
+	child_pid = pid;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(forwarded); i++)
+		sigaction(forwarded[i], &sa, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	close(report[1]);
+	do
+		n = read(report[0], &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	close(report[0]);
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return hezo_error_set_errno(err, errno, "waitpid");
+	}
+	child_pid = 0;
+	if (n == (ssize_t)sizeof(child_errno))
+		return hezo_error_set_errno(err, child_errno, "cannot execute %s", argv->v[0]);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
+		 struct hezo_json **rec, struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
+	int r;
+
+	*rec = NULL;
+	memset(t, 0, sizeof(*t));
+	if (id) {
+		r = shim_validate_id(id, err);
+		if (r < 0)
+			return r;
+		r = shim_record_read(ctx, id, rec, err);
+		if (r == 0)
+			return shim_record_target(*rec, t, err);
+		if (r != -ENOENT)
+			return r;
+	}
+	/* Not ours (or no container at all): the policy's default backend. */
+	r = shim_load_policy(ctx, &base, err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_for_container(base, NULL, ctx->g.project, &p, err);
+	if (r < 0)
+		return r;
+	return shim_target_from_policy(p, t, err);
+}
+
+int shim_resolve_policy(struct shim_ctx *ctx, const char *id, struct shim_target *t,
+			struct hezo_policy **p, struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	r = shim_record_read(ctx, id, &rec, err);
+	if (r == 0) {
+		r = shim_record_target(rec, t, err);
+		return r < 0 ? r : shim_record_policy(ctx, rec, p, err);
+	}
+	if (r != -ENOENT)
+		return r;
+	r = shim_load_policy(ctx, &base, err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_for_container(base, NULL, ctx->g.project, p, err);
+	if (r < 0)
+		return r;
+	return shim_target_from_policy(*p, t, err);
+}

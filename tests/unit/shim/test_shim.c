@@ -1,0 +1,979 @@
+/* Unit tests for the shim's command line: every form the engines send, log lines, records. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli.h"
+#include "hezo-file.h"
+#include "shim.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- global flags ---- */
+
+static void test_globals_separate_form(void **state)
+{
+	char *argv[] = {"hezo-shim",	    "--root",	    "/run/r", "--log",
+			"/tmp/l.json",	    "--log-format", "json",   "--debug",
+			"--systemd-cgroup", "--rootless",   "false",  "--criu",
+			"/usr/sbin/criu",   "create",	    "id1"};
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(ARGC(argv), argv, &g, NULL), 0);
+	assert_string_equal(g.root, "/run/r");
+	assert_string_equal(g.log, "/tmp/l.json");
+	assert_string_equal(g.log_format, "json");
+	assert_int_equal(g.log_fmt, SHIM_LOG_JSON);
+	assert_string_equal(g.debug, "true");
+	assert_string_equal(g.systemd_cgroup, "true");
+	assert_string_equal(g.rootless, "false");
+	assert_string_equal(g.criu, "/usr/sbin/criu");
+	assert_int_equal(g.verb, 13);
+	assert_string_equal(argv[g.verb], "create");
+	assert_false(g.unknown_bare);
+	assert_int_equal(g.unknown.n, 0);
+	shim_globals_done(&g);
+}
+
+static void test_globals_equals_form(void **state)
+{
+	char *argv[] = {"hezo-shim",
+			"--root=/run/r",
+			"--log=/tmp/l",
+			"--log-format=text",
+			"--debug=false",
+			"--rootless=true",
+			"-criu=/c",
+			"--hezo-project=web",
+			"--systemd-cgroup=1",
+			"state",
+			"x"};
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(ARGC(argv), argv, &g, NULL), 0);
+	assert_string_equal(g.root, "/run/r");
+	assert_string_equal(g.log, "/tmp/l");
+	assert_int_equal(g.log_fmt, SHIM_LOG_TEXT);
+	assert_string_equal(g.debug, "false");
+	assert_string_equal(g.rootless, "true");
+	assert_string_equal(g.criu, "/c");
+	assert_string_equal(g.project, "web");
+	assert_string_equal(g.systemd_cgroup, "1");
+	assert_string_equal(argv[g.verb], "state");
+	shim_globals_done(&g);
+}
+
+static void test_globals_unknown_and_project(void **state)
+{
+	char *argv[] = {
+		"hezo-shim", "--platform=ptrace", "--hezo-project", "ci", "--strace", "kill", "id",
+		"9"};
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(ARGC(argv), argv, &g, NULL), 0);
+	assert_string_equal(g.project, "ci");
+	assert_int_equal(g.unknown.n, 2);
+	assert_string_equal(g.unknown.v[0], "--platform=ptrace");
+	assert_string_equal(g.unknown.v[1], "--strace");
+	assert_true(g.unknown_bare);
+	assert_string_equal(argv[g.verb], "kill");
+	shim_globals_done(&g);
+}
+
+static void test_globals_version_help(void **state)
+{
+	char *v1[] = {"hezo-shim", "--version"};
+	char *v2[] = {"hezo-shim", "-v"};
+	char *h1[] = {"hezo-shim", "--help"};
+	char *h2[] = {"hezo-shim", "-h"};
+	char *none[] = {"hezo-shim", "--root", "/x"};
+	char *dd[] = {"hezo-shim", "--", "--weird"};
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(2, v1, &g, NULL), 0);
+	assert_true(g.version);
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(2, v2, &g, NULL), 0);
+	assert_true(g.version);
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(2, h1, &g, NULL), 0);
+	assert_true(g.help);
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(2, h2, &g, NULL), 0);
+	assert_true(g.help);
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(3, none, &g, NULL), 0);
+	assert_int_equal(g.verb, 3);
+	shim_globals_done(&g);
+	/* "--" ends the flags: the next word is the verb whatever it looks like */
+	assert_int_equal(shim_parse_globals(3, dd, &g, NULL), 0);
+	assert_int_equal(g.verb, 2);
+	shim_globals_done(&g);
+}
+
+static void test_globals_errors(void **state)
+{
+	char *a1[] = {"hezo-shim", "--root"};
+	char *a2[] = {"hezo-shim", "--log-format", "xml", "state", "x"};
+	char *a3[] = {"hezo-shim", "--debug=maybe", "state", "x"};
+	char *a4[] = {"hezo-shim", "---root", "/x", "state"};
+	char *a5[] = {"hezo-shim", "--log", "/tmp/l", "--log-format=json", "--root"};
+	struct shim_globals g;
+	_cleanup_error_ struct hezo_error *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL;
+
+	assert_int_equal(shim_parse_globals(ARGC(a1), a1, &g, &e1), -EINVAL);
+	assert_non_null(strstr(e1->msg, "--root"));
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(a2), a2, &g, &e2), -EINVAL);
+	assert_non_null(strstr(e2->msg, "xml"));
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(a3), a3, &g, &e3), -EINVAL);
+	assert_non_null(strstr(e3->msg, "maybe"));
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(a4), a4, &g, &e4), -EINVAL);
+	shim_globals_done(&g);
+	/* the log settings read before the error are kept, so the error can go to the log */
+	assert_int_equal(shim_parse_globals(ARGC(a5), a5, &g, NULL), -EINVAL);
+	assert_string_equal(g.log, "/tmp/l");
+	assert_int_equal(g.log_fmt, SHIM_LOG_JSON);
+	shim_globals_done(&g);
+}
+
+static void test_parse_bool(void **state)
+{
+	bool b;
+
+	assert_int_equal(shim_parse_bool("true", &b), 0);
+	assert_true(b);
+	assert_int_equal(shim_parse_bool("T", &b), 0);
+	assert_true(b);
+	assert_int_equal(shim_parse_bool("0", &b), 0);
+	assert_false(b);
+	assert_int_equal(shim_parse_bool("False", &b), 0);
+	assert_false(b);
+	assert_int_equal(shim_parse_bool("yes", &b), -EINVAL);
+	assert_int_equal(shim_parse_bool("", &b), -EINVAL);
+}
+
+/* ---- create / run ---- */
+
+static const char *bundle_of(const char *verb, int argc, char **argv, const char **id)
+{
+	static struct shim_args a;
+	static char saved[256];
+	const char *b;
+
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec(verb), argc, argv, &a, NULL), 0);
+	assert_int_equal(a.npos, 1);
+	*id = shim_args_positional(&a, 0);
+	b = shim_args_get(&a, "bundle");
+	if (!b)
+		return NULL;
+	snprintf(saved, sizeof(saved), "%s", b);
+	return saved;
+}
+
+static void test_create_bundle_forms(void **state)
+{
+	char *f1[] = {"--bundle", "/b1", "id"};
+	char *f2[] = {"-b", "/b2", "id"};
+	char *f3[] = {"--bundle=/b3", "id"};
+	char *f4[] = {"-bundle", "/b4", "id"};
+	char *f5[] = {"id", "--bundle", "/b5"}; /* runc reorders flags after the ID */
+	char *f6[] = {"--pid-file", "/p", "id"};
+	char *f7[] = {"-b=/b7", "--bundle", "/b7b", "id"}; /* Go: the last one wins */
+	const char *id;
+
+	assert_string_equal(bundle_of("create", ARGC(f1), f1, &id), "/b1");
+	assert_string_equal(id, "id");
+	assert_string_equal(bundle_of("create", ARGC(f2), f2, &id), "/b2");
+	assert_string_equal(bundle_of("create", ARGC(f3), f3, &id), "/b3");
+	assert_string_equal(bundle_of("create", ARGC(f4), f4, &id), "/b4");
+	assert_string_equal(bundle_of("create", ARGC(f5), f5, &id), "/b5");
+	assert_string_equal(id, "id");
+	assert_null(bundle_of("create", ARGC(f6), f6, &id));
+	assert_string_equal(bundle_of("create", ARGC(f7), f7, &id), "/b7b");
+}
+
+static void test_create_all_flags(void **state)
+{
+	char *argv[] = {"--bundle",
+			"/b",
+			"--pid-file",
+			"/run/p.pid",
+			"--console-socket",
+			"/run/c.sock",
+			"--no-pivot",
+			"--no-new-keyring",
+			"--preserve-fds",
+			"3",
+			"--pidfd-socket=/run/pidfd",
+			"abc"};
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("create"), ARGC(argv), argv, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "pid-file"), "/run/p.pid");
+	assert_string_equal(shim_args_get(&a, "console-socket"), "/run/c.sock");
+	assert_true(shim_args_bool(&a, "no-pivot"));
+	assert_true(shim_args_bool(&a, "no-new-keyring"));
+	assert_string_equal(shim_args_get(&a, "preserve-fds"), "3");
+	assert_string_equal(shim_args_get(&a, "pidfd-socket"), "/run/pidfd");
+	assert_string_equal(shim_args_positional(&a, 0), "abc");
+	assert_int_equal(a.npos, 1);
+	assert_false(a.help);
+	shim_args_done(&a);
+}
+
+static void test_run_forms(void **state)
+{
+	char *r1[] = {"id"};
+	char *r2[] = {"-d", "--preserve-fds=2", "--keep", "--no-subreaper", "id"};
+	struct shim_args a;
+
+	/* no --bundle: the bundle is the working directory */
+	assert_int_equal(shim_parse_args(shim_verb_spec("run"), 1, r1, &a, NULL), 0);
+	assert_null(shim_args_get(&a, "bundle"));
+	assert_string_equal(shim_args_positional(&a, 0), "id");
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("run"), ARGC(r2), r2, &a, NULL), 0);
+	assert_true(shim_args_bool(&a, "detach"));
+	assert_string_equal(shim_args_get(&a, "preserve-fds"), "2");
+	assert_true(shim_args_bool(&a, "keep"));
+	assert_string_equal(shim_args_positional(&a, 0), "id");
+	shim_args_done(&a);
+}
+
+static void test_create_strict(void **state)
+{
+	char *u[] = {"--bogus", "id"};
+	char *m[] = {"id", "--bundle"};
+	char *b[] = {"--no-pivot=perhaps", "id"};
+	char *d[] = {"--detach", "id"}; /* run has it, create does not */
+	_cleanup_error_ struct hezo_error *e1 = NULL, *e2 = NULL, *e3 = NULL, *e4 = NULL;
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("create"), 2, u, &a, &e1), -EINVAL);
+	assert_non_null(strstr(e1->msg, "--bogus"));
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("create"), 2, m, &a, &e2), -EINVAL);
+	assert_non_null(strstr(e2->msg, "needs an argument"));
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("create"), 2, b, &a, &e3), -EINVAL);
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("create"), 2, d, &a, &e4), -EINVAL);
+	shim_args_done(&a);
+}
+
+static void test_restore_flags(void **state)
+{
+	char *argv[] = {"--image-path", "/img",	   "--work-path=/w", "--tcp-established",
+			"-b",		"/bundle", "--detach",	     "--manage-cgroups-mode",
+			"soft",		"cid"};
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("restore"), ARGC(argv), argv, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "bundle"), "/bundle");
+	assert_string_equal(shim_args_get(&a, "image-path"), "/img");
+	assert_string_equal(shim_args_positional(&a, 0), "cid");
+	assert_int_equal(a.npos, 1);
+	shim_args_done(&a);
+}
+
+/* ---- exec ---- */
+
+static void test_exec_flags(void **state)
+{
+	char *argv[] = {"--process",
+			"/tmp/p.json",
+			"--detach",
+			"--tty",
+			"--console-socket",
+			"/c.sock",
+			"--pid-file=/p",
+			"--cap",
+			"CAP_SYS_ADMIN",
+			"-c",
+			"CAP_NET_RAW",
+			"--cap=CAP_CHOWN",
+			"--user",
+			"0:0",
+			"-e",
+			"A=B",
+			"--cwd",
+			"/",
+			"--no-new-privs",
+			"--apparmor",
+			"unconfined",
+			"--process-label",
+			"l",
+			"--preserve-fds",
+			"1",
+			"--cgroup",
+			"sub",
+			"--ignore-paused",
+			"--pidfd-socket",
+			"/s",
+			"ctr",
+			"sh",
+			"--help",
+			"-c",
+			"echo"};
+	struct shim_args a;
+	int caps = 0;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("exec"), ARGC(argv), argv, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "process"), "/tmp/p.json");
+	assert_true(shim_args_bool(&a, "detach"));
+	assert_true(shim_args_bool(&a, "tty"));
+	assert_string_equal(shim_args_get(&a, "pid-file"), "/p");
+	assert_string_equal(shim_args_get(&a, "user"), "0:0");
+	assert_true(shim_args_bool(&a, "no-new-privs"));
+	for (size_t i = 0; i < a.n; i++)
+		if (a.opts[i].flag && strcmp(a.opts[i].flag->name, "cap") == 0)
+			caps++;
+	assert_int_equal(caps, 3);
+	/* the ID ends the flags: "--help" and "-c" belong to the command */
+	assert_false(a.help);
+	assert_string_equal(shim_args_positional(&a, 0), "ctr");
+	assert_string_equal(shim_args_positional(&a, 1), "sh");
+	assert_string_equal(shim_args_positional(&a, 2), "--help");
+	assert_string_equal(shim_args_positional(&a, 3), "-c");
+	assert_int_equal(a.npos, 5);
+	shim_args_done(&a);
+}
+
+static void test_exec_short_process(void **state)
+{
+	char *argv[] = {"-p=/tmp/x.json", "-d", "-t", "c1"};
+	char *bad[] = {"--no-such", "c1"};
+	_cleanup_error_ struct hezo_error *e = NULL;
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("exec"), ARGC(argv), argv, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "process"), "/tmp/x.json");
+	assert_string_equal(shim_args_positional(&a, 0), "c1");
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("exec"), 2, bad, &a, &e), -EINVAL);
+	shim_args_done(&a);
+}
+
+static bool only_chown(const char *cap, void *data)
+{
+	(*(int *)data)++;
+	return strcmp(cap, "CAP_CHOWN") == 0;
+}
+
+static void test_exec_filter(void **state)
+{
+	char *argv[] = {"--cap",
+			"CAP_SYS_ADMIN",
+			"-c",
+			"chown",
+			"--cap=net_raw",
+			"--no-new-privs=false",
+			"--tty",
+			"--cap",
+			"CAP_CHOWN",
+			"c1",
+			"sh",
+			"--cap",
+			"CAP_SYS_ADMIN"};
+	const char *want[] = {"-c", "chown", "--tty", "--cap",	      "CAP_CHOWN",
+			      "c1", "sh",    "--cap", "CAP_SYS_ADMIN"};
+	struct shim_argv out = {0};
+	struct shim_args a;
+	size_t dropped;
+	int calls = 0;
+	char cap[64];
+
+	shim_cap_name("net_admin", cap, sizeof(cap));
+	assert_string_equal(cap, "CAP_NET_ADMIN");
+	shim_cap_name("Cap_Chown", cap, sizeof(cap));
+	assert_string_equal(cap, "CAP_CHOWN");
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("exec"), ARGC(argv), argv, &a, NULL), 0);
+	assert_int_equal(shim_exec_filter(&a, argv, only_chown, &calls, &out, &dropped), 0);
+	assert_int_equal(calls, 4); /* the command's own "--cap" is not a flag */
+	assert_int_equal(dropped, 2);
+	assert_int_equal(out.n, ARGC(want));
+	for (size_t i = 0; i < out.n; i++)
+		assert_string_equal(out.v[i], want[i]);
+	shim_argv_done(&out);
+	shim_args_done(&a);
+}
+
+/* ---- update ---- */
+
+static int64_t json_int(const struct hezo_json *root, const char *path)
+{
+	int64_t v = 0;
+
+	assert_non_null(hezo_json_get_path(root, path));
+	assert_int_equal(hezo_json_get_int64(hezo_json_get_path(root, path), &v), 0);
+	return v;
+}
+
+static void test_update_flags_json(void **state)
+{
+	char *argv[] = {"--memory",
+			"512m",
+			"--memory-swap",
+			"-1",
+			"--memory-reservation",
+			"256M",
+			"--pids-limit",
+			"100",
+			"--cpu-quota",
+			"50000",
+			"--cpu-period",
+			"100000",
+			"--cpu-share",
+			"512",
+			"--cpuset-cpus",
+			"0-1",
+			"--blkio-weight",
+			"500",
+			"--kernel-memory",
+			"1g",
+			"--cpu-rt-runtime",
+			"950",
+			"--l3-cache-schema",
+			"L3:0=f",
+			"ctr"};
+	_cleanup_json_ struct hezo_json *res = NULL;
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), ARGC(argv), argv, &a, NULL), 0);
+	assert_int_equal(shim_update_flags_to_json(&a, &res, NULL), 0);
+	assert_non_null(res);
+	assert_int_equal(json_int(res, "memory.limit"), 512LL << 20);
+	assert_int_equal(json_int(res, "memory.swap"), -1);
+	assert_int_equal(json_int(res, "memory.reservation"), 256LL << 20);
+	assert_int_equal(json_int(res, "memory.kernel"), 1LL << 30);
+	assert_int_equal(json_int(res, "pids.limit"), 100);
+	assert_int_equal(json_int(res, "cpu.quota"), 50000);
+	assert_int_equal(json_int(res, "cpu.period"), 100000);
+	assert_int_equal(json_int(res, "cpu.shares"), 512);
+	assert_int_equal(json_int(res, "cpu.realtimeRuntime"), 950);
+	assert_string_equal(hezo_json_string(hezo_json_get_path(res, "cpu.cpus")), "0-1");
+	assert_int_equal(json_int(res, "blockIO.weight"), 500);
+	/* Intel RDT is not a LinuxResources field: it stays a flag */
+	assert_false(shim_update_is_resource_flag("l3-cache-schema"));
+	assert_true(shim_update_is_resource_flag("memory"));
+	assert_string_equal(shim_args_positional(&a, 0), "ctr");
+	shim_args_done(&a);
+}
+
+static void test_update_flag_errors(void **state)
+{
+	char *m[] = {"--memory", "lots", "ctr"};
+	char *p[] = {"--cpu-period", "-5", "ctr"};
+	char *w[] = {"--blkio-weight", "5000", "ctr"};
+	char *none[] = {"--resources", "-", "ctr"};
+	char *rr[] = {"-r", "/tmp/r.json", "ctr"};
+	_cleanup_error_ struct hezo_error *e1 = NULL, *e2 = NULL, *e3 = NULL;
+	struct hezo_json *res = NULL;
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), 3, m, &a, NULL), 0);
+	assert_int_equal(shim_update_flags_to_json(&a, &res, &e1), -EINVAL);
+	assert_non_null(strstr(e1->msg, "--memory"));
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), 3, p, &a, NULL), 0);
+	assert_int_equal(shim_update_flags_to_json(&a, &res, &e2), -EINVAL);
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), 3, w, &a, NULL), 0);
+	assert_int_equal(shim_update_flags_to_json(&a, &res, &e3), -EINVAL);
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), 3, none, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "resources"), "-");
+	assert_int_equal(shim_update_flags_to_json(&a, &res, NULL), 0);
+	assert_null(res);
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), 3, rr, &a, NULL), 0);
+	assert_string_equal(shim_args_get(&a, "resources"), "/tmp/r.json");
+	shim_args_done(&a);
+}
+
+static void test_update_backend_args(void **state)
+{
+	char *argv[] = {"--memory",	  "8g", "--l3-cache-schema", "L3:0=f",
+			"--pids-limit=9", "-r", "/tmp/r.json",	     "ctr"};
+	const char *want[] = {"--resources", "-", "--l3-cache-schema", "L3:0=f", "ctr"};
+	struct shim_argv out = {0};
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec("update"), ARGC(argv), argv, &a, NULL), 0);
+	assert_int_equal(shim_update_backend_args(&a, argv, &out), 0);
+	assert_int_equal(out.n, ARGC(want));
+	for (size_t i = 0; i < out.n; i++)
+		assert_string_equal(out.v[i], want[i]);
+	shim_argv_done(&out);
+	shim_args_done(&a);
+}
+
+static void test_parse_size(void **state)
+{
+	int64_t v;
+
+	assert_int_equal(shim_parse_size("1024", &v), 0);
+	assert_int_equal(v, 1024);
+	assert_int_equal(shim_parse_size("512m", &v), 0);
+	assert_int_equal(v, 512LL << 20);
+	assert_int_equal(shim_parse_size("2GiB", &v), 0);
+	assert_int_equal(v, 2LL << 30);
+	assert_int_equal(shim_parse_size("1.5k", &v), 0);
+	assert_int_equal(v, 1536);
+	assert_int_equal(shim_parse_size("10 MB", &v), 0);
+	assert_int_equal(v, 10LL << 20);
+	assert_int_equal(shim_parse_size("-1", &v), 0);
+	assert_int_equal(v, -1);
+	assert_int_equal(shim_parse_size("", &v), -EINVAL);
+	assert_int_equal(shim_parse_size("m", &v), -EINVAL);
+	assert_int_equal(shim_parse_size("1x", &v), -EINVAL);
+	assert_int_equal(shim_parse_size("-2", &v), -EINVAL);
+	assert_int_equal(shim_parse_size("99999999999p", &v), -ERANGE);
+}
+
+/* ---- container ID per verb ---- */
+
+static void expect_id(const char *verb, int argc, char **argv, const char *id)
+{
+	struct shim_args a;
+
+	assert_int_equal(shim_parse_args(shim_verb_spec(verb), argc, argv, &a, NULL), 0);
+	if (id)
+		assert_string_equal(shim_args_positional(&a, 0), id);
+	else
+		assert_null(shim_args_positional(&a, 0));
+	shim_args_done(&a);
+}
+
+static void test_id_per_verb(void **state)
+{
+	char *kill1[] = {"--all", "c1", "9"};
+	char *kill2[] = {"c2", "SIGKILL"};
+	char *kill3[] = {"-a", "c3", "15"};
+	char *del1[] = {"--force", "c4"};
+	char *del2[] = {"c5", "-f"};
+	char *ps1[] = {"--format", "json", "c6"};
+	char *ps2[] = {"c7", "-ef"};
+	char *ps3[] = {"-f=table", "c8"};
+	char *ev[] = {"--interval", "5s", "--stats", "c9"};
+	char *cp[] = {"--image-path", "/img", "--leave-running", "c10"};
+	char *st[] = {"c11"};
+	char *help[] = {"--help"};
+	char *unk[] = {"--weird", "c12", "x"};
+	char *ls[] = {"--format", "json", "-q"};
+	struct shim_args a;
+
+	expect_id("kill", 3, kill1, "c1");
+	expect_id("kill", 2, kill2, "c2");
+	expect_id("kill", 3, kill3, "c3");
+	expect_id("delete", 2, del1, "c4");
+	expect_id("delete", 2, del2, "c5");
+	expect_id("ps", 3, ps1, "c6");
+	expect_id("ps", 2, ps2, "c7");
+	expect_id("ps", 2, ps3, "c8");
+	expect_id("events", 4, ev, "c9");
+	expect_id("checkpoint", 4, cp, "c10");
+	expect_id("state", 1, st, "c11");
+	expect_id("start", 1, st, "c11");
+	expect_id("pause", 1, st, "c11");
+	expect_id("resume", 1, st, "c11");
+	expect_id("no-such-verb", 3, unk, "c12");
+	expect_id("list", 3, ls, NULL);
+
+	/* ps: what follows the ID is for ps(1), not a flag */
+	assert_int_equal(shim_parse_args(shim_verb_spec("ps"), 2, ps2, &a, NULL), 0);
+	assert_string_equal(shim_args_positional(&a, 1), "-ef");
+	shim_args_done(&a);
+	assert_int_equal(shim_parse_args(shim_verb_spec("delete"), 2, del2, &a, NULL), 0);
+	assert_true(shim_args_bool(&a, "force"));
+	shim_args_done(&a);
+	/* podman probes `checkpoint --help` */
+	assert_int_equal(shim_parse_args(shim_verb_spec("checkpoint"), 1, help, &a, NULL), 0);
+	assert_true(a.help);
+	assert_int_equal(a.npos, 0);
+	shim_args_done(&a);
+}
+
+static void test_policed_verbs(void **state)
+{
+	assert_true(shim_verb_is_policed("create"));
+	assert_true(shim_verb_is_policed("run"));
+	assert_true(shim_verb_is_policed("restore"));
+	assert_true(shim_verb_is_policed("exec"));
+	assert_true(shim_verb_is_policed("update"));
+	assert_false(shim_verb_is_policed("kill"));
+	assert_false(shim_verb_is_policed("checkpoint"));
+	assert_null(shim_verb_spec("frobnicate")->verb);
+	assert_string_equal(shim_verb_spec("exec")->verb, "exec");
+}
+
+static void test_id_validation(void **state)
+{
+	char longid[SHIM_ID_MAX + 2];
+
+	assert_int_equal(shim_validate_id("abc", NULL), 0);
+	assert_int_equal(shim_validate_id("a-b_c.d+e", NULL), 0);
+	assert_int_equal(
+		shim_validate_id("4f3a5e0c8d1b2a3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f7081920a1b",
+				 NULL),
+		0);
+	assert_int_equal(shim_validate_id("../x", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("a/b", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id(NULL, NULL), -EINVAL);
+	assert_int_equal(shim_validate_id(".hidden", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("..", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("a b", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("a\nb", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("caf\xc3\xa9", NULL), -EINVAL);
+	memset(longid, 'a', SHIM_ID_MAX);
+	longid[SHIM_ID_MAX] = '\0';
+	assert_int_equal(shim_validate_id(longid, NULL), 0);
+	longid[SHIM_ID_MAX] = 'a';
+	longid[SHIM_ID_MAX + 1] = '\0';
+	assert_int_equal(shim_validate_id(longid, NULL), -EINVAL);
+}
+
+/* ---- log lines ---- */
+
+static void assert_rfc3339(const char *t)
+{
+	regex_t re;
+
+	assert_int_equal(
+		regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?Z$",
+			REG_EXTENDED | REG_NOSUB),
+		0);
+	assert_int_equal(regexec(&re, t, 0, NULL, 0), 0);
+	regfree(&re);
+}
+
+static void test_log_line_json(void **state)
+{
+	char buf[4096];
+	struct timespec when = {.tv_sec = 1700000000, .tv_nsec = 5};
+	_cleanup_json_ struct hezo_json *v = NULL;
+	size_t n;
+
+	n = shim_log_line(buf, sizeof(buf), SHIM_LOG_JSON, "error",
+			  "mounts[2] (/host): bind source \"/\" refused\n", &when);
+	assert_true(n > 0);
+	assert_int_equal(strlen(buf), n);
+	assert_int_equal(buf[n - 1], '\n');
+	assert_ptr_equal(strchr(buf, '\n'), buf + n - 1); /* one line */
+	assert_int_equal(hezo_json_parse(buf, n, &v, NULL), 0);
+	assert_int_equal(v->type, HEZO_JSON_OBJECT);
+	assert_int_equal(v->len, 3);
+	assert_string_equal(hezo_json_string(hezo_json_get(v, "level")), "error");
+	assert_string_equal(hezo_json_string(hezo_json_get(v, "msg")),
+			    "hezo-shim: mounts[2] (/host): bind source \"/\" refused\n");
+	assert_rfc3339(hezo_json_string(hezo_json_get(v, "time")));
+	assert_non_null(strstr(hezo_json_string(hezo_json_get(v, "time")), "2023-11-14T22:13:20"));
+}
+
+static void test_log_line_text(void **state)
+{
+	char buf[4096];
+	size_t n;
+
+	n = shim_log_line(buf, sizeof(buf), SHIM_LOG_TEXT, "error", "say \"no\"", NULL);
+	assert_true(n > 0);
+	assert_int_equal(buf[n - 1], '\n');
+	assert_non_null(strstr(buf, "level=error"));
+	assert_non_null(strstr(buf, "msg=\"hezo-shim: say \\\"no\\\"\""));
+	assert_non_null(strstr(buf, "time=\""));
+}
+
+static void test_log_file(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-test-XXXXXX", path[128];
+	_cleanup_free_ char *data = NULL;
+	struct shim_ctx ctx = {.log_fd = -1};
+	struct stat st;
+	size_t len;
+	char *nl;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/log.json", dir);
+	ctx.g.log = path;
+	ctx.g.log_fmt = SHIM_LOG_JSON;
+	assert_int_equal(shim_failf(&ctx, "first %d", 1), 1);
+	assert_int_equal(shim_failf(&ctx, "second"), 1);
+	shim_log(&ctx, "debug", "not shown without --debug");
+	close(ctx.log_fd);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(hezo_read_file_at(AT_FDCWD, path, 65536, &data, &len, NULL), 0);
+	nl = strchr(data, '\n');
+	assert_non_null(nl);
+	for (int i = 0; i < 2; i++) {
+		_cleanup_json_ struct hezo_json *v = NULL;
+		char *start = i == 0 ? data : nl + 1;
+		char *end = strchr(start, '\n');
+		assert_non_null(end);
+		assert_int_equal(hezo_json_parse(start, (size_t)(end - start + 1), &v, NULL), 0);
+		assert_string_equal(hezo_json_string(hezo_json_get(v, "msg")),
+				    i == 0 ? "hezo-shim: first 1" : "hezo-shim: second");
+	}
+	assert_int_equal(strlen(strchr(nl + 1, '\n')), 1); /* exactly two lines */
+	unlink(path);
+	rmdir(dir);
+}
+
+/* ---- records ---- */
+
+static void test_record_key(void **state)
+{
+	char k1[SHIM_KEY_LEN], k2[SHIM_KEY_LEN], k3[SHIM_KEY_LEN];
+
+	/* FNV-1a 64 test vectors */
+	assert_true(shim_fnv1a64("") == UINT64_C(0xcbf29ce484222325));
+	assert_true(shim_fnv1a64("a") == UINT64_C(0xaf63dc4c8601ec8c));
+	assert_true(shim_fnv1a64("foobar") == UINT64_C(0x85944171f73967e8));
+	shim_record_key(NULL, k1);
+	assert_string_equal(k1, "default");
+	shim_record_key("", k1);
+	assert_string_equal(k1, "default");
+	shim_record_key("/run/docker/runtime-runc/moby", k2);
+	shim_record_key("/run/containerd/runc/k8s.io", k3);
+	assert_int_equal(strlen(k2), 16);
+	assert_int_equal(strspn(k2, "0123456789abcdef"), 16);
+	assert_string_not_equal(k2, k3);
+	shim_record_key("a", k1);
+	assert_string_equal(k1, "af63dc4c8601ec8c");
+}
+
+static void test_record_roundtrip(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-test-XXXXXX", state_dir[128], path[256];
+	struct shim_ctx ctx = {.log_fd = -1};
+	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object(), *back = NULL;
+	struct hezo_json *args;
+	struct shim_target t = {0};
+	char longid[SHIM_ID_MAX + 1];
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(state_dir, sizeof(state_dir), "%s/state/sub", dir);
+	ctx.state_dir = state_dir;
+	ctx.g.root = "/run/x";
+	hezo_json_set(rec, "id", hezo_json_new_string("c1"));
+	hezo_json_set(rec, "backend", hezo_json_new_string("runc"));
+	hezo_json_set(rec, "path", hezo_json_new_string("/usr/sbin/runc"));
+	args = hezo_json_ensure_array(rec, "args");
+	hezo_json_append(args, hezo_json_new_string("--a=1"));
+
+	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), -ENOENT);
+	assert_int_equal(shim_record_write(&ctx, "c1", rec, NULL), 0);
+	assert_int_equal(stat(state_dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	snprintf(path, sizeof(path), "%s/%016" PRIx64 "/c1.json", state_dir,
+		 shim_fnv1a64("/run/x"));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), 0);
+	assert_int_equal(shim_record_target(back, &t, NULL), 0);
+	assert_int_equal(t.backend, HEZO_BACKEND_RUNC);
+	assert_string_equal(t.path, "/usr/sbin/runc");
+	assert_int_equal(t.args.n, 1);
+	assert_string_equal(t.args.v[0], "--a=1");
+	shim_target_done(&t);
+
+	/* another --root does not see it */
+	ctx.g.root = "/run/y";
+	hezo_json_free(back);
+	back = NULL;
+	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), -ENOENT);
+	ctx.g.root = "/run/x";
+
+	/* IDs too long for a file name still get a record */
+	memset(longid, 'b', SHIM_ID_MAX);
+	longid[SHIM_ID_MAX] = '\0';
+	hezo_json_set(rec, "id", hezo_json_new_string(longid));
+	assert_int_equal(shim_record_write(&ctx, longid, rec, NULL), 0);
+	assert_int_equal(shim_record_read(&ctx, longid, &back, NULL), 0);
+	hezo_json_free(back);
+	back = NULL;
+	longid[SHIM_ID_MAX - 1] = 'c'; /* same 150-char prefix, other ID */
+	assert_int_equal(shim_record_read(&ctx, longid, &back, NULL), -ENOENT);
+	longid[SHIM_ID_MAX - 1] = 'b';
+
+	assert_int_equal(shim_record_remove(&ctx, "c1"), 0);
+	assert_int_equal(shim_record_remove(&ctx, longid), 0);
+	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), -ENOENT);
+	assert_int_equal(shim_record_remove(&ctx, "c1"), 0);
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+}
+
+/* ---- backend adaptation ---- */
+
+static void test_backend_globals(void **state)
+{
+	char *argv[] = {
+		"hezo-shim", "--root",	       "/r", "--log",	   "/l",	"--log-format",
+		"json",	     "--criu",	       "/c", "--rootless", "auto",	"--systemd-cgroup",
+		"--debug",   "--hezo-project", "p",  "--hezo-x=1", "--other=1", "create"};
+	struct shim_argv runc = {0}, runsc = {0};
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(ARGC(argv), argv, &g, NULL), 0);
+	assert_int_equal(shim_backend_globals(HEZO_BACKEND_RUNC, &g, &runc, NULL), 0);
+	assert_int_equal(runc.n, 8);
+	assert_string_equal(runc.v[0], "--debug");
+	assert_string_equal(runc.v[1], "--log=/l");
+	assert_string_equal(runc.v[2], "--log-format=json");
+	assert_string_equal(runc.v[3], "--root=/r");
+	assert_string_equal(runc.v[4], "--criu=/c");
+	assert_string_equal(runc.v[5], "--systemd-cgroup");
+	assert_string_equal(runc.v[6], "--rootless=auto");
+	assert_string_equal(runc.v[7], "--other=1");
+	/* runsc has no --criu and its --rootless is a bool */
+	assert_int_equal(shim_backend_globals(HEZO_BACKEND_RUNSC, &g, &runsc, NULL), 0);
+	assert_int_equal(runsc.n, 6);
+	for (size_t i = 0; i < runsc.n; i++) {
+		assert_null(strstr(runsc.v[i], "criu"));
+		assert_null(strstr(runsc.v[i], "rootless"));
+		assert_null(strstr(runsc.v[i], "hezo"));
+	}
+	shim_argv_done(&runc);
+	shim_argv_done(&runsc);
+	shim_globals_done(&g);
+
+	char *argv2[] = {"hezo-shim", "--rootless", "true", "state", "x"};
+	assert_int_equal(shim_parse_globals(ARGC(argv2), argv2, &g, NULL), 0);
+	assert_int_equal(shim_backend_globals(HEZO_BACKEND_RUNSC, &g, &runsc, NULL), 0);
+	assert_int_equal(runsc.n, 1);
+	assert_string_equal(runsc.v[0], "--rootless=true");
+	shim_argv_done(&runsc);
+	shim_globals_done(&g);
+}
+
+static void test_backend_verb_args(void **state)
+{
+	char *argv[] = {"--bundle",	    "/b", "--no-pivot", "--pid-file", "/p",
+			"--no-new-keyring", "id"};
+	struct shim_argv runc = {0}, runsc = {0}, st = {0};
+	char *ps[] = {"c1", "-ef", "--no-pivot"};
+
+	assert_int_equal(
+		shim_backend_verb_args(HEZO_BACKEND_RUNC, "create", ARGC(argv), argv, &runc, NULL),
+		0);
+	assert_int_equal(runc.n, ARGC(argv));
+	for (size_t i = 0; i < runc.n; i++)
+		assert_string_equal(runc.v[i], argv[i]);
+	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "create", ARGC(argv), argv,
+						&runsc, NULL),
+			 0);
+	assert_int_equal(runsc.n, 5);
+	assert_string_equal(runsc.v[0], "--bundle");
+	assert_string_equal(runsc.v[1], "/b");
+	assert_string_equal(runsc.v[2], "--pid-file");
+	assert_string_equal(runsc.v[3], "/p");
+	assert_string_equal(runsc.v[4], "id");
+	/* pass-through verbs are untouched, even a word that looks like a dropped flag */
+	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "ps", 3, ps, &st, NULL), 0);
+	assert_int_equal(st.n, 3);
+	assert_string_equal(st.v[2], "--no-pivot");
+	shim_argv_done(&runc);
+	shim_argv_done(&runsc);
+	shim_argv_done(&st);
+}
+
+/* ---- policy-driven target choice ---- */
+
+static void test_target_missing_runsc(void **state)
+{
+	static const char doc[] = "{\"version\":1,\"mode\":\"production\",\"backend\":\"runsc\","
+				  "\"backends\":{\"runsc\":{\"path\":\"/nonexistent/runsc\"}}}";
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct shim_target t = {0};
+
+	assert_int_equal(hezo_policy_parse(doc, sizeof(doc) - 1, "test", &p, NULL), 0);
+	assert_true(shim_target_from_policy(p, &t, &err) < 0);
+	assert_string_equal(err->msg, "gVisor runtime (runsc) not found at /nonexistent/runsc: "
+				      "gVisor is required in production");
+	shim_target_done(&t);
+}
+
+static void test_target_dev_runc(void **state)
+{
+	static const char doc[] =
+		"{\"version\":1,\"mode\":\"dev\",\"backend\":\"runc\",\"allowBackends\":[\"runc\"],"
+		"\"backends\":{\"runc\":{\"path\":\"/bin/true\",\"args\":[\"--x=1\"]}},"
+		"\"egress\":{\"mode\":\"off\"}}";
+	static const char dir_doc[] =
+		"{\"version\":1,\"mode\":\"dev\",\"backend\":\"runc\",\"allowBackends\":[\"runc\"],"
+		"\"backends\":{\"runc\":{\"path\":\"/tmp\"}},\"egress\":{\"mode\":\"off\"}}";
+	_cleanup_policy_ struct hezo_policy *p = NULL, *d = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct shim_target t = {0};
+
+	assert_int_equal(hezo_policy_parse(doc, sizeof(doc) - 1, "test", &p, NULL), 0);
+	assert_int_equal(shim_target_from_policy(p, &t, NULL), 0);
+	assert_int_equal(t.backend, HEZO_BACKEND_RUNC);
+	assert_string_equal(t.path, "/bin/true");
+	assert_int_equal(t.args.n, 1);
+	assert_string_equal(t.args.v[0], "--x=1");
+	shim_target_done(&t);
+	/* a directory is "executable" to root's access(): refused all the same */
+	assert_int_equal(hezo_policy_parse(dir_doc, sizeof(dir_doc) - 1, "test", &d, NULL), 0);
+	assert_true(shim_target_from_policy(d, &t, &err) < 0);
+	assert_non_null(strstr(err->msg, "/tmp"));
+	shim_target_done(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_globals_separate_form),
+		cmocka_unit_test(test_globals_equals_form),
+		cmocka_unit_test(test_globals_unknown_and_project),
+		cmocka_unit_test(test_globals_version_help),
+		cmocka_unit_test(test_globals_errors),
+		cmocka_unit_test(test_parse_bool),
+		cmocka_unit_test(test_create_bundle_forms),
+		cmocka_unit_test(test_create_all_flags),
+		cmocka_unit_test(test_run_forms),
+		cmocka_unit_test(test_create_strict),
+		cmocka_unit_test(test_restore_flags),
+		cmocka_unit_test(test_exec_flags),
+		cmocka_unit_test(test_exec_short_process),
+		cmocka_unit_test(test_exec_filter),
+		cmocka_unit_test(test_update_flags_json),
+		cmocka_unit_test(test_update_flag_errors),
+		cmocka_unit_test(test_update_backend_args),
+		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_id_per_verb),
+		cmocka_unit_test(test_policed_verbs),
+		cmocka_unit_test(test_id_validation),
+		cmocka_unit_test(test_log_line_json),
+		cmocka_unit_test(test_log_line_text),
+		cmocka_unit_test(test_log_file),
+		cmocka_unit_test(test_record_key),
+		cmocka_unit_test(test_record_roundtrip),
+		cmocka_unit_test(test_backend_globals),
+		cmocka_unit_test(test_backend_verb_args),
+		cmocka_unit_test(test_target_missing_runsc),
+		cmocka_unit_test(test_target_dev_runc),
+	};
+
+	return cmocka_run_group_tests_name("shim", tests, NULL, NULL);
+}
