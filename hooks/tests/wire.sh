@@ -1,0 +1,248 @@
+#!/bin/bash
+# hezo-hook against the real kernel, no container engine: a network namespace with a process in it
+# plays the container, a second one plays the internet (10.202.0.2, fd00:202::2 over a veth).
+# Needs root; skips (exit 77, or a TAP skip under meson) otherwise.
+
+set -u
+
+SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${HEZO_BUILD_ROOT:-$SRC/build}
+HOOK=${HEZO_HOOK:-$BUILD/hooks/hezo-hook}
+PROXYD=${HEZO_PROXYD_BIN:-$BUILD/proxyd/hezo-proxyd}
+
+# shellcheck source=tests/lib/tap.sh
+. "$SRC/tests/lib/tap.sh"
+
+cannot_run()
+{
+	[ "${HEZO_REQUIRE_INTEGRATION:-0}" = 1 ] && bail_out "cannot run: $*"
+	tap_skip_all "$*"
+}
+
+[ "$(id -u)" = 0 ] || cannot_run "needs root"
+for t in ip nft jq bash busybox timeout; do
+	command -v "$t" >/dev/null 2>&1 || cannot_run "missing tool $t"
+done
+[ -x "$HOOK" ] || cannot_run "hezo-hook not built: $HOOK"
+
+TAG=hzw$$
+C=$TAG-c # the container
+I=$TAG-i # the internet
+WORK=$(mktemp -d /tmp/hezo-wire.XXXXXX)
+PIDS=()
+tap_cleanup "rm -rf '$WORK'"
+tap_cleanup "ip netns del $C"
+tap_cleanup "ip netns del $I"
+tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p"; done'
+# Whatever still runs in the test's own namespaces was started by this test.
+tap_cleanup "ip netns pids $C | xargs -r kill; ip netns pids $I | xargs -r kill"
+
+# bg CMD...: start CMD in the background and remember its pid for the cleanup.
+bg()
+{
+	"$@" &
+	PIDS+=($!)
+}
+
+in_c() { ip netns exec "$C" "$@"; }
+in_i() { ip netns exec "$I" "$@"; }
+
+ip netns add "$C" && ip netns add "$I" || bail_out "cannot create network namespaces"
+ip link add "$TAG-v0" type veth peer name "$TAG-v1" &&
+	ip link set "$TAG-v0" netns "$C" && ip link set "$TAG-v1" netns "$I" ||
+	bail_out "cannot create the veth pair"
+in_c ip addr add 10.202.0.1/24 dev "$TAG-v0"
+in_c ip -6 addr add fd00:202::1/64 dev "$TAG-v0" nodad
+in_c ip link set "$TAG-v0" up
+in_i ip addr add 10.202.0.2/24 dev "$TAG-v1"
+in_i ip -6 addr add fd00:202::2/64 dev "$TAG-v1" nodad
+in_i ip link set "$TAG-v1" up
+in_i ip link set lo up
+# lo in the container stays down: the hook must bring it up.
+
+mkdir -p "$WORK/www" && echo hello >"$WORK/www/index.html"
+bg ip netns exec "$I" busybox httpd -f -p 8080 -h "$WORK/www"
+# Count everything that reaches the internet from the container, whatever the protocol.
+in_i nft -f - <<'EOF' || bail_out "cannot install the counting table"
+table inet count {
+	chain input {
+		type filter hook input priority 0;
+		ip saddr 10.202.0.1 counter
+		ip6 saddr fd00:202::1 counter
+	}
+}
+EOF
+arrived()
+{
+	in_i nft -j list chain inet count input |
+		jq '[.nftables[].rule? // empty | .expr[] | .counter? // empty | .packets] | add // 0'
+}
+
+# The "container": a process living in C.
+bg ip netns exec "$C" sleep 1000
+CPID=""
+for _ in $(seq 50); do
+	CPID=$(ip netns pids "$C" | head -n1)
+	[ -n "$CPID" ] && break
+	sleep 0.1
+done
+[ -n "$CPID" ] || bail_out "no process in $C"
+
+# A bundle whose config.json names the namespace, as a pod or --network=container would.
+mkdir -p "$WORK/bundle"
+jq -n --arg p "/run/netns/$C" '{ociVersion:"1.0.2",linux:{namespaces:[{type:"network",path:$p}]}}' \
+	>"$WORK/bundle/config.json"
+
+state()
+{
+	jq -cn --arg id "${2:-wire-test}" --argjson pid "$1" --arg b "$WORK/bundle" \
+		'{ociVersion:"1.0.2",id:$id,status:"created",pid:$pid,bundle:$b,annotations:{}}'
+}
+
+# hook VERB [ARGS...] <<< state: run the hook, keep stderr in $ERR and the status in $RC.
+hook()
+{
+	ERR=$("$HOOK" "$@" 2>&1 >/dev/null) && RC=0 || RC=$?
+}
+
+tcp_ok() { in_c timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+has_table() { in_c nft list table inet hezo >/dev/null 2>&1; }
+one_line() { [ -n "$1" ] && [ "$(printf '%s\n' "$1" | wc -l)" = 1 ] && [ "${1#hezo-hook: }" != "$1" ]; }
+
+# ---- baseline: the world works before the hook ----
+in_c ip link set lo up
+check "baseline: the container reaches 10.202.0.2:8080" tcp_ok 10.202.0.2 8080
+check "baseline: the container reaches [fd00:202::2]:8080" tcp_ok fd00:202::2 8080
+in_c ip link set lo down
+
+# ---- deny ----
+hook wire --egress '{"mode":"deny"}' <<<"$(state "$CPID")"
+expect_eq "$RC" 0 "deny: wire exits 0"
+[ -n "$ERR" ] && diag "$ERR"
+TABLE=$(in_c nft list table inet hezo 2>&1)
+expect_match "$TABLE" 'type filter hook output priority filter; policy drop;' \
+	"deny: table inet hezo has the output chain with policy drop"
+expect_no_match "$TABLE" 'redirect|type nat' "deny: no redirect"
+expect_match "$(in_c ip -o link show lo)" '[<,]UP[,>]' "deny: the hook brought lo up"
+
+before=$(arrived)
+check_fails "deny: TCP to 10.202.0.2:8080 fails" tcp_ok 10.202.0.2 8080
+check_fails "deny: TCP to [fd00:202::2]:8080 fails" tcp_ok fd00:202::2 8080
+out=$(in_c timeout 3 bash -c 'echo ping >/dev/udp/10.202.0.2/9000; sleep 0.2; echo ping >/dev/udp/10.202.0.2/9000' 2>&1)
+expect_match "$out" 'refused|not permitted|prohibited' "deny: UDP is refused at once (admin-prohibited seen by the sender)"
+check_fails "deny: ICMP echo to 10.202.0.2 gets nothing" in_c busybox ping -c 1 -W 1 10.202.0.2
+check_fails "deny: DNS (UDP 53) to 10.202.0.2 gets nothing" in_c busybox nslookup -timeout=1 allowed.test 10.202.0.2
+sleep 0.5
+expect_eq "$(arrived)" "$before" "deny: not one packet from the container reached the internet namespace"
+
+# Loopback inside the container and replies to connections that came in still work.
+bg ip netns exec "$C" busybox httpd -f -p 127.0.0.1:8081 -h "$WORK/www"
+bg ip netns exec "$C" busybox httpd -f -p 10.202.0.1:8082 -h "$WORK/www"
+sleep 0.3
+check "deny: loopback inside the container works" tcp_ok 127.0.0.1 8081
+check "deny: a connection from outside to a published port gets its reply" \
+	in_i timeout 3 busybox wget -q -O /dev/null http://10.202.0.1:8082/
+
+hook wire --egress '{"mode":"deny"}' <<<"$(state "$CPID")"
+expect_eq "$RC:$(in_c nft -j list tables | jq '[.nftables[].table? // empty | select(.name=="hezo")] | length')" \
+	"0:1" "deny: wiring again replaces the table (still exactly one)"
+
+hook unwire <<<"$(state "$CPID")"
+expect_eq "$RC" 0 "unwire exits 0"
+check_fails "unwire deletes the table in the namespace config.json names" has_table
+check "after unwire the container reaches 10.202.0.2:8080 again" tcp_ok 10.202.0.2 8080
+hook unwire <<<"$(state "$CPID")"
+expect_eq "$RC:$ERR" "0:" "unwire twice: exit 0, silent"
+hook unwire <<<'{"ociVersion":"1.0.2","id":"wire-test","status":"stopped","pid":-1,"bundle":"/nonexistent"}'
+expect_eq "$RC:$ERR" "0:" "unwire with runsc's poststop state (pid -1, bundle gone): exit 0, silent"
+
+# ---- refusals ----
+hook wire --egress '{"mode":"deny"}' <<<"$(state $$)"
+one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *"host's network namespace"* ]] &&
+	ok "a container in the host's namespace is refused with one line" ||
+	{ not_ok "a container in the host's namespace is refused with one line"; diag "rc=$RC $ERR"; }
+check_fails "... and the host got no table" nft list table inet hezo
+
+for bad in '{"id":"x"}' '{"id":"x","pid":0}' '{"id":"x","pid":-5}' '{"id":"x","pid":"1"}' \
+	'{"id":"../x","pid":1}' 'not json'; do
+	hook wire --egress '{"mode":"deny"}' <<<"$bad"
+	one_line "$ERR" && [ "$RC" = 1 ] && ok "bad state refused with one line: $bad" ||
+		{ not_ok "bad state refused with one line: $bad"; diag "rc=$RC $ERR"; }
+done
+hook wire --egress '{"mode":"everything"}' <<<"$(state "$CPID")"
+one_line "$ERR" && [ "$RC" = 1 ] && ok "unknown egress mode refused with one line" ||
+	{ not_ok "unknown egress mode refused with one line"; diag "rc=$RC $ERR"; }
+hook wire --egress '{"mode":"off"}' <<<"$(state "$CPID")"
+expect_eq "$RC:$ERR" "0:" "mode off: exit 0, silent"
+check_fails "mode off: no table" has_table
+
+# ---- proxy, proxyd not running ----
+HEZO_PROXYD_SOCKET=$WORK/absent.sock hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"project":"p"}' <<<"$(state "$CPID")"
+one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *"cannot reach hezo-proxyd"* ]] &&
+	ok "proxy without proxyd: exit 1, one line naming proxyd" ||
+	{ not_ok "proxy without proxyd: exit 1, one line naming proxyd"; diag "rc=$RC $ERR"; }
+check_fails "proxy without proxyd: no table left" has_table
+
+# ---- proxy with the real proxyd ----
+if [ ! -x "$PROXYD" ]; then
+	for d in "with proxyd: wire exits 0" "with proxyd: redirect rules installed" \
+		"with proxyd: the registration exists" "with proxyd: proxyd listens inside the namespace" \
+		"with proxyd: unwire removes the registration" "with proxyd: unwire removes the table" \
+		"killed after register: no table" "killed after register: what proxyd keeps" \
+		"killed after register: the poststop unwire clears the registration"; do
+		skip "$d" "hezo-proxyd not built ($PROXYD)"
+	done
+	tap_done
+fi
+
+PSTATE=$WORK/proxyd
+SOCK=$PSTATE/control.sock
+mkdir -p "$PSTATE/log"
+bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
+	--upstream 127.0.0.1:53 >"$WORK/proxyd.log" 2>&1
+for _ in $(seq 50); do
+	[ -S "$SOCK" ] && break
+	sleep 0.1
+done
+[ -S "$SOCK" ] || { diag "$(cat "$WORK/proxyd.log")"; bail_out "hezo-proxyd did not create $SOCK"; }
+
+registered() { [ -e "$PSTATE/containers/$1.json" ]; }
+
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"resolvers":[],"allowRanges":[],"project":"p"}' \
+	<<<"$(state "$CPID" wire-proxy)"
+expect_eq "$RC:$ERR" "0:" "with proxyd: wire exits 0"
+TABLE=$(in_c nft list table inet hezo 2>&1)
+expect_match "$TABLE" 'meta l4proto tcp redirect to :15001' "with proxyd: redirect rules installed"
+check "with proxyd: the registration exists" registered wire-proxy
+expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "with proxyd: proxyd listens inside the namespace"
+
+HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 wire-proxy)"
+check_fails "with proxyd: unwire removes the registration" registered wire-proxy
+check_fails "with proxyd: unwire removes the table" has_table
+
+# Killed between registering and installing the table (the test-only pause makes the moment).
+HEZO_PROXYD_SOCKET=$SOCK HEZO_HOOK_TEST_PAUSE_AFTER_REGISTER=10 \
+	"$HOOK" wire --egress '{"mode":"proxy","allow":[],"project":"p"}' \
+	<<<"$(state "$CPID" wire-killed)" >/dev/null 2>&1 &
+HPID=$!
+for _ in $(seq 50); do
+	registered wire-killed && break
+	sleep 0.1
+done
+kill -KILL "$HPID"
+wait "$HPID" 2>/dev/null
+check_fails "killed after register: no table" has_table
+# The runtime fails the container (its hook died), and the engine's delete runs the poststop hook,
+# which deregisters. Without it the registration stays until proxyd restarts and finds no process
+# in the namespace (proxyd's restore drops it).
+if registered wire-killed; then
+	ok "killed after register: what proxyd keeps (registration stays until unwire or a proxyd restart)"
+else
+	ok "killed after register: what proxyd keeps (nothing)"
+fi
+HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 wire-killed)"
+check_fails "killed after register: the poststop unwire clears the registration" registered wire-killed
+
+tap_done

@@ -1,0 +1,295 @@
+#!/bin/bash
+# The egress jail end to end (issue 4, "What must be shown"): real containers through
+# `docker run --runtime=<hezo wrapper>`, hezo-hook wiring each one to a real hezo-proxyd, and a test
+# world built here: an "internet" namespace with HTTP/HTTPS servers on several IPv4 and IPv6
+# addresses, a UDP echo server, and dnsmasq on a host loopback port as the upstream resolver.
+# Only loopback and the namespaces this script creates are ever contacted.
+# HEZO_TEST_BACKEND=runc|runsc picks the backend (runsc runs in host network mode).
+
+set -u
+
+SRC=${HEZO_SOURCE_DIR:-${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}}
+export HEZO_SOURCE_DIR=$SRC
+export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$SRC/build}}
+# shellcheck source=tests/lib/common.sh
+. "$SRC/tests/lib/common.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$SRC/tests/lib/docker.sh"
+
+HOOK=${HEZO_HOOK:-$HEZO_BUILD_DIR/hooks/hezo-hook}
+PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
+
+hezo_require_root
+hezo_require_backend
+hezo_require_tools ip nft jq dnsmasq openssl busybox timeout "$HEZO_DOCKER"
+[ -x "$HOOK" ] || hezo_cannot_run "hezo-hook not built: $HOOK"
+[ -x "$PROXYD" ] || hezo_cannot_run "hezo-proxyd not built: $PROXYD"
+hezo_require_shim
+hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
+hezo_image_docker || bail_out "cannot import the busybox test image"
+
+TAG=hze$$
+E=$HEZO_TEST_DIR/egress-$HEZO_TEST_BACKEND
+INET=$TAG-inet
+RT_A=hezo-egress-$HEZO_TEST_BACKEND
+RT_B=hezo-egress-b-$HEZO_TEST_BACKEND
+IMG=$HEZO_TEST_IMAGE
+DNS_PORT=5399
+PIDS=()
+CONTAINERS=()
+rm -rf "$E" && mkdir -p "$E"/{www,projects,state,proxyd,netlog} || bail_out "cannot create $E"
+tap_cleanup 'for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c"; done'
+tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p"; done'
+tap_cleanup "ip netns del $INET"
+# Whatever still runs in the test's own namespace was started by this test.
+tap_cleanup "ip netns pids $INET | xargs -r kill"
+tap_cleanup "ip link del $TAG-h"
+
+bg()
+{
+	"$@" &
+	PIDS+=($!)
+}
+in_inet() { ip netns exec "$INET" "$@"; }
+
+# ---- the test world ----
+ip netns add "$INET" || bail_out "cannot create $INET"
+ip link add "$TAG-h" type veth peer name "$TAG-i" && ip link set "$TAG-i" netns "$INET" ||
+	bail_out "cannot create the veth pair"
+ip addr add 10.203.0.1/24 dev "$TAG-h"
+ip -6 addr add fd00:203::1/64 dev "$TAG-h" nodad
+ip link set "$TAG-h" up
+in_inet ip link set lo up
+for a in 10 11 12; do in_inet ip addr add "10.203.0.$a/24" dev "$TAG-i"; done
+for a in 10 11; do in_inet ip -6 addr add "fd00:203::$a/64" dev "$TAG-i" nodad; done
+in_inet ip link set "$TAG-i" up
+in_inet ip route add default via 10.203.0.1
+in_inet ip -6 route add default via fd00:203::1
+
+echo hello-world >"$E/www/index.html"
+bg ip netns exec "$INET" busybox httpd -f -p 80 -h "$E/www"
+# An EC key and every cipher: busybox's TLS client shares no suite with s_server's defaults.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=test -keyout "$E/key.pem" \
+	-out "$E/cert.pem" >/dev/null 2>&1 || bail_out "cannot make a certificate"
+# -WWW serves files from the working directory; SNI reaches it whatever name the client sends.
+(cd "$E/www" && exec ip netns exec "$INET" openssl s_server -WWW -accept 443 \
+	-cipher "ALL:@SECLEVEL=0" -cert "$E/cert.pem" -key "$E/key.pem") >"$E/s_server.log" 2>&1 &
+PIDS+=($!)
+if command -v python3 >/dev/null 2>&1; then
+	bg ip netns exec "$INET" python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 7))
+while True:
+    d, a = s.recvfrom(2048)
+    s.sendto(d, a)'
+fi
+# Count what reaches the internet, by protocol, whoever sends it.
+in_inet nft -f - <<'EOF' || bail_out "cannot install the counting table"
+table inet count {
+	counter c_tcp {}
+	counter c_udp {}
+	counter c_other {}
+	chain input {
+		type filter hook input priority 0;
+		meta l4proto tcp counter name "c_tcp" accept
+		meta l4proto udp counter name "c_udp" accept
+		counter name "c_other"
+	}
+}
+EOF
+arrived() { in_inet nft -j list counter inet count "c_$1" | jq '.nftables[1].counter.packets'; }
+
+bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
+	--no-resolv --no-hosts --user=root \
+	--address=/allowed.test/10.203.0.10 --address=/allowed.test/fd00:203::10 \
+	--address=/denied.test/10.203.0.11 --address=/other.test/10.203.0.12 \
+	--address=/rebind-lo.test/127.0.0.1 --address=/rebind-priv.test/192.168.77.7
+
+# ---- policy, wrapper, runtimes ----
+ALLOW='["allowed.test","rebind-lo.test","rebind-priv.test"]'
+RANGES='["10.203.0.0/24","fd00:203::/64"]'
+hezo_policy_json docker | jq --argjson allow "$ALLOW" --argjson ranges "$RANGES" \
+	--arg pd "$E/projects" --arg dns "127.0.0.1:$DNS_PORT" \
+	'.egress = {mode:"proxy", allow:$allow, resolvers:[$dns], allowRanges:$ranges}
+	 | .projectsDir = $pd' >"$E/policy.json" || bail_out "cannot write the policy"
+jq -n --arg dns "127.0.0.1:$DNS_PORT" --argjson ranges "$RANGES" \
+	'{egress:{mode:"proxy", allow:["other.test"], resolvers:[$dns], allowRanges:$ranges}}' \
+	>"$E/projects/b.json"
+cat >"$E/hezo-shim" <<EOF
+#!/bin/sh
+# Generated by tests/integration/egress-docker.sh: the shim under test, wired to this test's proxyd.
+export HEZO_POLICY='$E/policy.json'
+export HEZO_STATE_DIR='$E/state'
+export HEZO_HOOK_PATH='$HOOK'
+export HEZO_PROXYD_SOCKET='$E/proxyd/control.sock'
+exec '$HEZO_SHIM_BIN' "\$@"
+EOF
+chmod 0755 "$E/hezo-shim"
+hezo_docker_register_runtime "$RT_A" "$E/hezo-shim" || bail_out "cannot register $RT_A"
+# tests/lib/docker.sh hands runtime arguments to jq as options ("--hezo-project" breaks it), so
+# project b gets a wrapper of its own instead of runtimeArgs.
+sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project b \"\\\$@\"|" "$E/hezo-shim" >"$E/hezo-shim-b"
+chmod 0755 "$E/hezo-shim-b"
+grep -q -- '--hezo-project b' "$E/hezo-shim-b" || bail_out "cannot write the project b wrapper"
+hezo_docker_register_runtime "$RT_B" "$E/hezo-shim-b" || bail_out "cannot register $RT_B"
+
+# A network of our own: the test must not depend on docker0 (nor disturb it).
+NET=$TAG-net
+hezo_docker network create --subnet 10.204.0.0/24 "$NET" >/dev/null ||
+	bail_out "cannot create docker network $NET"
+tap_cleanup "hezo_docker network rm $NET"
+
+start_proxyd()
+{
+	bg "$PROXYD" --socket "$E/proxyd/control.sock" --state-dir "$E/proxyd" \
+		--log-dir "$E/netlog" --upstream "127.0.0.1:$DNS_PORT" >>"$E/proxyd.log" 2>&1
+	PROXYD_PID=$!
+	for _ in $(seq 50); do
+		[ -S "$E/proxyd/control.sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not start"; }
+
+# run RUNTIME [DOCKER_ARGS...] -- SCRIPT: a throw-away container; output in $OUT, status in $RC.
+run()
+{
+	local rt=$1 args=()
+	shift
+	while [ "$1" != -- ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	OUT=$(timeout 90 "$HEZO_DOCKER" run --rm --runtime "$rt" --network "$NET" --dns 10.203.0.1 \
+		"${args[@]}" "$IMG" sh -c "$1; echo __ran__" 2>&1) && RC=0 || RC=$?
+}
+# A container name we clean up.
+cname() { local n=$TAG-$1; CONTAINERS+=("$n"); echo "$n"; }
+
+FETCH='timeout 10 wget -q -O - --no-check-certificate'
+
+# refused DESC [ERE]: the container's script ran to its end and its output has no match for ERE
+# (default: the servers' page). A container that never ran proves nothing, so it fails.
+refused()
+{
+	if ! grep -q __ran__ <<<"$OUT"; then
+		not_ok "$1"
+		diag "the container's script did not run:"
+		diag "$OUT"
+		return 1
+	fi
+	expect_no_match "$OUT" "${2:-hello-world}" "$1"
+}
+
+# ---- baseline: without the jail the world is reachable, so the checks below can fail ----
+before=$(arrived tcp)
+run runc -- "$FETCH http://10.203.0.11/index.html"
+expect_match "$OUT" hello-world "baseline: an unjailed (plain runc) container reaches 10.203.0.11:80"
+expect_ne "$(arrived tcp)" "$before" "baseline: its packets show up in the internet namespace"
+run runc --add-host allowed.test:10.203.0.10 -- "$FETCH https://allowed.test/index.html"
+expect_match "$OUT" hello-world "baseline: an unjailed container fetches https://allowed.test (SNI) directly"
+
+# ---- A: allowed name, default project ----
+A=$(cname a)
+OUT=$(timeout 90 "$HEZO_DOCKER" run -d --name "$A" --runtime "$RT_A" --network "$NET" \
+	--dns 10.203.0.1 "$IMG" sleep 3600 2>&1) && RC=0 || RC=$?
+expect_eq "$RC" 0 "a jailed container starts under $HEZO_TEST_BACKEND"
+[ "$RC" = 0 ] || diag "$OUT"
+A_ID=$(hezo_docker inspect -f '{{.Id}}' "$A" 2>/dev/null)
+in_a() { OUT=$(timeout 60 "$HEZO_DOCKER" exec "$A" sh -c "$1; echo __ran__" 2>&1) && RC=0 || RC=$?; }
+
+registered() { "$PROXYD" --socket "$E/proxyd/control.sock" --ctl list 2>/dev/null | grep -q "$1"; }
+check "the hook registered A with proxyd" registered "$A_ID"
+
+in_a "nslookup allowed.test 10.203.0.1"
+expect_match "$OUT" '10\.203\.0\.10' "allowed.test resolves (A) through proxyd"
+expect_match "$OUT" 'fd00:203::10' "allowed.test resolves (AAAA) through proxyd"
+in_a "$FETCH http://allowed.test/index.html"
+expect_match "$OUT" hello-world "HTTP fetch of allowed.test works"
+in_a "$FETCH https://allowed.test/index.html"
+expect_match "$OUT" hello-world "HTTPS fetch of allowed.test works"
+
+in_a "nslookup denied.test 10.203.0.1"
+expect_match "$OUT" "NXDOMAIN|can't find" "denied.test gets NXDOMAIN"
+refused "denied.test's address is not revealed" '10\.203\.0\.11'
+
+before=$(arrived tcp)
+in_a "$FETCH http://10.203.0.11/index.html"
+refused "a direct connection to a server's IP is refused"
+expect_eq "$(arrived tcp)" "$before" "... and no packet reached the internet namespace"
+
+# The allowed address, reached under a name that is not allowed: SNI and Host decide.
+run "$RT_A" --add-host denied.test:10.203.0.10 -- \
+	"nslookup allowed.test 10.203.0.1 >/dev/null; $FETCH https://denied.test/index.html"
+refused "the allowed IP with a denied SNI is refused"
+run "$RT_A" --add-host evil.test:10.203.0.10 -- \
+	"nslookup allowed.test 10.203.0.1 >/dev/null; $FETCH http://evil.test/index.html"
+refused "a Host header that does not match is refused"
+run "$RT_A" --add-host allowed.test:10.203.0.10 -- "$FETCH http://allowed.test/index.html"
+refused "the allowed name at an IP proxyd's DNS never gave this container is refused"
+
+before=$(arrived udp)
+in_a "tftp -g -r x -l /tmp/x 10.203.0.10 7"
+expect_match "$OUT" "refused|unreachable|prohibited|not permitted" "UDP to the echo server fails at once"
+expect_eq "$(arrived udp)" "$before" "UDP echo is unreachable: no UDP packet reached the internet"
+
+before=$(arrived tcp)
+in_a "$FETCH http://[fd00:203::10]/index.html"
+refused "IPv6 direct is refused"
+expect_eq "$(arrived tcp)" "$before" "... and nothing reached the internet over IPv6"
+
+before=$(arrived other)
+in_a "ping -c 1 -W 2 10.203.0.10"
+refused "ICMP echo gets no answer" "1 packets received"
+expect_eq "$(arrived other)" "$before" "... and no ICMP reached the internet"
+
+in_a "nslookup rebind-lo.test 10.203.0.1"
+refused "a name pointing at 127.0.0.1 does not resolve to loopback" '127\.0\.0\.1'
+in_a "nslookup rebind-priv.test 10.203.0.1"
+refused "a name pointing at a private address does not resolve to it" '192\.168\.77\.7'
+
+# ---- B: another project, another allow-list ----
+run "$RT_B" -- "nslookup other.test 10.203.0.1; $FETCH http://other.test/index.html"
+expect_match "$OUT" hello-world "B (project b) reaches other.test"
+in_a "nslookup other.test 10.203.0.1"
+expect_match "$OUT" "NXDOMAIN|can't find" "A cannot resolve other.test, which only B may reach"
+run "$RT_A" --add-host other.test:10.203.0.12 -- "$FETCH http://other.test/index.html"
+refused "A cannot reach other.test at its address"
+run "$RT_B" -- "nslookup allowed.test 10.203.0.1"
+expect_match "$OUT" "NXDOMAIN|can't find" "B cannot resolve allowed.test, which only A may reach"
+
+# ---- proxyd killed and restarted ----
+kill -KILL "$PROXYD_PID"
+wait "$PROXYD_PID" 2>/dev/null
+before=$(( $(arrived tcp) + $(arrived udp) + $(arrived other) ))
+in_a "$FETCH http://allowed.test/index.html; $FETCH http://10.203.0.10/index.html; nslookup allowed.test 10.203.0.1"
+refused "proxyd killed: A gets nothing out" "hello-world|10\.203\.0\.10$"
+expect_eq "$(( $(arrived tcp) + $(arrived udp) + $(arrived other) ))" "$before" \
+	"proxyd killed: not one packet reached the internet"
+rm -f "$E/proxyd/control.sock"
+start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not restart"; }
+sleep 1
+in_a "nslookup allowed.test 10.203.0.1 >/dev/null; $FETCH http://allowed.test/index.html"
+expect_match "$OUT" hello-world "proxyd restarted: A's allowed traffic works again without restarting A"
+
+# ---- netlog ----
+# Every container's lines: the SNI and Host checks ran in throw-away containers of project A.
+LOG=$(cat "$E"/netlog/* 2>/dev/null)
+expect_match "$LOG" 'allowed\.test' "netlog: a line for allowed.test"
+expect_match "$LOG" 'denied\.test' "netlog: a line for denied.test"
+expect_match "$LOG" '10\.203\.0\.11' "netlog: a line for the direct connection to 10.203.0.11"
+expect_match "$LOG" 'evil\.test' "netlog: a line for the mismatched Host header"
+expect_match "$LOG" 'other\.test' "netlog: a line for A's attempt at other.test"
+expect_match "$LOG" 'rebind-lo\.test' "netlog: a line for the rebinding name"
+NETLOG=$(HEZO_NETLOG_DIR=$E/netlog timeout 20 "$E/hezo-shim" netlog --blocked "$A" 2>&1)
+expect_match "$NETLOG" 'denied\.test' "hezo-shim netlog --blocked shows A's refusals"
+
+# ---- removal ----
+hezo_docker rm -f "$A" >/dev/null 2>&1
+sleep 1
+check_fails "after docker rm the registration is gone (poststop unwire)" registered "$A_ID"
+
+tap_done
