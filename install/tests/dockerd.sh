@@ -16,6 +16,9 @@ work=$(mktemp -d /tmp/hezo-dockerd-XXXXXX)
 shim=$work/hezo-shim
 cp /usr/sbin/runc "$shim"
 private_pid=
+# A private dockerd given `--bridge none` deletes the host's docker0 when it starts, which breaks
+# every other Docker test on the machine; give it a bridge of its own instead.
+private_br=hzdbr$$
 sys_cfg=/etc/docker/daemon.json
 sys_had=
 cleanup() {
@@ -23,6 +26,7 @@ cleanup() {
 		kill "$private_pid" 2>/dev/null
 		for _ in $(seq 100); do kill -0 "$private_pid" 2>/dev/null || break; sleep 0.1; done
 	fi
+	ip link del "$private_br" 2>/dev/null
 	if [ -n "$sys_had" ]; then
 		# Whatever happened, the system file is left as it was and dockerd reloaded.
 		if [ "$sys_had" = yes ]; then
@@ -86,8 +90,10 @@ cat >"$work/daemon.json" <<'JSON'
 	"max-concurrent-downloads": 3
 }
 JSON
+ip link add "$private_br" type bridge
+ip addr add 10.251.0.1/24 dev "$private_br"
 dockerd --config-file "$work/daemon.json" --data-root "$work/data" --exec-root "$work/exec" \
-	--pidfile "$work/docker.pid" -H "unix://$work/docker.sock" --bridge none --iptables=false \
+	--pidfile "$work/docker.pid" -H "unix://$work/docker.sock" --bridge "$private_br" --iptables=false \
 	--ip-masq=false --ip6tables=false >"$work/dockerd.log" 2>&1 &
 private_pid=$!
 up=no
