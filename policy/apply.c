@@ -1,0 +1,810 @@
+/* Putting a container in the box: rewriting config.json, an exec process and an update's
+ * resources so that nothing the engine asked for exceeds the policy. */
+/*
+ * Rules beyond docs/policy.md, for the reader: an update's absent field means "unchanged" and
+ * stays absent; a period sent alone in an update gets a quota of cpus * period so the ratio cannot
+ * grow; under runsc pids.limit is min(engine, policy) + backends.runsc.pidsHeadroom because
+ * gVisor's own threads are charged to the container's pids cgroup; mounts at or below a policy
+ * tmpfs are dropped (the tmpfs replaces them), bind sources are resolved with realpath() and
+ * rewritten to the resolved path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "policy-internal.h"
+
+#define DEFAULT_CFS_PERIOD 100000ULL
+
+static const char *const cap_sets[] = {"bounding", "effective", "inheritable", "permitted",
+				       "ambient"};
+
+static const char *const engine_file_dests[] = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf",
+						"/dev/shm", "/run/.containerenv"};
+
+static const char *const nonbind_types[] = {"proc",   "sysfs",	"tmpfs",  "devpts",
+					    "mqueue", "cgroup", "cgroup2"};
+
+static const char *const default_masked[] = {
+	"/proc/asound",
+	"/proc/acpi",
+	"/proc/kcore",
+	"/proc/keys",
+	"/proc/latency_stats",
+	"/proc/timer_list",
+	"/proc/timer_stats",
+	"/proc/sched_debug",
+	"/proc/scsi",
+	"/sys/firmware",
+	"/sys/devices/virtual/powercap",
+};
+
+static const char *const default_readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+					       "/proc/sysrq-trigger"};
+
+/* Character devices every container gets: null, zero, full, random, urandom, tty, console,
+ * ptmx; and the pts range (136:*). */
+static const struct {
+	int64_t major, minor;
+} default_char_devices[] = {
+	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
+};
+
+static const struct {
+	const char *type;
+	const char *proc;
+	bool required; /* absent or the host's is refused unless allowHost says so */
+	unsigned host_bit;
+} ns_kinds[] = {
+	{"pid", "pid", true, HEZO_NS_PID},
+	{"network", "net", true, HEZO_NS_NETWORK},
+	{"mount", "mnt", true, 0},
+	{"ipc", "ipc", true, HEZO_NS_IPC},
+	{"uts", "uts", true, HEZO_NS_UTS},
+	{"user", "user", false, 0},
+	{"cgroup", "cgroup", false, HEZO_NS_CGROUP},
+	{"time", "time", false, 0},
+};
+
+static int ferr(struct hezo_error **err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int ferr(struct hezo_error **err, const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return hezo_error_set(err, EINVAL, "%s", msg);
+}
+
+static int nomem(struct hezo_error **err)
+{
+	return hezo_error_set(err, ENOMEM, "out of memory");
+}
+
+/* The child object at key, created when absent; a value of another type is an error. */
+static struct hezo_json *want_object(struct hezo_json *parent, const char *key, const char *field,
+				     struct hezo_error **err)
+{
+	struct hezo_json *v = hezo_json_get(parent, key);
+
+	if (v && v->type == HEZO_JSON_NULL) {
+		hezo_json_remove(parent, key);
+		v = NULL;
+	}
+	if (v && v->type != HEZO_JSON_OBJECT) {
+		ferr(err, "%s: expected an object, got %s", field, hezo_json_type_name(v->type));
+		return NULL;
+	}
+	v = hezo_json_ensure_object(parent, key);
+	if (!v)
+		nomem(err);
+	return v;
+}
+
+static struct hezo_json *want_array(struct hezo_json *parent, const char *key, const char *field,
+				    struct hezo_error **err)
+{
+	struct hezo_json *v = hezo_json_get(parent, key);
+
+	if (v && v->type == HEZO_JSON_NULL) {
+		hezo_json_remove(parent, key);
+		v = NULL;
+	}
+	if (v && v->type != HEZO_JSON_ARRAY) {
+		ferr(err, "%s: expected a list, got %s", field, hezo_json_type_name(v->type));
+		return NULL;
+	}
+	v = hezo_json_ensure_array(parent, key);
+	if (!v)
+		nomem(err);
+	return v;
+}
+
+/* An optional integer field: *present is false when absent or null. */
+static int get_opt_int(const struct hezo_json *obj, const char *key, const char *field,
+		       bool *present, int64_t *out, struct hezo_error **err)
+{
+	const struct hezo_json *v = hezo_json_get(obj, key);
+	uint64_t u;
+
+	*present = false;
+	if (!v || v->type == HEZO_JSON_NULL)
+		return 0;
+	if (v->type != HEZO_JSON_NUMBER)
+		return ferr(err, "%s: expected a number, got %s", field,
+			    hezo_json_type_name(v->type));
+	if (hezo_json_get_int64(v, out) < 0) {
+		/* Values above INT64_MAX (Go's uint64 fields) mean "no limit" as well. */
+		if (hezo_json_get_uint64(v, &u) < 0)
+			return ferr(err, "%s: %.40s is not a whole number", field, v->str);
+		*out = INT64_MAX;
+	}
+	*present = true;
+	return 0;
+}
+
+static int set_int(struct hezo_json *obj, const char *key, int64_t v, struct hezo_error **err)
+{
+	if (hezo_json_set(obj, key, hezo_json_new_int(v)) < 0)
+		return nomem(err);
+	return 0;
+}
+
+/* ---- process ---- */
+
+static int clamp_process(const struct hezo_policy *p, struct hezo_json *process, const char *field,
+			 struct hezo_error **err)
+{
+	struct hezo_json *caps;
+	char f[128];
+
+	snprintf(f, sizeof(f), "%s.capabilities", field);
+	caps = want_object(process, "capabilities", f, err);
+	if (!caps)
+		return -EINVAL;
+	/*
+	 * runc keeps every capability when the object is missing, so all five sets are written,
+	 * empty ones included.
+	 */
+	for (size_t s = 0; s < HEZO_ARRAY_SIZE(cap_sets); s++) {
+		_cleanup_json_ struct hezo_json *kept = hezo_json_new_array();
+		struct hezo_json *set = hezo_json_get(caps, cap_sets[s]);
+
+		if (!kept)
+			return nomem(err);
+		if (set && set->type != HEZO_JSON_ARRAY && set->type != HEZO_JSON_NULL)
+			return ferr(err, "%s.%s: expected a list, got %s", f, cap_sets[s],
+				    hezo_json_type_name(set->type));
+		HEZO_JSON_FOREACH (i, set) {
+			_cleanup_free_ char *norm = NULL;
+			const char *name = hezo_json_string(set->items[i]);
+
+			if (!name)
+				return ferr(err, "%s.%s[%zu]: expected a string", f, cap_sets[s],
+					    i);
+			/* Names libcap does not know cannot be in the policy's list either. */
+			if (hezo_policy_cap_normalise(name, &norm) < 0)
+				continue;
+			if (!hezo_strv_contains(&p->caps, norm))
+				continue;
+			if (hezo_json_append(kept, hezo_json_new_string(norm)) < 0)
+				return nomem(err);
+		}
+		if (hezo_json_set(caps, cap_sets[s], TAKE_PTR(kept)) < 0)
+			return nomem(err);
+	}
+	if (p->no_new_privs &&
+	    hezo_json_set(process, "noNewPrivileges", hezo_json_new_bool(true)) < 0)
+		return nomem(err);
+	return 0;
+}
+
+int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
+			      struct hezo_error **err)
+{
+	if (!process || process->type != HEZO_JSON_OBJECT)
+		return ferr(err, "process: expected an object");
+	return clamp_process(p, process, "process", err);
+}
+
+/* ---- resources ---- */
+
+static uint64_t pids_ceiling(const struct hezo_policy *p)
+{
+	/* gVisor's own threads are charged to the container's pids cgroup. */
+	if (p->backend == HEZO_BACKEND_RUNSC)
+		return p->pids + p->pids_headroom;
+	return p->pids;
+}
+
+/* update: an absent field means "unchanged" and stays absent. */
+static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, const char *field,
+			   bool update, struct hezo_error **err)
+{
+	struct hezo_json *mem, *pids, *cpu;
+	bool has_limit, has_swap, has_quota, has_period;
+	int64_t limit = 0, swap = 0, quota = 0, period = 0;
+	uint64_t policy_mem = p->memory > INT64_MAX ? INT64_MAX : p->memory;
+	char f[160];
+	int r;
+
+	/* memory: limit is the smaller; swap (memory+swap total) at most limit + policy swap. */
+	snprintf(f, sizeof(f), "%s.memory", field);
+	mem = hezo_json_get(res, "memory");
+	if (!update || mem) {
+		mem = want_object(res, "memory", f, err);
+		if (!mem)
+			return -EINVAL;
+		snprintf(f, sizeof(f), "%s.memory.limit", field);
+		r = get_opt_int(mem, "limit", f, &has_limit, &limit, err);
+		snprintf(f, sizeof(f), "%s.memory.swap", field);
+		r = r ?: get_opt_int(mem, "swap", f, &has_swap, &swap, err);
+		if (r < 0)
+			return r;
+		if (has_limit || !update) {
+			uint64_t total;
+
+			if (!has_limit || limit <= 0 || (uint64_t)limit > policy_mem)
+				limit = (int64_t)policy_mem;
+			total = (uint64_t)limit + p->swap;
+			if (total < (uint64_t)limit || total > INT64_MAX)
+				total = INT64_MAX;
+			if (has_swap && swap > 0 && swap >= limit && (uint64_t)swap < total)
+				total = (uint64_t)swap;
+			r = set_int(mem, "limit", limit, err);
+			r = r ?: set_int(mem, "swap", (int64_t)total, err);
+			if (r < 0)
+				return r;
+		} else if (has_swap) {
+			/* The current limit is unknown here; keep the total within the box. */
+			uint64_t total = policy_mem + p->swap;
+			if (total > INT64_MAX || total < policy_mem)
+				total = INT64_MAX;
+			if (swap <= 0 || (uint64_t)swap > total)
+				r = set_int(mem, "swap", (int64_t)total, err);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	snprintf(f, sizeof(f), "%s.pids", field);
+	pids = hezo_json_get(res, "pids");
+	if (!update || pids) {
+		uint64_t ceiling = pids_ceiling(p);
+		int64_t n = 0;
+		bool has = false;
+
+		pids = want_object(res, "pids", f, err);
+		if (!pids)
+			return -EINVAL;
+		snprintf(f, sizeof(f), "%s.pids.limit", field);
+		r = get_opt_int(pids, "limit", f, &has, &n, err);
+		if (r < 0)
+			return r;
+		if (has || !update) {
+			uint64_t v = has && n > 0 ? (uint64_t)n : UINT64_MAX;
+			if (v > p->pids)
+				v = p->pids;
+			if (p->backend == HEZO_BACKEND_RUNSC)
+				v += ceiling - p->pids;
+			r = set_int(pids, "limit", (int64_t)v, err);
+			if (r < 0)
+				return r;
+		}
+	}
+
+	snprintf(f, sizeof(f), "%s.cpu", field);
+	cpu = hezo_json_get(res, "cpu");
+	if (!update || cpu) {
+		cpu = want_object(res, "cpu", f, err);
+		if (!cpu)
+			return -EINVAL;
+		snprintf(f, sizeof(f), "%s.cpu.quota", field);
+		r = get_opt_int(cpu, "quota", f, &has_quota, &quota, err);
+		snprintf(f, sizeof(f), "%s.cpu.period", field);
+		r = r ?: get_opt_int(cpu, "period", f, &has_period, &period, err);
+		if (r < 0)
+			return r;
+		if (!update || has_quota || has_period) {
+			uint64_t per, q;
+
+			if (update && !has_quota && has_period && period > 0) {
+				/* A new period alone would change the ratio: pair it with a quota.
+				 */
+				per = (uint64_t)period > 1000000 ? 1000000 : (uint64_t)period;
+				q = p->cpus_milli * per / 1000;
+			} else if (!has_quota || quota <= 0) {
+				per = DEFAULT_CFS_PERIOD;
+				q = p->cpus_milli * per / 1000;
+			} else {
+				per = has_period && period > 0 ? (uint64_t)period
+							       : DEFAULT_CFS_PERIOD;
+				if (per > 1000000)
+					per = 1000000;
+				q = (uint64_t)quota;
+				/* quota/period <= cpus, compared without division. */
+				if ((unsigned __int128)q * 1000 >
+				    (unsigned __int128)p->cpus_milli * per)
+					q = p->cpus_milli * per / 1000;
+			}
+			if (q < 1000)
+				q = 1000; /* the kernel's minimum quota */
+			r = set_int(cpu, "period", (int64_t)per, err);
+			r = r ?: set_int(cpu, "quota", (int64_t)q, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *resources,
+				struct hezo_error **err)
+{
+	if (!resources || resources->type != HEZO_JSON_OBJECT)
+		return ferr(err, "resources: expected an object");
+	return clamp_resources(p, resources, "resources", true, err);
+}
+
+/* ---- mounts ---- */
+
+static bool has_option(const struct hezo_json *opts, const char *opt)
+{
+	HEZO_JSON_FOREACH (i, opts) {
+		const char *s = hezo_json_string(opts->items[i]);
+		if (s && strcmp(s, opt) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool under_any(const char *path, const struct hezo_strv *roots)
+{
+	for (size_t i = 0; i < roots->n; i++) {
+		char resolved[PATH_MAX];
+
+		if (hezo_policy_path_under(path, roots->v[i]))
+			return true;
+		/* An allowed root that is itself a symlink is compared by what it points at. */
+		if (realpath(roots->v[i], resolved) && hezo_policy_path_under(path, resolved))
+			return true;
+	}
+	return false;
+}
+
+static int check_bind(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
+		      const char *dest, struct hezo_error **err)
+{
+	const char *src = hezo_json_string(hezo_json_get(m, "source"));
+	char resolved[PATH_MAX], shown[PATH_MAX + 64];
+	bool ok = false;
+
+	if (!src)
+		return ferr(err, "mounts[%zu] (%s): bind mount without a source", idx, dest);
+	if (strcmp(dest, "/") == 0 || hezo_policy_path_under(dest, "/proc") ||
+	    hezo_policy_path_under(dest, "/sys"))
+		return ferr(err,
+			    "mounts[%zu] (%s): bind mounts onto /, /proc or /sys are not allowed",
+			    idx, dest);
+	if (src[0] != '/')
+		return ferr(err, "mounts[%zu] (%s): bind source %s is not an absolute path", idx,
+			    dest, src);
+	if (!realpath(src, resolved))
+		return hezo_error_set_errno(err, errno, "mounts[%zu] (%s): bind source %s", idx,
+					    dest, src);
+	if (under_any(resolved, &p->allowed_sources))
+		ok = true;
+	else if (under_any(resolved, &p->engine_roots)) {
+		for (size_t i = 0; i < HEZO_ARRAY_SIZE(engine_file_dests); i++)
+			if (strcmp(dest, engine_file_dests[i]) == 0)
+				ok = true;
+	}
+	if (!ok) {
+		if (strcmp(src, resolved) == 0)
+			snprintf(shown, sizeof(shown), "%s", src);
+		else
+			snprintf(shown, sizeof(shown), "%s (resolves to %s)", src, resolved);
+		return ferr(err, "mounts[%zu] (%s): bind source %s is not under an allowed root",
+			    idx, dest, shown);
+	}
+	if (hezo_json_set(m, "source", hezo_json_new_string(resolved)) < 0)
+		return nomem(err);
+	return 0;
+}
+
+static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, struct hezo_error **err)
+{
+	struct hezo_json *opts;
+	bool has_ro = false;
+	char f[64];
+
+	snprintf(f, sizeof(f), "mounts[%zu].options", idx);
+	opts = want_array(m, "options", f, err);
+	if (!opts)
+		return -EINVAL;
+	for (size_t i = 0; i < opts->len;) {
+		const char *s = hezo_json_string(opts->items[i]);
+		if (!s)
+			return ferr(err, "mounts[%zu] (%s): options[%zu]: expected a string", idx,
+				    dest, i);
+		if (strcmp(s, "rw") == 0) {
+			hezo_json_remove_at(opts, i);
+			continue;
+		}
+		if (strcmp(s, "ro") == 0)
+			has_ro = true;
+		i++;
+	}
+	if (!has_ro && hezo_json_append(opts, hezo_json_new_string("ro")) < 0)
+		return nomem(err);
+	return 0;
+}
+
+static struct hezo_json *tmpfs_mount(const struct hezo_policy_tmpfs *t)
+{
+	_cleanup_json_ struct hezo_json *m = hezo_json_new_object();
+	static const char *const opts[] = {"nosuid", "nodev", "noexec", "mode=1777"};
+	struct hezo_json *o;
+	char size[48];
+
+	if (!m || hezo_json_set(m, "destination", hezo_json_new_string(t->dest)) < 0 ||
+	    hezo_json_set(m, "type", hezo_json_new_string("tmpfs")) < 0 ||
+	    hezo_json_set(m, "source", hezo_json_new_string("tmpfs")) < 0)
+		return NULL;
+	o = hezo_json_ensure_array(m, "options");
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(opts); i++)
+		if (hezo_json_append(o, hezo_json_new_string(opts[i])) < 0)
+			return NULL;
+	snprintf(size, sizeof(size), "size=%" PRIu64, t->size);
+	if (hezo_json_append(o, hezo_json_new_string(size)) < 0)
+		return NULL;
+	return TAKE_PTR(m);
+}
+
+static int apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
+			struct hezo_error **err)
+{
+	struct hezo_json *mounts = want_array(spec, "mounts", "mounts", err);
+	size_t idx = 0; /* index in the engine's list, for messages */
+	int r;
+
+	if (!mounts)
+		return -EINVAL;
+	for (size_t i = 0; i < mounts->len; idx++) {
+		struct hezo_json *m = mounts->items[i];
+		_cleanup_free_ char *dest = NULL;
+		const char *raw, *type;
+		struct hezo_json *opts;
+		bool covered = false, bind;
+
+		if (m->type != HEZO_JSON_OBJECT)
+			return ferr(err, "mounts[%zu]: expected an object", idx);
+		raw = hezo_json_string(hezo_json_get(m, "destination"));
+		if (!raw)
+			return ferr(err, "mounts[%zu]: destination: expected a string", idx);
+		r = hezo_policy_clean_path(raw, &dest);
+		if (r == -ENOMEM)
+			return nomem(err);
+		if (r < 0)
+			return ferr(err,
+				    "mounts[%zu] (%s): destination is not an absolute path without "
+				    "\"..\"",
+				    idx, raw);
+
+		/* The policy's tmpfs replaces whatever the engine put there or below. */
+		for (size_t t = 0; t < p->ntmpfs; t++)
+			if (hezo_policy_path_under(dest, p->tmpfs[t].dest))
+				covered = true;
+		if (covered) {
+			hezo_json_remove_at(mounts, i);
+			continue;
+		}
+
+		type = hezo_json_string(hezo_json_get(m, "type"));
+		if (hezo_json_get(m, "type") && !type &&
+		    hezo_json_get(m, "type")->type != HEZO_JSON_NULL)
+			return ferr(err, "mounts[%zu] (%s): type: expected a string", idx, dest);
+		opts = hezo_json_get(m, "options");
+		if (opts && opts->type != HEZO_JSON_ARRAY && opts->type != HEZO_JSON_NULL)
+			return ferr(err, "mounts[%zu] (%s): options: expected a list", idx, dest);
+		bind = (type && strcmp(type, "bind") == 0) || has_option(opts, "bind") ||
+		       has_option(opts, "rbind");
+		if (bind) {
+			r = check_bind(p, m, idx, dest, err);
+		} else if (!type || !type[0]) {
+			r = ferr(err, "mounts[%zu] (%s): mount without a type or bind option", idx,
+				 dest);
+		} else {
+			bool known = false;
+			for (size_t t = 0; t < HEZO_ARRAY_SIZE(nonbind_types); t++)
+				if (strcmp(type, nonbind_types[t]) == 0)
+					known = true;
+			if (!known) {
+				char q[256];
+				hezo_policy_quote(q, sizeof(q), type);
+				r = ferr(err, "mounts[%zu] (%s): mount type %s is not allowed", idx,
+					 dest, q);
+			} else if (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 ||
+				   strcmp(type, "cgroup2") == 0) {
+				r = make_readonly(m, idx, dest, err);
+			} else {
+				r = 0;
+			}
+		}
+		if (r < 0)
+			return r;
+		i++;
+	}
+	for (size_t t = 0; t < p->ntmpfs; t++)
+		if (hezo_json_append(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
+			return nomem(err);
+	return 0;
+}
+
+/* ---- namespaces ---- */
+
+static int check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
+			    struct hezo_error **err)
+{
+	struct hezo_json *nss = want_array(linux_, "namespaces", "linux.namespaces", err);
+	bool own[HEZO_ARRAY_SIZE(ns_kinds)] = {0};
+
+	if (!nss)
+		return -EINVAL;
+	HEZO_JSON_FOREACH (i, nss) {
+		const struct hezo_json *n = nss->items[i];
+		const char *type = hezo_json_string(hezo_json_get(n, "type"));
+		const struct hezo_json *pathv = hezo_json_get(n, "path");
+		size_t k;
+		bool host = false;
+
+		if (!type)
+			return ferr(err, "linux.namespaces[%zu]: type: expected a string", i);
+		for (k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++)
+			if (strcmp(type, ns_kinds[k].type) == 0)
+				break;
+		if (k == HEZO_ARRAY_SIZE(ns_kinds)) {
+			char q[256];
+			hezo_policy_quote(q, sizeof(q), type);
+			return ferr(err, "linux.namespaces[%zu]: unknown namespace type %s", i, q);
+		}
+		if (pathv && pathv->type != HEZO_JSON_NULL) {
+			const char *path = hezo_json_string(pathv);
+			char self[64];
+			struct stat a, b;
+
+			if (!path)
+				return ferr(err,
+					    "linux.namespaces[%zu] (%s): path: expected a string",
+					    i, type);
+			if (path[0]) {
+				/* Joining the shim's own namespace is joining the host's. */
+				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
+				if (stat(path, &a) < 0)
+					return hezo_error_set_errno(
+						err, errno, "linux.namespaces[%zu] (%s): path %s",
+						i, type, path);
+				if (stat(self, &b) == 0 && a.st_dev == b.st_dev &&
+				    a.st_ino == b.st_ino)
+					host = true;
+			}
+		}
+		if (host) {
+			/* The host's user or time namespace is the same as having none. */
+			if (!ns_kinds[k].required && !ns_kinds[k].host_bit)
+				continue;
+			if (!(ns_kinds[k].host_bit & p->allow_host_ns))
+				return ferr(err, "linux.namespaces: host %s namespace not allowed",
+					    type);
+			continue;
+		}
+		own[k] = true;
+	}
+	for (size_t k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++) {
+		if (own[k])
+			continue;
+		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns))
+			return ferr(err, "linux.namespaces: host %s namespace not allowed",
+				    ns_kinds[k].type);
+		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user)
+			return ferr(err, "linux.namespaces: a user namespace is required");
+	}
+	return 0;
+}
+
+/* ---- devices, masks, seccomp ---- */
+
+static struct hezo_json *device_rule(bool allow, const char *type, int64_t major, int64_t minor,
+				     const char *access)
+{
+	_cleanup_json_ struct hezo_json *d = hezo_json_new_object();
+
+	if (!d || hezo_json_set(d, "allow", hezo_json_new_bool(allow)) < 0)
+		return NULL;
+	if (type && hezo_json_set(d, "type", hezo_json_new_string(type)) < 0)
+		return NULL;
+	if (major >= 0 && hezo_json_set(d, "major", hezo_json_new_int(major)) < 0)
+		return NULL;
+	if (minor >= 0 && hezo_json_set(d, "minor", hezo_json_new_int(minor)) < 0)
+		return NULL;
+	if (hezo_json_set(d, "access", hezo_json_new_string(access)) < 0)
+		return NULL;
+	return TAKE_PTR(d);
+}
+
+static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
+			 struct hezo_json *res, struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *rules = hezo_json_new_array();
+	struct hezo_json *devs = want_array(linux_, "devices", "linux.devices", err);
+	int r;
+
+	if (!devs)
+		return -EINVAL;
+	if (!rules || hezo_json_append(rules, device_rule(false, NULL, -1, -1, "rwm")) < 0)
+		return nomem(err);
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_char_devices); i++)
+		if (hezo_json_append(rules, device_rule(true, "c", default_char_devices[i].major,
+							default_char_devices[i].minor, "rwm")) < 0)
+			return nomem(err);
+	for (size_t i = 0, idx = 0; i < devs->len; idx++) {
+		struct hezo_json *d = devs->items[i];
+		const char *path = hezo_json_string(hezo_json_get(d, "path"));
+		_cleanup_free_ char *clean = NULL;
+		bool keep = false;
+
+		if (!path)
+			return ferr(err, "linux.devices[%zu]: path: expected a string", idx);
+		r = hezo_policy_clean_path(path, &clean);
+		if (r == 0)
+			keep = hezo_strv_contains(&p->devices, clean);
+		if (!keep) {
+			hezo_json_remove_at(devs, i);
+			continue;
+		}
+		{
+			const char *type = hezo_json_string(hezo_json_get(d, "type"));
+			int64_t major = -1, minor = -1;
+			bool has_major, has_minor;
+			char f[64];
+
+			snprintf(f, sizeof(f), "linux.devices[%zu]", idx);
+			r = get_opt_int(d, "major", f, &has_major, &major, err);
+			r = r ?: get_opt_int(d, "minor", f, &has_minor, &minor, err);
+			if (r < 0)
+				return r;
+			if (!type ||
+			    (strcmp(type, "c") && strcmp(type, "b") && strcmp(type, "u")) ||
+			    !has_major || !has_minor || major < 0 || minor < 0)
+				return ferr(err,
+					    "linux.devices[%zu] (%s): needs type c or b, major "
+					    "and minor",
+					    idx, path);
+			if (hezo_json_append(rules, device_rule(true, strcmp(type, "b") ? "c" : "b",
+								major, minor, "rwm")) < 0)
+				return nomem(err);
+		}
+		i++;
+	}
+	if (hezo_json_set(res, "devices", TAKE_PTR(rules)) < 0)
+		return nomem(err);
+	return 0;
+}
+
+static int union_paths(struct hezo_json *linux_, const char *key, const char *const *defaults,
+		       size_t n, struct hezo_error **err)
+{
+	char f[64];
+	struct hezo_json *arr;
+
+	snprintf(f, sizeof(f), "linux.%s", key);
+	arr = want_array(linux_, key, f, err);
+	if (!arr)
+		return -EINVAL;
+	for (size_t d = 0; d < n; d++) {
+		bool present = false;
+		HEZO_JSON_FOREACH (i, arr) {
+			const char *s = hezo_json_string(arr->items[i]);
+			if (!s)
+				return ferr(err, "%s[%zu]: expected a string", f, i);
+			if (strcmp(s, defaults[d]) == 0)
+				present = true;
+		}
+		if (!present && hezo_json_append(arr, hezo_json_new_string(defaults[d])) < 0)
+			return nomem(err);
+	}
+	return 0;
+}
+
+static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
+			 struct hezo_error **err)
+{
+	struct hezo_json *cur = hezo_json_get(linux_, "seccomp");
+	struct hezo_json *prof = NULL;
+	int r;
+
+	if (cur && cur->type != HEZO_JSON_NULL) {
+		if (cur->type != HEZO_JSON_OBJECT)
+			return ferr(err, "linux.seccomp: expected an object, got %s",
+				    hezo_json_type_name(cur->type));
+		return 0; /* the engine's profile is kept */
+	}
+	if (p->seccomp_profile) {
+		prof = hezo_json_clone(p->seccomp_profile);
+	} else if (p->seccomp_path) {
+		/* A policy from hezo_policy_parse alone has not read its profile yet. */
+		r = hezo_policy_seccomp_load(p->seccomp_path, &prof, err);
+		if (r < 0)
+			return hezo_error_prefix(err, "seccomp");
+	} else {
+		prof = hezo_policy_seccomp_default();
+	}
+	if (!prof || hezo_json_set(linux_, "seccomp", prof) < 0)
+		return nomem(err);
+	return 0;
+}
+
+int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
+			   struct hezo_error **err)
+{
+	struct hezo_json *process, *root, *linux_, *res;
+	int r;
+
+	if (!spec || spec->type != HEZO_JSON_OBJECT)
+		return ferr(err, "config.json: expected an object");
+
+	process = want_object(spec, "process", "process", err);
+	if (!process)
+		return -EINVAL;
+	r = clamp_process(p, process, "process", err);
+	if (r < 0)
+		return r;
+
+	root = want_object(spec, "root", "root", err);
+	if (!root)
+		return -EINVAL;
+	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
+		return nomem(err);
+
+	r = apply_mounts(p, spec, err);
+	if (r < 0)
+		return r;
+
+	linux_ = want_object(spec, "linux", "linux", err);
+	if (!linux_)
+		return -EINVAL;
+	r = check_namespaces(p, linux_, err);
+	if (r < 0)
+		return r;
+	res = want_object(linux_, "resources", "linux.resources", err);
+	if (!res)
+		return -EINVAL;
+	r = clamp_resources(p, res, "linux.resources", false, err);
+	if (r < 0)
+		return r;
+	r = apply_devices(p, linux_, res, err);
+	if (r < 0)
+		return r;
+	r = union_paths(linux_, "maskedPaths", default_masked, HEZO_ARRAY_SIZE(default_masked),
+			err);
+	if (r < 0)
+		return r;
+	r = union_paths(linux_, "readonlyPaths", default_readonly,
+			HEZO_ARRAY_SIZE(default_readonly), err);
+	if (r < 0)
+		return r;
+	return apply_seccomp(p, linux_, err);
+}

@@ -1,0 +1,100 @@
+/* The parsed policy as the other policy/ files see it, and helpers they share. Not installed. */
+#ifndef HEZO_POLICY_INTERNAL_H
+#define HEZO_POLICY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hezo-policy.h"
+
+/* A NULL-terminated, owned list of strings; v is never NULL once initialised. */
+struct hezo_strv {
+	char **v;
+	size_t n;
+};
+
+struct hezo_policy_tmpfs {
+	char *dest;
+	uint64_t size;
+};
+
+/* Namespace kinds policy reasons about, as bits for allowHost. */
+enum {
+	HEZO_NS_PID = 1 << 0,
+	HEZO_NS_IPC = 1 << 1,
+	HEZO_NS_UTS = 1 << 2,
+	HEZO_NS_NETWORK = 1 << 3,
+	HEZO_NS_CGROUP = 1 << 4,
+};
+
+struct hezo_policy {
+	bool production;
+	enum hezo_backend backend;
+	bool allow_backends[HEZO_BACKEND_COUNT];
+	char *backend_path[HEZO_BACKEND_COUNT];
+	struct hezo_strv backend_args[HEZO_BACKEND_COUNT];
+	enum hezo_runsc_network runsc_network;
+	uint64_t pids_headroom;
+
+	struct hezo_strv caps; /* normalised "CAP_X" */
+	bool no_new_privs;
+	bool readonly_rootfs;
+	struct hezo_policy_tmpfs *tmpfs;
+	size_t ntmpfs;
+
+	uint64_t pids;
+	uint64_t memory;
+	uint64_t swap;
+	uint64_t cpus_milli; /* thousandths of a CPU */
+
+	char *seccomp_path;		   /* NULL: the built-in profile */
+	struct hezo_json *seccomp_profile; /* validated profile read from seccomp_path */
+
+	struct hezo_strv devices;
+	struct hezo_strv allowed_sources;
+	struct hezo_strv engine_roots;
+	unsigned allow_host_ns;
+	bool require_user;
+
+	enum hezo_egress_mode egress_mode;
+	struct hezo_strv egress_allow;
+	struct hezo_strv resolvers;
+	struct hezo_strv allow_ranges;
+
+	char *projects_dir;
+	char *project; /* selected project, NULL if none */
+};
+
+int hezo_strv_init(struct hezo_strv *s);
+int hezo_strv_push(struct hezo_strv *s, const char *str);
+void hezo_strv_done(struct hezo_strv *s);
+bool hezo_strv_contains(const struct hezo_strv *s, const char *str);
+
+/*
+ * Normalise an absolute path: collapse "//" and "/./", drop a trailing "/". ".." components and
+ * relative paths are refused (-EINVAL). *out is malloc'd.
+ */
+int hezo_policy_clean_path(const char *path, char **out);
+/* Is path equal to root or below it, compared component by component? Both must be clean. */
+bool hezo_policy_path_under(const char *path, const char *root);
+
+/* "CAP_X" for a capability name libcap knows (with or without the prefix, any case). */
+int hezo_policy_cap_normalise(const char *name, char **out);
+
+/* Quote s as a JSON string for an error message, cut to a readable length. */
+void hezo_policy_quote(char *buf, size_t size, const char *s);
+
+/*
+ * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall
+ * names unknown to libseccomp on every listed architecture are dropped. Messages name the field
+ * relative to the object ("syscalls[3].action: ...").
+ */
+int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json **out,
+			      struct hezo_error **err);
+/* Read and check a profile file; errors name the path. */
+int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
+/* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
+struct hezo_json *hezo_policy_seccomp_default(void);
+
+#endif

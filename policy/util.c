@@ -1,0 +1,141 @@
+/* Small helpers shared by the policy parser and the spec rewriter: string lists, path
+ * normalisation and comparison, capability names, quoting values for messages. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+
+#include "hezo-log.h"
+#include "policy-internal.h"
+
+int hezo_strv_init(struct hezo_strv *s)
+{
+	s->n = 0;
+	s->v = calloc(1, sizeof(char *));
+	return s->v ? 0 : -ENOMEM;
+}
+
+int hezo_strv_push(struct hezo_strv *s, const char *str)
+{
+	char **nv;
+	char *copy = strdup(str);
+
+	if (!copy)
+		return -ENOMEM;
+	nv = realloc(s->v, (s->n + 2) * sizeof(char *));
+	if (!nv) {
+		free(copy);
+		return -ENOMEM;
+	}
+	s->v = nv;
+	s->v[s->n++] = copy;
+	s->v[s->n] = NULL;
+	return 0;
+}
+
+void hezo_strv_done(struct hezo_strv *s)
+{
+	if (!s->v)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+	s->v = NULL;
+	s->n = 0;
+}
+
+bool hezo_strv_contains(const struct hezo_strv *s, const char *str)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->v[i], str) == 0)
+			return true;
+	return false;
+}
+
+int hezo_policy_clean_path(const char *path, char **out)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t o = 0;
+	const char *p = path;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	buf = malloc(strlen(path) + 2);
+	if (!buf)
+		return -ENOMEM;
+	while (*p) {
+		const char *start;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		start = p;
+		while (*p && *p != '/')
+			p++;
+		n = (size_t)(p - start);
+		if (n == 0 || (n == 1 && start[0] == '.'))
+			continue;
+		/* A ".." means the writer either tried to escape or did not clean; refuse both. */
+		if (n == 2 && start[0] == '.' && start[1] == '.')
+			return -EINVAL;
+		buf[o++] = '/';
+		memcpy(buf + o, start, n);
+		o += n;
+	}
+	if (o == 0)
+		buf[o++] = '/';
+	buf[o] = '\0';
+	*out = TAKE_PTR(buf);
+	return 0;
+}
+
+bool hezo_policy_path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (strcmp(root, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int hezo_policy_cap_normalise(const char *name, char **out)
+{
+	char lower[64], upper[64];
+	const char *rest = name;
+	cap_value_t val;
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	if (strncasecmp(rest, "CAP_", 4) == 0)
+		rest += 4;
+	n = strlen(rest);
+	/* libcap also takes numbers; only names are meaningful in a policy or a spec. */
+	if (n == 0 || n + 5 > sizeof(lower))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!isalpha((unsigned char)rest[i]) && rest[i] != '_')
+			return -EINVAL;
+	memcpy(lower, "cap_", 4);
+	memcpy(upper, "CAP_", 4);
+	for (size_t i = 0; i <= n; i++) {
+		lower[4 + i] = (char)tolower((unsigned char)rest[i]);
+		upper[4 + i] = (char)toupper((unsigned char)rest[i]);
+	}
+	if (cap_from_name(lower, &val) < 0)
+		return -EINVAL;
+	*out = strdup(upper);
+	return *out ? 0 : -ENOMEM;
+}
+
+void hezo_policy_quote(char *buf, size_t size, const char *s)
+{
+	char head[81], inner[6 * sizeof(head)];
+	size_t n = strlen(s ? s : "");
+
+	snprintf(head, sizeof(head), "%s", s ? s : "");
+	hezo_json_escape(inner, sizeof(inner), head);
+	snprintf(buf, size, "\"%s\"%s", inner, n >= sizeof(head) ? "..." : "");
+}
