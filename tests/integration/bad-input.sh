@@ -1,0 +1,189 @@
+#!/bin/bash
+# Integration: hostile or broken input to `hezo-shim create` (config.json, bundle, verb, policy).
+# Each must end in one clear error line, a non-zero exit, an untouched config.json, no container
+# and no state record: fail closed, nothing half-done.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+
+hezo_require_root
+hezo_require_tools jq runc cmp timeout head tr "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+diag "backend $HEZO_TEST_BACKEND ($(hezo_backend_bin)), shim $HEZO_SHIM_BIN"
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-bad-$HEZO_TEST_BACKEND
+WORK=$(mktemp -d "$HEZO_TEST_DIR/bad.XXXXXX")
+# The 100 MB file goes to disk, not to the tmpfs under /run.
+BIG=$(mktemp -d /var/tmp/hezo-bad.XXXXXX)
+tap_cleanup "rm -rf '$WORK' '$BIG'"
+hezo_write_policy bundle
+
+# A template bundle that is fine: every case starts from a copy of its config.json.
+TEMPLATE=$WORK/template
+hezo_make_bundle "$TEMPLATE" hezo-bad-template '["true"]' || bail_out "cannot make bundle"
+VALID=$(cat "$TEMPLATE/config.json")
+
+# fresh_bundle NAME [DIR]: sets B to a new bundle under DIR (default WORK) sharing the
+# template's rootfs, with the valid config.json.
+fresh_bundle()
+{
+	B=${2:-$WORK}/b-$1
+	rm -rf "$B"
+	mkdir -p "$B"
+	ln -s "$TEMPLATE/rootfs" "$B/rootfs"
+	printf '%s\n' "$VALID" >"$B/config.json"
+}
+
+# expect_refused NAME REASON_ERE BUNDLE_DIR SHIM_ARGS...: run the shim twice (stderr, then
+# --log FILE --log-format json) and check everything a refusal must give.
+expect_refused()
+{
+	local name=$1 reason=$2 bdir=$3 id rc out err log lines orig="" files=""
+	shift 3
+	id="hezo-bad-$name-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
+	if [ -f "$bdir/config.json" ]; then
+		orig=$WORK/$name.orig
+		cp "$bdir/config.json" "$orig"
+		files=$(ls -A "$bdir")
+	fi
+
+	# 1. Without --log: the reason on stderr, one line.
+	out=$WORK/$name.out
+	err=$WORK/$name.err
+	hezo_shim --root "$ROOT" "$@" "$id" >"$out" 2>"$err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[$name] non-zero exit"
+	expect_ne "$rc" 124 "[$name] did not time out"
+	lines=$(wc -l <"$err" | tr -d ' ')
+	expect_eq "$lines" 1 "[$name] exactly one line on stderr" || diag "$(head -c 2000 "$err")"
+	expect_match "$(head -n 1 "$err")" '^hezo-shim: ' "[$name] the line starts with 'hezo-shim: '"
+	expect_match "$(head -n 1 "$err")" "$reason" "[$name] the reason matches /$reason/"
+	expect_eq "$(wc -c <"$out" | tr -d ' ')" 0 "[$name] nothing on stdout"
+
+	# 2. With --log FILE --log-format json: one JSON line, as containerd reads it.
+	log=$WORK/$name.log
+	rm -f "$log"
+	hezo_shim --root "$ROOT" --log "$log" --log-format json "$@" "$id" >"$out" 2>"$err" </dev/null &&
+		rc=0 || rc=$?
+	expect_ne "$rc" 0 "[$name --log] non-zero exit"
+	expect_eq "$(wc -l <"$log" 2>/dev/null | tr -d ' ')" 1 "[$name --log] one line in the log" ||
+		diag "$(head -c 2000 "$log" 2>/dev/null)"
+	expect_eq "$(jq -r .level <"$log" 2>&1)" error "[$name --log] level is error"
+	expect_match "$(jq -r .msg <"$log" 2>&1)" '^hezo-shim: ' "[$name --log] msg starts with 'hezo-shim: '"
+	expect_match "$(jq -r .msg <"$log" 2>&1)" "$reason" "[$name --log] msg matches /$reason/"
+	expect_eq "$(cat "$out" "$err" | wc -c | tr -d ' ')" 0 "[$name --log] nothing on stdout or stderr" ||
+		diag "$(head -c 2000 "$err")"
+
+	# 3. Nothing half-done.
+	if [ -n "$orig" ]; then
+		check "[$name] config.json unchanged" cmp "$orig" "$bdir/config.json"
+		rm -f "$orig"
+		expect_eq "$(ls -A "$bdir")" "$files" "[$name] no file left behind in the bundle"
+	fi
+	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$id")" 0 "[$name] no container left"
+	expect_eq "$(hezo_state_records "$id")" "" "[$name] no state record"
+}
+
+# --- config.json --------------------------------------------------------------------------------
+fresh_bundle malformed
+printf '{ "ociVersion": "1.0.2", "process": { "args": [ "true" ], oops }\n' >"$B/config.json"
+expect_refused malformed 'config\.json' "$B" create -b "$B"
+
+fresh_bundle truncated
+head -c $((${#VALID} / 2)) <<<"$VALID" >"$B/config.json"
+expect_refused truncated 'config\.json' "$B" create -b "$B"
+
+fresh_bundle empty
+: >"$B/config.json"
+expect_refused empty 'config\.json' "$B" create -b "$B"
+
+fresh_bundle notobject
+echo '["ociVersion", "1.0.2"]' >"$B/config.json"
+expect_refused notobject 'config\.json' "$B" create -b "$B"
+
+# Wrong types in fields the policy has to read: it cannot judge what it cannot parse.
+fresh_bundle mountsnotlist
+jq '.mounts = {destination: "/host", type: "bind", source: "/"}' <<<"$VALID" >"$B/config.json"
+expect_refused mountsnotlist 'mounts' "$B" create -b "$B"
+
+fresh_bundle capsnotlist
+jq '.process.capabilities.bounding = "CAP_SYS_ADMIN"' <<<"$VALID" >"$B/config.json"
+expect_refused capsnotlist 'bounding|capabilities' "$B" create -b "$B"
+
+fresh_bundle memorystring
+jq '.linux.resources = {memory: {limit: "8g"}}' <<<"$VALID" >"$B/config.json"
+expect_refused memorystring 'memory|limit' "$B" create -b "$B"
+
+fresh_bundle huge "$BIG"
+{
+	printf '%s' "${VALID%\}*}"
+	printf ', "annotations": {"pad": "'
+	head -c $((100 * 1024 * 1024)) /dev/zero | tr '\0' a
+	printf '"}}\n'
+} >"$B/config.json"
+diag "huge config.json: $(wc -c <"$B/config.json") bytes"
+expect_refused huge 'config\.json' "$B" create -b "$B"
+rm -f "$B/config.json"
+
+fresh_bundle deep
+{
+	printf '{"ociVersion": "1.0.2", "x": '
+	head -c 100000 /dev/zero | tr '\0' '['
+} >"$B/config.json"
+expect_refused deep 'config\.json' "$B" create -b "$B"
+
+fresh_bundle deepwellformed
+{
+	printf '%s' "${VALID%\}*}"
+	printf ', "x-hezo-deep": '
+	head -c 100000 /dev/zero | tr '\0' '['
+	head -c 100000 /dev/zero | tr '\0' ']'
+	printf '}\n'
+} >"$B/config.json"
+expect_refused deepwellformed 'config\.json' "$B" create -b "$B"
+
+# --- bundle and verb ------------------------------------------------------------------------------
+expect_refused nobundle 'nonexistent' "$WORK" create -b "$WORK/nonexistent"
+
+mkdir -p "$WORK/noconfig"
+expect_refused noconfig 'config\.json' "$WORK/noconfig" create -b "$WORK/noconfig"
+
+expect_refused unknownverb 'frobnicate' "$WORK" frobnicate
+
+# --- broken policy ----------------------------------------------------------------------------------
+policy_case()
+{
+	local name=$1 reason=$2
+	fresh_bundle "$name"
+	expect_refused "$name" "$reason" "$B" create -b "$B"
+	hezo_write_policy bundle
+}
+
+printf '{"version": 1, "mode": ' >"$HEZO_TEST_POLICY"
+policy_case policy-notjson "$HEZO_TEST_POLICY"
+
+hezo_write_policy bundle '. + {bogusKey: true}'
+policy_case policy-unknownkey "$HEZO_TEST_POLICY.*bogusKey"
+
+hezo_write_policy bundle '.resources = {memory: "2 GB"}'
+policy_case policy-badsize "$HEZO_TEST_POLICY.*resources\\.memory"
+
+hezo_write_policy bundle '.resources = {pids: "many"}'
+policy_case policy-badtype "$HEZO_TEST_POLICY.*resources\\.pids"
+
+rm -f "$HEZO_TEST_POLICY"
+policy_case policy-missing "$HEZO_TEST_POLICY"
+
+: >"$HEZO_TEST_POLICY"
+policy_case policy-empty "$HEZO_TEST_POLICY"
+
+# --- nothing left behind ----------------------------------------------------------------------------
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -F hezo-bad- || true)" "" "no test container left under --root"
+
+tap_done

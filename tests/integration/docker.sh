@@ -1,0 +1,221 @@
+#!/bin/bash
+# Integration: Docker end to end. hezo-shim registered as runtime "hezo-shim" in daemon.json, the
+# backend HEZO_TEST_BACKEND chosen by the test policy; no hardening flag given by the user, and
+# the privileged ones must not open the box.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/box.sh
+. "$here/../lib/box.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$here/../lib/docker.sh"
+
+hezo_require_root
+hezo_require_tools jq script timeout dockerd "$HEZO_DOCKER" "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
+hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
+# Another test may have broken dockerd's default bridge (see hezo_docker_bridge_repair).
+out=$(hezo_docker_bridge_repair 2>&1) || bail_out "docker0 is missing and cannot be recreated: $out"
+[ -n "$out" ] && diag "$out"
+IMG=$HEZO_TEST_IMAGE
+RT=hezo-shim
+# dockerd hands every runtime the same --root.
+DROOT=/run/docker/runtime-runc/moby
+MIB=1048576
+MEM=$((2048 * MIB))
+
+hezo_make_wrapper
+rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
+hezo_write_policy docker
+hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"
+diag "backend $HEZO_TEST_BACKEND, runtime $RT -> $HEZO_TEST_WRAPPER -> $HEZO_SHIM_BIN"
+
+NAMES=()
+# new_name LABEL: sets NAME to a fresh container name that the exit trap removes.
+new_name()
+{
+	NAME="hezo-it-$1-$(hezo_rand)"
+	NAMES+=("$NAME")
+	tap_cleanup "hezo_docker rm -f '$NAME'"
+}
+
+# drun LABEL [DOCKER RUN OPTIONS...]: run the probe in a fresh container; sets OUT and RC.
+drun()
+{
+	local label=$1
+	shift
+	new_name "$label"
+	OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" "$@" "$IMG" \
+		sh -c "$HEZO_BOX_PROBE" 2>&1 </dev/null) && RC=0 || RC=$?
+}
+
+# container_cgroup NAME: its cgroupsPath, as the backend got it.
+container_cgroup()
+{
+	hezo_docker_cgroups_path "$1" 2>/dev/null || echo "<no cgroupsPath for $1>"
+}
+
+# --- docker info --------------------------------------------------------------------------------
+expect_match "$(hezo_docker info --format '{{json .Runtimes}}' 2>&1)" "\"$RT\"" "docker info lists runtime $RT"
+expect_match "$(jq -r '.runtimes["hezo-shim"].path' /etc/docker/daemon.json)" "^$HEZO_TEST_WRAPPER\$" \
+	"daemon.json has the runtime"
+
+# --- the box with no hardening flags --------------------------------------------------------------
+drun plain
+expect_eq "$RC" 0 "[plain] docker run exits 0" || diag "$OUT"
+hezo_assert_box plain "$OUT"
+hezo_assert_box_engine plain "$OUT"
+hezo_assert_backend plain "$OUT"
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	skip "[plain] pids.max inside is the policy's" "gVisor mounts no cgroupfs; checked from the host below"
+else
+	expect_eq "$(hezo_probe_get "$OUT" pidsmax)" "$(hezo_expected_pids 256)" "[plain] pids.max inside is the policy's"
+fi
+
+# --- privileged options do not open it ----------------------------------------------------------------
+for opts in "--privileged" "--cap-add ALL" "--security-opt seccomp=unconfined" \
+	"--privileged --cap-add ALL --security-opt seccomp=unconfined --security-opt apparmor=unconfined"; do
+	label=${opts//--/}
+	label=${label// /,}
+	# shellcheck disable=SC2086 # the options are meant to split
+	drun "flags" $opts
+	expect_eq "$RC" 0 "[$label] docker run exits 0" || diag "$OUT"
+	hezo_assert_box "$label" "$OUT"
+	hezo_assert_box_engine "$label" "$OUT"
+done
+
+# --- memory: the stricter wins ---------------------------------------------------------------------
+for req in 8g 512m; do
+	new_name "mem$req"
+	out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" --memory "$req" "$IMG" sleep 600 2>&1) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "[--memory $req] docker run -d exits 0" || diag "$out"
+	want=$MEM
+	[ "$req" = 512m ] && want=$((512 * MIB))
+	hezo_assert_cgroup "--memory $req" "$(container_cgroup "$NAME")" "$want"
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+done
+
+# --- host mounts are refused with the shim's reason ----------------------------------------------------
+for vol in "/:/host" "/var/run/docker.sock:/s"; do
+	new_name refused
+	out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" -v "$vol" "$IMG" true 2>&1 </dev/null) &&
+		rc=0 || rc=$?
+	expect_ne "$rc" 0 "[-v $vol] docker run fails"
+	expect_match "$out" 'hezo-shim: ' "[-v $vol] docker run prints the shim's reason"
+	if [ "$vol" = "/:/host" ]; then
+		expect_match "$out" 'hezo-shim: .*/host' "[-v $vol] the reason names the mount"
+	else
+		expect_match "$out" 'hezo-shim: .*(docker\.sock|[" ]/s([" :,]|$))' "[-v $vol] the reason names the mount"
+	fi
+	expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[-v $vol] the reason is one line"
+	sleep 1
+	expect_eq "$(hezo_docker ps -aq --filter "name=^$NAME\$")" "" "[-v $vol] no container left"
+done
+
+# --- a running container: exec, top, logs, update, pause, stop ----------------------------------------
+new_name life
+C=$NAME
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$C" "$IMG" \
+	sh -c 'echo hello-from-the-box; exec sleep 600' 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[life] docker run -d exits 0" || diag "$out"
+CID=$(hezo_docker inspect -f '{{.Id}}' "$C" 2>/dev/null)
+cg=$(container_cgroup "$C")
+diag "container $C id $CID cgroup $cg"
+hezo_assert_cgroup life "$cg" "$MEM"
+hezo_assert_spec life "$(hezo_docker_bundle "$C")/config.json"
+
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" sh -c "$HEZO_BOX_PROBE" 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec] docker exec exits 0" || diag "$out"
+hezo_assert_box exec "$out"
+
+out=$(timeout 60 "$HEZO_DOCKER" exec --privileged "$C" sh -c "$HEZO_BOX_PROBE" 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec --privileged] docker exec exits 0" || diag "$out"
+hezo_assert_creds "exec --privileged" "$out"
+
+out=$(timeout 60 "$HEZO_DOCKER" exec -t "$C" sh -c '[ -t 1 ] && echo isatty=yes; grep CapEff /proc/self/status' 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec -t] docker exec -t exits 0" || diag "$out"
+expect_match "$out" 'isatty=yes' "[exec -t] the process has a tty"
+expect_match "$out" 'CapEff:[[:space:]]+0{16}' "[exec -t] CapEff is 0"
+
+out=$(timeout 60 script -qec "$HEZO_DOCKER exec -it $C sh -c '[ -t 1 ] && echo isatty=yes; grep CapEff /proc/self/status'" /dev/null \
+	2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec -it] docker exec -it under script exits 0" || diag "$out"
+expect_match "$out" 'isatty=yes' "[exec -it] the process has a tty"
+expect_match "$out" 'CapEff:[[:space:]]+0{16}' "[exec -it] CapEff is 0"
+
+out=$(timeout 60 "$HEZO_DOCKER" top "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[top] docker top exits 0" || diag "$out"
+expect_match "$out" 'sleep 600' "[top] shows the container's process"
+
+out=$(timeout 60 "$HEZO_DOCKER" logs "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[logs] docker logs exits 0"
+expect_match "$out" '^hello-from-the-box$' "[logs] shows the container's output"
+
+# Without --memory-swap docker itself refuses to raise memory over the swap limit it recorded.
+out=$(timeout 60 "$HEZO_DOCKER" update --memory 8g --memory-swap 8g "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[update 8g] docker update exits 0" || diag "$out"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir memory "$cg")/memory.limit_in_bytes")" "$MEM" \
+	"[update 8g] memory.limit_in_bytes still 2 GiB"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir memory "$cg")/memory.memsw.limit_in_bytes")" "$MEM" \
+	"[update 8g] memory.memsw.limit_in_bytes still 2 GiB"
+out=$(timeout 60 "$HEZO_DOCKER" update --memory 256m --memory-swap 256m "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[update 256m] docker update exits 0" || diag "$out"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir memory "$cg")/memory.limit_in_bytes")" $((256 * MIB)) \
+	"[update 256m] a tighter limit is applied"
+expect_match "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" '^running$' "[update] container still running"
+
+check "[pause] docker pause" timeout 60 "$HEZO_DOCKER" pause "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" paused "[pause] status is paused"
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	skip "[pause] freezer cgroup is FROZEN" "runsc pauses inside the sandbox, not through the freezer cgroup"
+else
+	expect_eq "$(hezo_read "$(hezo_cgroup_dir freezer "$cg")/freezer.state")" FROZEN "[pause] freezer cgroup is FROZEN"
+fi
+check "[unpause] docker unpause" timeout 60 "$HEZO_DOCKER" unpause "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" running "[unpause] status is running"
+
+check "[stop] docker stop" timeout 60 "$HEZO_DOCKER" stop -t 2 "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" exited "[stop] status is exited"
+check "[stop] docker rm" hezo_docker rm "$C"
+expect_eq "$(hezo_backend_ids "$DROOT" | grep -cxF "$CID")" 0 "[stop] backend has no container $CID"
+
+# --- rm -f of a running container ------------------------------------------------------------------
+new_name rmf
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" "$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[rm -f] docker run -d exits 0" || diag "$out"
+CID=$(hezo_docker inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+check "[rm -f] docker rm -f" timeout 60 "$HEZO_DOCKER" rm -f "$NAME"
+expect_eq "$(hezo_docker ps -aq --filter "name=^$NAME\$")" "" "[rm -f] container gone"
+expect_eq "$(hezo_backend_ids "$DROOT" | grep -cxF "$CID")" 0 "[rm -f] backend has no container $CID"
+
+# --- run -it ---------------------------------------------------------------------------------------------
+new_name tty
+out=$(timeout 60 script -qec "$HEZO_DOCKER run --rm -it --runtime=$RT --name $NAME $IMG sh -c '[ -t 1 ] && echo isatty=yes; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status'" \
+	/dev/null 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[run -it] docker run -it under script exits 0" || diag "$out"
+expect_match "$out" 'isatty=yes' "[run -it] the process has a tty"
+expect_match "$out" 'CapEff:[[:space:]]+0{16}' "[run -it] CapEff is 0"
+v=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' <<<"$out" | tr -d '\r')
+gvisor_hides "$v" "[run -it] NoNewPrivs is 1" NoNewPrivs || expect_eq "$v" 1 "[run -it] NoNewPrivs is 1"
+
+# --- nothing left behind ---------------------------------------------------------------------------------
+for n in "${NAMES[@]}"; do
+	hezo_docker rm -f "$n" >/dev/null 2>&1
+done
+sleep 1
+left=$(hezo_docker ps -aq --filter name=hezo-it-)
+expect_eq "$left" "" "no test container left in docker"
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
+	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+
+tap_done

@@ -1,0 +1,147 @@
+#!/bin/bash
+# Integration: busybox OCI bundles run through hezo-shim on the backend HEZO_TEST_BACKEND (runc or
+# runsc) with the dev test policy; the box must hold whatever the bundle asked for.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/box.sh
+. "$here/../lib/box.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+
+hezo_require_root
+hezo_require_tools jq runc cmp timeout awk "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+diag "backend $HEZO_TEST_BACKEND ($(hezo_backend_bin)), shim $HEZO_SHIM_BIN"
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-bundle-$HEZO_TEST_BACKEND
+WORK=$(mktemp -d "$HEZO_TEST_DIR/bundle.XXXXXX")
+tap_cleanup "rm -rf '$WORK'"
+hezo_write_policy bundle
+MIB=1048576
+
+# new_id NAME: sets ID to a fresh container ID that the exit trap cleans up.
+new_id()
+{
+	ID="hezo-it-$1-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
+}
+
+# --- --version ----------------------------------------------------------------------------------
+out=$(hezo_shim --version 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "--version exits 0"
+expect_match "$(head -n 1 <<<"$out")" '^hezo-shim version [0-9]' "--version prints 'hezo-shim version X' first"
+expect_match "$out" '^commit: ' "--version prints a commit line"
+expect_match "$out" '^spec: ' "--version prints a spec line"
+
+# --- run: the box seen from inside ----------------------------------------------------------------
+new_id run
+B=$WORK/run
+hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$HEZO_BOX_PROBE" '["sh", "-c", $p]')" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/run.out" 2>"$WORK/run.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[run] hezo-shim run exits 0" || diag "stderr: $(cat "$WORK/run.err")"
+out=$(cat "$WORK/run.out")
+hezo_assert_box run "$out"
+hezo_assert_backend run "$out"
+expect_eq "$(jq -r '.root.path' "$B/config.json")" rootfs "[run] root.path stays relative"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- run with a bind mount of the host's / : refused, bundle untouched -------------------------
+new_id bindroot
+B=$WORK/bindroot
+hezo_make_bundle "$B" "$ID" '["true"]' \
+	'.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]' ||
+	bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/bindroot.orig"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/bindroot.out" 2>"$WORK/bindroot.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[bind /] run is refused (non-zero exit)"
+err=$(cat "$WORK/bindroot.err")
+expect_eq "$(wc -l <"$WORK/bindroot.err" | tr -d ' ')" 1 "[bind /] exactly one line on stderr" || diag "$err"
+expect_match "$err" '^hezo-shim: ' "[bind /] the line starts with 'hezo-shim: '"
+expect_match "$err" '/host' "[bind /] the reason names the mount (/host)"
+expect_eq "$(cat "$WORK/bindroot.out")" "" "[bind /] nothing on stdout"
+check "[bind /] config.json unchanged" cmp "$WORK/bindroot.orig" "$B/config.json"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[bind /] no container left"
+expect_eq "$(hezo_state_records "$ID")" "" "[bind /] no state record"
+
+# Same refusal through --log FILE --log-format json: one JSON line, as containerd reads it.
+log=$WORK/bindroot.log
+hezo_shim --root "$ROOT" --log "$log" --log-format json run -b "$B" "$ID" \
+	>"$WORK/bindroot2.out" 2>"$WORK/bindroot2.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[bind / --log] refused (non-zero exit)"
+expect_eq "$(wc -l <"$log" 2>/dev/null | tr -d ' ')" 1 "[bind / --log] one line in the log file"
+expect_eq "$(jq -r .level <"$log" 2>&1)" error "[bind / --log] level is error"
+expect_match "$(jq -r .msg <"$log" 2>&1)" '^hezo-shim: .*/host' "[bind / --log] msg is the shim's reason naming /host"
+expect_match "$(jq -r .time <"$log" 2>&1)" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$' \
+	"[bind / --log] time is RFC 3339 UTC"
+expect_eq "$(cat "$WORK/bindroot2.out" "$WORK/bindroot2.err")" "" "[bind / --log] nothing on stdout or stderr"
+check "[bind / --log] config.json unchanged" cmp "$WORK/bindroot.orig" "$B/config.json"
+
+# --- create / state / cgroups / start / exec / kill / delete ------------------------------------
+new_id life
+B=$WORK/life
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/life.pid" "$ID" \
+	>"$WORK/life.out" 2>"$WORK/life.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[life] create exits 0" || diag "stderr: $(cat "$WORK/life.err")"
+st=$(hezo_shim --root "$ROOT" state "$ID" 2>&1)
+expect_eq "$(jq -r .status <<<"$st" 2>&1)" created "[life] state says created"
+expect_eq "$(jq -r .pid <<<"$st" 2>&1)" "$(cat "$WORK/life.pid" 2>/dev/null)" "[life] state pid matches --pid-file"
+cgpath=$(jq -r '.linux.cgroupsPath // empty' "$B/config.json")
+expect_eq "$cgpath" "/hezo-test/$ID" "[life] cgroupsPath kept"
+hezo_assert_cgroup life "$cgpath" $((2048 * MIB))
+hezo_assert_spec life "$B/config.json"
+
+check "[life] start" hezo_shim --root "$ROOT" start "$ID"
+check "[life] state says running" hezo_wait_status "$ROOT" "$ID" running 10
+expect_ne "$(hezo_state_records "$ID")" "" "[life] the shim recorded the container"
+
+# exec with a process asking for 38 capabilities, plus --cap: still nothing.
+hezo_process_json "$(jq -cn --arg p "$HEZO_BOX_PROBE" '["sh", "-c", $p]')" "$HEZO_CAPS_38" >"$WORK/proc.json"
+hezo_shim --root "$ROOT" exec --process "$WORK/proc.json" --cap CAP_SYS_ADMIN "$ID" \
+	>"$WORK/exec.out" 2>"$WORK/exec.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec 38 caps] exec exits 0" || diag "stderr: $(cat "$WORK/exec.err")"
+out=$(cat "$WORK/exec.out")
+hezo_assert_creds "exec 38 caps" "$out" &&
+	expect_eq "$(hezo_probe_get "$out" rootwrite)" no "[exec 38 caps] root still read-only"
+
+check "[life] kill KILL" hezo_shim --root "$ROOT" kill "$ID" KILL
+check "[life] state says stopped" hezo_wait_status "$ROOT" "$ID" stopped 20
+check "[life] delete" hezo_shim --root "$ROOT" delete "$ID"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[life] container gone after delete"
+expect_eq "$(hezo_state_records "$ID")" "" "[life] state record removed by delete"
+check_fails "[life] memory cgroup removed" test -d "$(hezo_cgroup_dir memory "/hezo-test/$ID")"
+
+# --- resources: the stricter of request and policy wins ---------------------------------------
+new_id greedy
+B=$WORK/greedy
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' \
+	'.linux.resources = {memory: {limit: 8589934592, swap: 17179869184}, pids: {limit: 100000},
+	 cpu: {quota: 800000, period: 100000}}' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/greedy.out" 2>"$WORK/greedy.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[8g] create exits 0" || diag "stderr: $(cat "$WORK/greedy.err")"
+hezo_assert_cgroup 8g "/hezo-test/$ID" $((2048 * MIB))
+expect_eq "$(hezo_read "$(hezo_cgroup_dir cpu "/hezo-test/$ID")/cpu.cfs_quota_us")" 200000 \
+	"[8g] cpu.cfs_quota_us clamped to 2 CPUs"
+hezo_bundle_cleanup "$ROOT" "$ID"
+
+new_id modest
+B=$WORK/modest
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' \
+	'.linux.resources = {memory: {limit: 536870912}, pids: {limit: 100}}' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/modest.out" 2>"$WORK/modest.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[512m] create exits 0" || diag "stderr: $(cat "$WORK/modest.err")"
+hezo_assert_cgroup 512m "/hezo-test/$ID" $((512 * MIB)) "$(hezo_expected_pids 100)"
+hezo_bundle_cleanup "$ROOT" "$ID"
+
+# --- nothing left behind ---------------------------------------------------------------------
+left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-" || true)
+expect_eq "$left" "" "no test container left under --root"
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports" || for r in $reports; do diag "$(head -c 4000 "$r")"; done
+
+tap_done

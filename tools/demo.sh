@@ -1,0 +1,109 @@
+#!/bin/bash
+# First look at hezo-shim on a fresh Debian 12 machine (sudo tools/demo.sh): install what it needs,
+# build and install the shim, register it with Docker and show the box a plain `docker run` gets.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+src=$(pwd)
+build=$src/build-release
+prefix=/usr/local
+policy=/etc/hezo/policy.json
+docker=/usr/bin/docker
+image=hezo-test/busybox:latest
+
+# The policy written when the machine has none. For now a development policy: runc as backend and
+# no egress filtering. TODO(lead): switch to runsc + egress "proxy" once issue 3 and hooks/ land.
+DEMO_POLICY='{
+  "version": 1,
+  "mode": "dev",
+  "backend": "runc",
+  "allowBackends": ["runc", "runsc"],
+  "egress": { "mode": "off" }
+}'
+
+if [ "$(id -u)" != 0 ]; then
+	echo "demo: must run as root (sudo tools/demo.sh)" >&2
+	exit 1
+fi
+
+step()
+{
+	printf '\n== %s\n' "$*"
+}
+
+step "Installing packages, starting dockerd, importing $image"
+bash tests/setup.sh
+# shellcheck source=tests/lib/docker.sh
+. tests/lib/docker.sh
+
+step "Building (release) and installing to $prefix"
+# CI builds with -Werror; a first look should not stop at a new compiler's new warning.
+opts=(--buildtype=release --prefix="$prefix" -Dwerror=false)
+buildlog=$build.log
+if ! {
+	if [ -f "$build/meson-private/coredata.dat" ]; then
+		meson setup --reconfigure "$build" "${opts[@]}"
+	else
+		meson setup "$build" "${opts[@]}"
+	fi && ninja -C "$build" && meson install -C "$build"
+} >"$buildlog" 2>&1; then
+	tail -n 30 "$buildlog" >&2
+	echo "demo: build or install failed (full log: $buildlog)" >&2
+	exit 1
+fi
+shim=$prefix/bin/hezo-shim
+[ -x "$shim" ] || { echo "demo: $shim was not installed" >&2; exit 1; }
+"$shim" --version
+
+# `meson install` puts the shipped default (etc/policy.json) in place, which needs hezo-proxyd
+# running; the demo replaces it while it is that unmodified default, never an admin's own file.
+step "Policy $policy"
+shipped=$src/etc/policy.json
+if [ -e "$policy" ] && ! { [ -f "$shipped" ] && cmp -s "$shipped" "$policy"; }; then
+	echo "keeping the existing (admin's own) $policy"
+else
+	mkdir -p "$(dirname "$policy")"
+	[ -e "$policy" ] && cp -p "$policy" "$policy.shipped"
+	printf '%s\n' "$DEMO_POLICY" >"$policy.tmp"
+	chmod 0644 "$policy.tmp"
+	mv -f "$policy.tmp" "$policy"
+	echo "wrote the demo's development policy (backend runc, egress off)"
+	[ -e "$policy.shipped" ] && echo "(the shipped default is kept as $policy.shipped)"
+fi
+cat "$policy"
+
+step "Registering runtime hezo-shim in $HEZO_DAEMON_JSON (merged)"
+hezo_docker_register_runtime hezo-shim "$shim"
+jq '.runtimes' "$HEZO_DAEMON_JSON"
+
+# What a process inside sees, in words.
+# shellcheck disable=SC2016
+probe='
+st() { sed -n "s/^$1:[[:space:]]*//p" /proc/self/status; }
+echo "  capabilities   effective $(st CapEff), bounding $(st CapBnd), permitted $(st CapPrm)"
+echo "  no_new_privs   $(st NoNewPrivs)"
+echo "  seccomp        mode $(st Seccomp) (2 = filter)"
+echo "  root fs        $(touch /probe 2>&1 || true)"
+echo "  /tmp           $(awk "\$2 == \"/tmp\" { print \$3, \$4 }" /proc/mounts)"
+cp /bin/busybox /tmp/bb
+echo "  exec in /tmp   $(/tmp/bb true 2>&1 || true)"
+echo "  pids.max       $(cat /sys/fs/cgroup/pids/pids.max)"
+echo "  memory limit   $(( $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) / 1048576 )) MiB, memory+swap $(( $(cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes) / 1048576 )) MiB"
+echo "  kernel         $(cat /proc/version)"
+'
+
+step "docker run --rm --runtime=hezo-shim $image   (no hardening flags)"
+"$docker" run --rm --runtime=hezo-shim "$image" sh -c "$probe"
+
+step "docker run --rm --runtime=hezo-shim --privileged --memory 8g $image   (asks for everything)"
+"$docker" run --rm --runtime=hezo-shim --privileged --memory 8g "$image" sh -c "$probe"
+
+step "docker run --rm --runtime=hezo-shim -v /:/host $image   (must be refused)"
+if out=$("$docker" run --rm --runtime=hezo-shim -v /:/host "$image" true 2>&1); then
+	echo "$out"
+	echo "demo: the host's / was mounted: the box is NOT working" >&2
+	exit 1
+fi
+echo "  ${out//$'\n'/$'\n'  }"
+echo
+echo "refused, as it should be."
