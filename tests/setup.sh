@@ -31,6 +31,8 @@ PACKAGES=(
 	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps
 	# benchmarks
 	hyperfine iperf3 haproxy wrk
+	# packaging tests: the Debian package build, man page rendering, unit file checks
+	debhelper dpkg-dev fakeroot man-db systemd
 )
 
 missing=()
