@@ -1,0 +1,836 @@
+#!/bin/bash
+# The benchmark suite (docs/performance.md): every figure is a ratio against a baseline measured in
+# the same run, median and min-max over rounds. Writes tests/bench/results.md and prints it.
+#
+#   sudo tests/bench/run.sh [--quick] [--only start,docker,hook,proxyd] [--build DIR] [--out FILE]
+#
+# Needs root, the tools named in docs/performance.md, and builds the tree (release) into
+# build-bench when the binaries are missing. Traffic stays on loopback and in the network
+# namespaces this script creates. No timing here fails anything: targets are reported, not asserted.
+set -uo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${HEZO_BUILD_DIR:-$SRC/build-bench}
+OUT=${HEZO_BENCH_OUT:-$SRC/tests/bench/results.md}
+QUICK=0
+KEEP=0
+ONLY=start,docker,hook,proxyd
+
+usage()
+{
+	sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--quick) QUICK=1 ;;
+	--only) ONLY=$2; shift ;;
+	--only=*) ONLY=${1#--only=} ;;
+	--build) BUILD=$2; shift ;;
+	--out) OUT=$2; shift ;;
+	--keep) KEEP=1 ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+	esac
+	shift
+done
+
+if [ "$QUICK" = 1 ]; then
+	ROUNDS=2 START_RUNS=5 SHIM_RUNS=30 DOCKER_RUNS=3 HOOK_RUNS=10 IPERF_SECS=2
+	LAT_N=300 IDLE_N=10000 DNS_SECS=2
+else
+	ROUNDS=5 START_RUNS=10 SHIM_RUNS=100 DOCKER_RUNS=6 HOOK_RUNS=30 IPERF_SECS=5
+	LAT_N=2000 IDLE_N=10000 DNS_SECS=5
+fi
+
+want() { [[ ",$ONLY," == *",$1,"* ]]; }
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (sudo tests/bench/run.sh)"
+for t in hyperfine jq cc runc ip nft iperf3 haproxy dnsmasq busybox taskset; do
+	command -v "$t" >/dev/null 2>&1 || die "missing tool $t (see docs/performance.md)"
+done
+DOCKER=${HEZO_DOCKER:-/usr/bin/docker}
+
+SHIM=$BUILD/shim/hezo-shim
+HOOK=$BUILD/hooks/hezo-hook
+PROXYD=$BUILD/proxyd/hezo-proxyd
+if [ ! -x "$SHIM" ] || [ ! -x "$HOOK" ] || [ ! -x "$PROXYD" ]; then
+	log "building into $BUILD (release)"
+	if [ ! -e "$BUILD/build.ninja" ]; then
+		meson setup "$BUILD" "$SRC" --buildtype=release -Dwerror=false >&2 || die "meson setup failed"
+	fi
+	ninja -C "$BUILD" >&2 || die "build failed"
+fi
+
+T=$(mktemp -d /tmp/hezo-bench.XXXXXX)
+TAG=hzb$$
+PIDS=()
+NETNS=()
+LINKS=()
+DOCKER_RUNTIMES=()
+DAEMON_JSON=/etc/docker/daemon.json
+DAEMON_SAVED=""
+PROXYD_PID=""
+
+cleanup()
+{
+	set +e
+	local p ns l m
+	for p in "${PIDS[@]}" $PROXYD_PID; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${PIDS[@]}" $PROXYD_PID; do
+		wait "$p" 2>/dev/null
+	done
+	for m in "$T"/proxyd/state/netns/*; do
+		[ -e "$m" ] && umount -l "$m" 2>/dev/null
+	done
+	runc --root "$T/runc-root" delete --force bench-runc >/dev/null 2>&1
+	runc --root "$T/runc-root" delete --force bench-shim >/dev/null 2>&1
+	runc --root "$T/runc-root" delete --force bench-boxed >/dev/null 2>&1
+	for l in "${LINKS[@]}"; do
+		ip link del "$l" 2>/dev/null
+	done
+	for ns in "${NETNS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
+	docker_restore
+	if [ "$KEEP" = 1 ]; then
+		log "kept $T"
+	else
+		rm -rf "$T"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- statistics ----
+
+# Median, min and max of the numbers on stdin, one per line: "MED MIN MAX".
+stats()
+{
+	sort -g | awk '{ a[NR] = $1 } END {
+		if (NR == 0) { print "nan nan nan"; exit }
+		m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+		print m, a[1], a[NR] }'
+}
+
+# fmt_ratio "MED MIN MAX" -> "1.02 (0.98–1.07)"
+fmt_ratio()
+{
+	awk '{ printf "%.3f (%.3f–%.3f)", $1, $2, $3 }' <<<"$1"
+}
+
+# fmt NUMBER UNIT-SCALE DECIMALS: a number scaled (e.g. seconds to ms with 1000).
+fmt() { awk -v x="$1" -v s="$2" -v d="${3:-1}" 'BEGIN { printf "%.*f", d, x * s }'; }
+
+# verdict VALUE OP TARGET: "met" or "missed" (OP is <= or >=).
+verdict()
+{
+	awk -v v="$1" -v t="$3" -v op="$2" 'BEGIN {
+		ok = (op == "<=") ? (v <= t) : (v >= t); print ok ? "met" : "**missed**" }'
+}
+
+ROWS=()
+NOTES=()
+# row AREA WHAT BASELINE HEZO RATIO TARGET VERDICT
+row()
+{
+	local IFS='|'
+	ROWS+=("| $1 | $2 | $3 | $4 | $5 | $6 | $7 |")
+	log "result: $2: $4 vs $3, ratio $5 (target $6: $7)"
+}
+note() { NOTES+=("$*"); log "note: $*"; }
+
+# hf_rounds NAME -- hyperfine-args...: run hyperfine ROUNDS times with the same commands; each
+# round's JSON lands in $T/hf-NAME-R.json.
+hf_rounds()
+{
+	local name=$1 r
+	shift 2
+	for ((r = 1; r <= ROUNDS; r++)); do
+		hyperfine --style none --export-json "$T/hf-$name-$r.json" "$@" >"$T/hf-$name-$r.log" 2>&1 ||
+			{ log "hyperfine $name round $r failed:"; tail -n 5 "$T/hf-$name-$r.log" >&2; return 1; }
+	done
+}
+
+# hf_median NAME I: median (over rounds) of command I's median, in seconds, as "MED MIN MAX".
+hf_median()
+{
+	local f
+	for f in "$T"/hf-"$1"-*.json; do
+		jq ".results[$2].median" "$f"
+	done | stats
+}
+
+# hf_ratio NAME I J: per round, median(I) / median(J); "MED MIN MAX" over rounds.
+hf_ratio()
+{
+	local f
+	for f in "$T"/hf-"$1"-*.json; do
+		jq ".results[$2].median / .results[$3].median" "$f"
+	done | stats
+}
+
+med() { cut -d' ' -f1 <<<"$1"; }
+
+# ---- helpers built here ----
+cc -O2 -Wall -Wextra -o "$T/rusage-run" "$SRC/tests/bench/rusage-run.c" || die "cannot build rusage-run"
+cc -O2 -Wall -Wextra -o "$T/bench-net" "$SRC/tests/bench/bench-net.c" || die "cannot build bench-net"
+ulimit -n 1048576 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+# shellcheck source=tests/lib/image.sh
+. "$SRC/tests/lib/image.sh"
+
+MACHINE="$(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
+log "machine: $MACHINE; rounds $ROUNDS; quick $QUICK"
+
+POLICY_DEV='{"version":1,"mode":"dev","backend":"runc","allowBackends":["runc","crun","runsc"],"egress":{"mode":"off"}}'
+
+# ---- the shared proxyd (bench 2 proxy mode, 3, 4) ----
+start_proxyd()
+{
+	[ -n "$PROXYD_PID" ] && return 0
+	mkdir -p "$T/proxyd/state" "$T/proxyd/log"
+	"$PROXYD" --state-dir "$T/proxyd/state" --log-dir "$T/proxyd/log" \
+		--socket "$T/proxyd/control.sock" --conn-limit 65536 --dns-rate 1000000 \
+		2>>"$T/proxyd/proxyd.log" &
+	PROXYD_PID=$!
+	for _ in $(seq 50); do
+		[ -S "$T/proxyd/control.sock" ] && return 0
+		kill -0 "$PROXYD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	log "hezo-proxyd did not start:"
+	tail -n 5 "$T/proxyd/proxyd.log" >&2
+	PROXYD_PID=""
+	return 1
+}
+ctl() { "$PROXYD" --socket "$T/proxyd/control.sock" --ctl "$@"; }
+
+# netns_add NAME: a namespace the cleanup removes, with lo up.
+netns_add()
+{
+	ip netns del "$1" 2>/dev/null
+	ip netns add "$1" || return 1
+	NETNS+=("$1")
+	ip -n "$1" link set lo up
+}
+
+# netns_sleeper NAME: a process living in the namespace (the "container"); its pid in SLEEPER.
+netns_sleeper()
+{
+	SLEEPER=""
+	ip netns exec "$1" sleep 3600 </dev/null >/dev/null 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 50); do
+		SLEEPER=$(ip netns pids "$1" | head -n 1)
+		[ -n "$SLEEPER" ] && break
+		sleep 0.1
+	done
+}
+
+###########################################################################################
+# 1. Start cost: hezo-shim -> runc against runc; crun; the shim's own CPU time and RSS
+###########################################################################################
+bench_start()
+{
+	local b r out
+	log "1. start cost"
+	mkdir -p "$T/start" "$T/runc-root" "$T/state"
+	hezo_busybox_rootfs "$T/start/rootfs" >/dev/null || { row start "create+start+delete" n/a n/a n/a "≤ 1.03" "n/a: no busybox rootfs"; return; }
+	runc spec --bundle "$T/start" || return
+	jq --arg r "$T/start/rootfs" '.process.terminal = false | .process.args = ["true"] | .root.path = $r' \
+		"$T/start/config.json" >"$T/start/config.orig.json"
+	for b in runc shim boxed crun shimcrun; do
+		mkdir -p "$T/b-$b"
+		cp "$T/start/config.orig.json" "$T/b-$b/config.json"
+	done
+	echo "$POLICY_DEV" >"$T/policy-dev.json"
+	jq '.backend = "crun"' "$T/policy-dev.json" >"$T/policy-crun.json"
+	export HEZO_STATE_DIR="$T/state" HEZO_HOOK_PATH="$HOOK"
+	export HEZO_PROXYD_SOCKET="$T/proxyd/control.sock"
+
+	# The config.json runc gets from the shim: the box's own cost, apart from the shim's.
+	HEZO_POLICY="$T/policy-dev.json" "$SHIM" --root "$T/runc-root" run -b "$T/b-boxed" bench-boxed \
+		>/dev/null 2>"$T/start/shim.err" || {
+		row start "create+start+delete via hezo-shim→runc" n/a n/a n/a "≤ 1.03" \
+			"n/a: hezo-shim run failed: $(head -c 200 "$T/start/shim.err")"
+		return
+	}
+	cp "$T/b-boxed/config.json" "$T/start/config.boxed.json"
+
+	export HEZO_POLICY="$T/policy-dev.json"
+	hf_rounds start -- --shell=none --warmup 1 --runs "$START_RUNS" \
+		--prepare "cp $T/start/config.orig.json $T/b-runc/config.json" \
+		--prepare "cp $T/start/config.orig.json $T/b-shim/config.json" \
+		--prepare "cp $T/start/config.boxed.json $T/b-boxed/config.json" \
+		"runc --root $T/runc-root run -b $T/b-runc bench-runc" \
+		"$SHIM --root $T/runc-root run -b $T/b-shim bench-shim" \
+		"runc --root $T/runc-root run -b $T/b-boxed bench-boxed" || return
+	local base cand boxed
+	base=$(hf_median start 0)
+	cand=$(hf_median start 1)
+	boxed=$(hf_median start 2)
+	r=$(hf_ratio start 1 0)
+	row start "busybox \`true\`: create+start+delete, hezo-shim→runc vs runc (same bundle)" \
+		"$(fmt "$(med "$base")" 1000) ms" "$(fmt "$(med "$cand")" 1000) ms" "$(fmt_ratio "$r")" \
+		"≤ 1.03" "$(verdict "$(med "$r")" "<=" 1.03)"
+	r=$(hf_ratio start 1 2)
+	row start "… hezo-shim→runc vs runc given the shim's output config (the shim process alone)" \
+		"$(fmt "$(med "$boxed")" 1000) ms" "$(fmt "$(med "$cand")" 1000) ms" "$(fmt_ratio "$r")" \
+		"—" "info"
+	r=$(hf_ratio start 2 0)
+	row start "… runc on the boxed config vs runc on the engine's (what the box itself costs runc)" \
+		"$(fmt "$(med "$base")" 1000) ms" "$(fmt "$(med "$boxed")" 1000) ms" "$(fmt_ratio "$r")" \
+		"—" "info"
+
+	# crun: keep the path, show why it cannot run here.
+	out=$(crun --root "$T/crun-root" run -b "$T/b-crun" bench-crun 2>&1 </dev/null)
+	local crc=$?
+	crun --root "$T/crun-root" delete --force bench-crun >/dev/null 2>&1
+	if [ "$crc" = 0 ]; then
+		HEZO_POLICY="$T/policy-crun.json" hf_rounds crun -- --shell=none --warmup 1 --runs "$START_RUNS" \
+			--prepare "cp $T/start/config.orig.json $T/b-crun/config.json" \
+			--prepare "cp $T/start/config.orig.json $T/b-shimcrun/config.json" \
+			"crun --root $T/crun-root run -b $T/b-crun bench-crun" \
+			"$SHIM --root $T/crun-root run -b $T/b-shimcrun bench-shimcrun" &&
+			{
+				base=$(hf_median crun 0)
+				cand=$(hf_median crun 1)
+				r=$(hf_ratio crun 1 0)
+				row start "busybox \`true\`: hezo-shim→crun vs crun" \
+					"$(fmt "$(med "$base")" 1000) ms" "$(fmt "$(med "$cand")" 1000) ms" \
+					"$(fmt_ratio "$r")" "—" "info"
+			}
+	else
+		local sout
+		sout=$(HEZO_POLICY="$T/policy-crun.json" "$SHIM" --root "$T/crun-root" run -b "$T/b-shimcrun" \
+			bench-shimcrun 2>&1 </dev/null | tail -n 1)
+		row start "busybox \`true\`: hezo-shim→crun vs crun" "n/a" "n/a" "n/a" "—" \
+			"n/a: crun cannot run here"
+		note "crun $(crun --version | head -n 1 | awk '{ print $3 }') refuses the container: \`$(tail -n 1 <<<"$out" | tr -d '`' | cut -c1-160)\`; through hezo-shim: \`$(tr -d '`' <<<"$sout" | cut -c1-160)\`."
+	fi
+
+	# The shim alone: backend /bin/true, on Docker's captured config.json (bind sources made
+	# real under a fake engine root).
+	local eng=$T/engine/ctr
+	mkdir -p "$eng" "$T/b-alone"
+	touch "$eng/resolv.conf" "$eng/hostname" "$eng/hosts"
+	jq --arg e "$eng" '(.mounts[] | select(.source | startswith("/var/lib/docker/containers/")) | .source) |=
+		($e + "/" + (split("/") | last))' "$SRC/tests/data/config-docker.json" >"$T/start/config.docker.json"
+	jq -n --argjson p "$POLICY_DEV" --arg e "$T/engine" \
+		'$p + {backends: {runc: {path: "/bin/true"}}, mounts: {engineRoots: [$e]}}' >"$T/policy-true.json"
+	HEZO_POLICY="$T/policy-true.json" "$T/rusage-run" "$SHIM_RUNS" \
+		--copy "$T/start/config.docker.json" "$T/b-alone/config.json" -- \
+		"$SHIM" --root "$T/runc-root" create -b "$T/b-alone" bench-alone >"$T/start/alone.txt"
+	if awk '$5 != 0 { bad = 1 } END { exit !bad }' "$T/start/alone.txt"; then
+		cp "$T/start/config.docker.json" "$T/b-alone/config.json"
+		row start "hezo-shim's own CPU per create" n/a n/a n/a "< 1 ms" \
+			"n/a: $(HEZO_POLICY="$T/policy-true.json" "$SHIM" --root "$T/runc-root" create -b "$T/b-alone" x 2>&1 | head -c 200)"
+		return
+	fi
+	"$T/rusage-run" "$SHIM_RUNS" -- /bin/true >"$T/start/true.txt"
+	"$T/rusage-run" "$SHIM_RUNS" -- "$SHIM" --version >"$T/start/version.txt"
+	local scpu tcpu srss trss own vcpu work
+	scpu=$(awk '{ print ($1 + $2) / 1000 }' "$T/start/alone.txt" | stats)
+	tcpu=$(awk '{ print ($1 + $2) / 1000 }' "$T/start/true.txt" | stats)
+	vcpu=$(awk '{ print ($1 + $2) / 1000 }' "$T/start/version.txt" | stats)
+	srss=$(awk '{ print $3 }' "$T/start/alone.txt" | stats)
+	trss=$(awk '{ print $3 }' "$T/start/true.txt" | stats)
+	own=$(awk -v a="$(med "$scpu")" -v b="$(med "$tcpu")" 'BEGIN { printf "%.2f", a - b }')
+	r=$(awk -v a="$(med "$scpu")" -v b="$(med "$tcpu")" 'BEGIN { print a / b }')
+	row start "CPU (user+sys) per create: hezo-shim→/bin/true vs /bin/true alone, Docker's config.json" \
+		"$(fmt "$(med "$tcpu")" 1 2) ms" "$(fmt "$(med "$scpu")" 1 2) ms ($(awk '{ printf "%.2f–%.2f", $2, $3 }' <<<"$scpu"))" \
+		"$(fmt "$r" 1 2)" "added < 1 ms" \
+		"$(verdict "$own" "<=" 1) (added $own ms)"
+	# Added = the shim's own exec (the dynamic loader, its libraries) + its work; split them.
+	work=$(awk -v a="$(med "$scpu")" -v b="$(med "$tcpu")" -v v="$(med "$vcpu")" 'BEGIN { printf "%.2f", a - b - v }')
+	row start "… of which exec of hezo-shim itself (\`hezo-shim --version\`, same runs) vs /bin/true" \
+		"$(fmt "$(med "$tcpu")" 1 2) ms" "$(fmt "$(med "$vcpu")" 1 2) ms" \
+		"$(awk -v a="$(med "$vcpu")" -v b="$(med "$tcpu")" 'BEGIN { printf "%.2f", a / b }')" "—" \
+		"info: the create work itself ≈ $work ms"
+	row start "peak RSS per create (same runs)" "$(med "$trss") KiB" "$(med "$srss") KiB" \
+		"$(awk -v a="$(med "$srss")" -v b="$(med "$trss")" 'BEGIN { printf "%.2f", a / b }')" "—" "info"
+
+	# Instructions the shim itself executes (user mode, up to its execve of the backend):
+	# machine-independent, unlike the CPU time of this virtual machine.
+	if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
+		cp "$T/start/config.docker.json" "$T/b-alone/config.json"
+		HEZO_POLICY="$T/policy-true.json" valgrind --tool=callgrind --dump-before=execve \
+			--callgrind-out-file="$T/start/cg.out" "$SHIM" --root "$T/runc-root" create \
+			-b "$T/b-alone" bench-alone >/dev/null 2>&1
+		local cg ir
+		cg=$(ls "$T"/start/cg.out* 2>/dev/null | while read -r f; do [ -s "$f" ] && echo "$f"; done | head -n 1)
+		if [ -n "$cg" ]; then
+			ir=$(callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+			mkdir -p "$SRC/tests/bench/profiles"
+			callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | head -n 60 \
+				>"$SRC/tests/bench/profiles/shim-create.callgrind.txt"
+			note "hezo-shim create executes $(awk -v i="$ir" 'BEGIN { printf "%.2f", i / 1e6 }')M user-mode instructions (callgrind, dynamic loader included) before it execs the backend; inclusive profile in tests/bench/profiles/shim-create.callgrind.txt."
+		fi
+	fi
+}
+
+###########################################################################################
+# 2. docker run --rm busybox true: hezo-shim runtimes vs runc
+###########################################################################################
+docker_restore()
+{
+	[ ${#DOCKER_RUNTIMES[@]} -eq 0 ] && return 0
+	local cur new n pid
+	cur=$(cat "$DAEMON_JSON" 2>/dev/null || echo '{}')
+	new=$cur
+	for n in "${DOCKER_RUNTIMES[@]}"; do
+		new=$(jq --arg n "$n" 'del(.runtimes[$n]) | if .runtimes == {} then del(.runtimes) else . end' <<<"$new")
+	done
+	if [ -n "$DAEMON_SAVED" ] && [ "$(jq -S . <<<"$new")" = "$(jq -S . "$DAEMON_SAVED")" ]; then
+		cp "$DAEMON_SAVED" "$DAEMON_JSON.bench-tmp"
+	elif [ -z "$DAEMON_SAVED" ] && [ "$(jq -c . <<<"$new")" = '{}' ]; then
+		rm -f "$DAEMON_JSON"
+	else
+		printf '%s\n' "$new" >"$DAEMON_JSON.bench-tmp"
+	fi
+	[ -e "$DAEMON_JSON.bench-tmp" ] && mv -f "$DAEMON_JSON.bench-tmp" "$DAEMON_JSON"
+	pid=$(cat /var/run/docker.pid 2>/dev/null) && kill -HUP "$pid" 2>/dev/null
+	DOCKER_RUNTIMES=()
+}
+
+# docker_register NAME PATH: merge runtimes.NAME into daemon.json (other keys kept), SIGHUP.
+docker_register()
+{
+	local cur pid
+	if [ -z "$DAEMON_SAVED" ] && [ -e "$DAEMON_JSON" ]; then
+		DAEMON_SAVED=$T/daemon.json.orig
+		cp -p "$DAEMON_JSON" "$DAEMON_SAVED"
+	fi
+	cur=$(cat "$DAEMON_JSON" 2>/dev/null || echo '{}')
+	[ -n "$cur" ] || cur='{}'
+	jq -e 'type == "object"' <<<"$cur" >/dev/null || { log "$DAEMON_JSON is not a JSON object"; return 1; }
+	mkdir -p "$(dirname "$DAEMON_JSON")"
+	jq --arg n "$1" --arg p "$2" '.runtimes = ((.runtimes // {}) + {($n): {path: $p}})' \
+		<<<"$cur" >"$DAEMON_JSON.bench-tmp" && mv -f "$DAEMON_JSON.bench-tmp" "$DAEMON_JSON"
+	DOCKER_RUNTIMES+=("$1")
+	pid=$(cat /var/run/docker.pid 2>/dev/null) || { log "dockerd is not running"; return 1; }
+	kill -HUP "$pid"
+	for _ in $(seq 30); do
+		"$DOCKER" info --format '{{json .Runtimes}}' 2>/dev/null |
+			jq -e --arg n "$1" --arg p "$2" '.[$n].path == $p' >/dev/null && return 0
+		sleep 0.5
+	done
+	log "dockerd did not pick up runtime $1"
+	return 1
+}
+
+bench_docker()
+{
+	local img=${HEZO_TEST_IMAGE:-hezo-test/busybox:latest} mode net r base cand
+	log "2. docker run"
+	if ! "$DOCKER" info >/dev/null 2>&1; then
+		row docker "docker run --rm busybox true" n/a n/a n/a "≤ 1.05" "n/a: dockerd is not running"
+		return
+	fi
+	hezo_image_docker "$img" || { row docker "docker run" n/a n/a n/a "≤ 1.05" "n/a: cannot import $img"; return; }
+	start_proxyd || note "hezo-proxyd does not start: proxy mode cannot be measured"
+	local cmds=() names=()
+	for mode in off deny proxy; do
+		if [ "$mode" = proxy ] && [ -z "$PROXYD_PID" ]; then
+			continue
+		fi
+		jq --arg m "$mode" '.egress = {mode: $m}' <<<"$POLICY_DEV" >"$T/policy-docker-$mode.json"
+		mkdir -p "$T/state-docker-$mode"
+		cat >"$T/hezo-bench-$mode" <<-EOF
+			#!/bin/sh
+			# tests/bench/run.sh: hezo-shim with the benchmark's egress-$mode policy.
+			export HEZO_POLICY='$T/policy-docker-$mode.json'
+			export HEZO_STATE_DIR='$T/state-docker-$mode'
+			export HEZO_HOOK_PATH='$HOOK'
+			export HEZO_PROXYD_SOCKET='$T/proxyd/control.sock'
+			exec '$SHIM' "\$@"
+		EOF
+		chmod 0755 "$T/hezo-bench-$mode"
+		docker_register "$TAG-$mode" "$T/hezo-bench-$mode" || continue
+		names+=("$mode")
+	done
+	for net in none bridge; do
+		cmds=("$DOCKER run --rm --network=$net --runtime=runc $img true")
+		if ! out=$("$DOCKER" run --rm --network=$net --runtime=runc "$img" true 2>&1); then
+			row docker "\`docker run --rm --network=$net\` busybox true" n/a n/a n/a "≤ 1.05" \
+				"n/a: fails with plain runc too: $(tail -n 1 <<<"$out" | cut -c1-160)"
+			continue
+		fi
+		for mode in "${names[@]}"; do
+			if ! out=$("$DOCKER" run --rm --network=$net --runtime="$TAG-$mode" "$img" true 2>&1); then
+				row docker "docker run --network=$net, egress $mode" n/a n/a n/a "≤ 1.05" \
+					"n/a: $(tail -n 1 <<<"$out" | cut -c1-200)"
+				continue
+			fi
+			cmds+=("$DOCKER run --rm --network=$net --runtime=$TAG-$mode $img true")
+		done
+		[ ${#cmds[@]} -gt 1 ] || continue
+		hf_rounds "docker-$net" -- --shell=none --warmup 1 --runs "$DOCKER_RUNS" "${cmds[@]}" || continue
+		base=$(hf_median "docker-$net" 0)
+		local i=1
+		for c in "${cmds[@]:1}"; do
+			mode=${c##*--runtime=$TAG-}
+			mode=${mode%% *}
+			cand=$(hf_median "docker-$net" $i)
+			r=$(hf_ratio "docker-$net" $i 0)
+			row docker "\`docker run --rm --network=$net\` busybox true, hezo-shim (egress $mode) vs runc" \
+				"$(fmt "$(med "$base")" 1000 0) ms" "$(fmt "$(med "$cand")" 1000 0) ms" \
+				"$(fmt_ratio "$r")" "≤ 1.05" "$(verdict "$(med "$r")" "<=" 1.05)"
+			i=$((i + 1))
+		done
+	done
+	docker_restore
+}
+
+###########################################################################################
+# 3. hezo-hook wire vs the same rules through nft -f
+###########################################################################################
+bench_hook()
+{
+	local pid c n egdeny egproxy r base cand
+	log "3. hook wiring"
+	c=$TAG-hc
+	n=$TAG-hn
+	netns_add "$c" && netns_add "$n" || { row hook "wiring" n/a n/a n/a "≤ 3 ms" "n/a: cannot create netns"; return; }
+	# A container network has a device besides lo; the hook does not care, the rules match all.
+	ip -n "$c" link add eth0 type veth peer name eth0p && ip -n "$c" link set eth0 up
+	ip -n "$c" link set lo down
+	netns_sleeper "$c"
+	pid=$SLEEPER
+	[ -n "$pid" ] || { row hook "wiring" n/a n/a n/a "≤ 3 ms" "n/a: no process in the netns"; return; }
+	jq -cn --argjson pid "$pid" '{ociVersion: "1.0.2", id: "b1", status: "creating", pid: $pid, bundle: "/tmp"}' \
+		>"$T/hook-state.json"
+	egdeny='{"mode":"deny"}'
+	if ! out=$("$HOOK" wire --egress "$egdeny" <"$T/hook-state.json" 2>&1); then
+		row hook "hezo-hook wire (deny)" n/a n/a n/a "≤ 3 ms" "n/a: $(head -c 200 <<<"$out")"
+		return
+	fi
+	# The rule set the hook installs, replayed by nft the way the hook replaces it (atomically).
+	{
+		echo "table inet hezo"
+		echo "delete table inet hezo"
+		ip netns exec "$c" nft list table inet hezo
+	} >"$T/rules-deny.nft"
+	local cmds=("nft -f $T/rules-deny.nft" "$HOOK wire --egress '$egdeny' < $T/hook-state.json")
+	local havep=0
+	if start_proxyd; then
+		egproxy='{"mode":"proxy","allow":[],"resolvers":["127.0.0.1:5354"]}'
+		if out=$(HEZO_PROXYD_SOCKET="$T/proxyd/control.sock" "$HOOK" wire --egress "$egproxy" \
+			<"$T/hook-state.json" 2>&1); then
+			{
+				echo "table inet hezo"
+				echo "delete table inet hezo"
+				ip netns exec "$c" nft list table inet hezo
+			} >"$T/rules-proxy.nft"
+			cmds+=("nft -f $T/rules-proxy.nft"
+				"HEZO_PROXYD_SOCKET=$T/proxyd/control.sock $HOOK wire --egress '$egproxy' < $T/hook-state.json")
+			havep=1
+		else
+			note "hezo-hook wire in proxy mode failed: $(head -c 200 <<<"$out")"
+		fi
+	fi
+	# hyperfine itself runs in namespace $n: nft installs there, the hook enters $c (it refuses
+	# the namespace it runs in). Same shell around both, so both pay the same fork+exec.
+	local r2
+	for ((r2 = 1; r2 <= ROUNDS; r2++)); do
+		ip netns exec "$n" hyperfine --style none --export-json "$T/hf-hook-$r2.json" --warmup 2 \
+			--runs "$HOOK_RUNS" "${cmds[@]}" "$HOOK --version" "/bin/true" >"$T/hf-hook-$r2.log" 2>&1 ||
+			{ tail -n 5 "$T/hf-hook-$r2.log" >&2; row hook wiring n/a n/a n/a "≤ 3 ms" "n/a: hyperfine failed"; return; }
+	done
+	local floor
+	# The hook's own exec (dynamic loader, libnl, libnftnl, yajl): its wiring work is above that.
+	floor=$(hf_median hook $((${#cmds[@]})))
+	local truefl
+	truefl=$(hf_median hook $((${#cmds[@]} + 1)))
+	base=$(hf_median hook 0)
+	cand=$(hf_median hook 1)
+	r=$(hf_ratio hook 1 0)
+	local net
+	net=$(awk -v a="$(med "$cand")" -v b="$(med "$floor")" 'BEGIN { printf "%.2f", (a - b) * 1000 }')
+	row hook "hezo-hook wire, deny: table + chains + rules + lo up in a fresh netns, vs \`nft -f\` of the same table" \
+		"$(fmt "$(med "$base")" 1000 2) ms" "$(fmt "$(med "$cand")" 1000 2) ms" "$(fmt_ratio "$r")" \
+		"≤ 3 ms" "$(verdict "$(med "$cand")" "<=" 0.003) ($net ms over \`hezo-hook --version\`)"
+	if [ "$havep" = 1 ]; then
+		base=$(hf_median hook 2)
+		cand=$(hf_median hook 3)
+		r=$(hf_ratio hook 3 2)
+		net=$(awk -v a="$(med "$cand")" -v b="$(med "$floor")" 'BEGIN { printf "%.2f", (a - b) * 1000 }')
+		row hook "hezo-hook wire, proxy: register with proxyd (6 listeners) + table, vs \`nft -f\` of the same table" \
+			"$(fmt "$(med "$base")" 1000 2) ms" "$(fmt "$(med "$cand")" 1000 2) ms" "$(fmt_ratio "$r")" \
+			"≤ 3 ms" "$(verdict "$(med "$cand")" "<=" 0.003) ($net ms over \`hezo-hook --version\`)"
+		ctl deregister b1 >/dev/null 2>&1
+	fi
+	row hook "exec floor: \`hezo-hook --version\` vs \`/bin/true\`, through the same shell" \
+		"$(fmt "$(med "$truefl")" 1000 2) ms" "$(fmt "$(med "$floor")" 1000 2) ms" \
+		"$(fmt_ratio "$(hf_ratio hook $((${#cmds[@]})) $((${#cmds[@]} + 1)))")" "—" "info"
+}
+
+###########################################################################################
+# 4. proxyd: throughput, connect latency, idle connections, DNS
+###########################################################################################
+bench_proxyd()
+{
+	local c i r pid out
+	log "4. proxyd"
+	start_proxyd || { row proxyd "all" n/a n/a n/a "—" "n/a: hezo-proxyd does not start"; return; }
+	c=$TAG-pc
+	i=$TAG-pi
+	netns_add "$c" && netns_add "$i" || { row proxyd all n/a n/a n/a "—" "n/a: cannot create netns"; return; }
+	# The internet: a namespace with the servers, one veth from the host (proxyd's upstream side).
+	ip link add "$TAG-v0" type veth peer name eth0 netns "$i" || return
+	LINKS+=("$TAG-v0")
+	ip addr add 10.247.0.1/24 dev "$TAG-v0"
+	ip link set "$TAG-v0" up
+	ip -n "$i" addr add 10.247.0.2/24 dev eth0
+	ip -n "$i" link set eth0 up
+	# The container: a device that leads nowhere (a veth pair inside it; the dummy driver may be
+	# missing) and a default route, as if its network were elsewhere: everything it sends
+	# leaves through proxyd.
+	ip -n "$c" link add eth0 type veth peer name eth0p
+	ip -n "$c" addr add 10.247.9.2/24 dev eth0
+	ip -n "$c" link set eth0p up
+	ip -n "$c" link set eth0 up
+	ip -n "$c" route add default dev eth0
+	netns_sleeper "$c"
+	pid=$SLEEPER
+
+	local secs=$((ROUNDS * (3 * IPERF_SECS + 30) + 600))
+	ip netns exec "$i" iperf3 -s -B 10.247.0.2 -p 5201 >/dev/null 2>&1 &
+	PIDS+=($!)
+	ip netns exec "$i" "$T/bench-net" server 10.247.0.2 7000 "$secs" &
+	PIDS+=($!)
+	taskset -c 0 dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
+		--listen-address=127.0.0.1 --bind-interfaces --port=5354 --cache-size=0 \
+		--address=/allowed.bench/10.247.0.2 >"$T/dnsmasq.log" 2>&1 &
+	PIDS+=($!)
+	# Idle connections at once: 10,000, or what the file limit allows. proxyd holds 6 fds per
+	# relayed connection (2 sockets, 2 pipes), haproxy 2; both get the same count.
+	local hard
+	hard=$(ulimit -Hn)
+	[ "$hard" = unlimited ] && hard=1048576
+	IDLE_REAL=$(((hard - 200) / 6))
+	[ "$IDLE_REAL" -gt "$IDLE_N" ] && IDLE_REAL=$IDLE_N
+	[ "$IDLE_REAL" -lt "$IDLE_N" ] &&
+		note "RLIMIT_NOFILE hard limit here is $hard and cannot be raised (no CAP_SYS_RESOURCE): proxyd holds 6 fds per relayed connection (client and upstream sockets, a splice pipe each way), so the idle test holds $IDLE_REAL connections instead of $IDLE_N."
+	local hmax=$((IDLE_REAL + 100))
+	cat >"$T/haproxy.cfg" <<-EOF
+		global
+		    maxconn $hmax
+		    nbthread 1
+		defaults
+		    mode tcp
+		    timeout connect 5s
+		    timeout client 300s
+		    timeout server 300s
+		    maxconn $hmax
+		listen iperf
+		    bind 127.0.0.1:25201
+		    server s1 10.247.0.2:5201
+		listen echo
+		    bind 127.0.0.1:27000
+		    server s1 10.247.0.2:7000
+	EOF
+	haproxy -f "$T/haproxy.cfg" -db >"$T/haproxy.log" 2>&1 &
+	local hapid=$!
+	PIDS+=("$hapid")
+	sleep 1
+
+	local eg
+	eg=$(jq -cn '{mode: "proxy", allow: ["allowed.bench", "10.247.0.2/32:5201", "10.247.0.2/32:7000"],
+		resolvers: ["127.0.0.1:5354"], allowRanges: ["10.247.0.0/16"]}')
+	jq -cn --argjson pid "$pid" '{ociVersion: "1.0.2", id: "bench-c", status: "creating", pid: $pid, bundle: "/tmp"}' \
+		>"$T/proxyd-state.json"
+	if ! out=$(HEZO_PROXYD_SOCKET="$T/proxyd/control.sock" "$HOOK" wire --egress "$eg" \
+		<"$T/proxyd-state.json" 2>&1); then
+		row proxyd "all" n/a n/a n/a "—" "n/a: hezo-hook wire failed: $(head -c 200 <<<"$out")"
+		return
+	fi
+	in_c() { ip netns exec "$c" "$@"; }
+	if ! in_c "$T/bench-net" latency 10.247.0.2 7000 5 >/dev/null; then
+		row proxyd "all" n/a n/a n/a "—" "n/a: no connection through proxyd"
+		return
+	fi
+
+	# -- throughput --
+	local k f direct relay hap
+	iperf_bps() { jq '.end.sum_received.bits_per_second // 0' 2>/dev/null; }
+	for ((k = 1; k <= ROUNDS; k++)); do
+		direct=$(iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		relay=$(in_c iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		hap=$(iperf3 -c 127.0.0.1 -p 25201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		echo "$direct $relay $hap" >>"$T/iperf.txt"
+	done
+	local dm rm hm
+	dm=$(awk '{ print $1 / 1e9 }' "$T/iperf.txt" | stats)
+	rm=$(awk '{ print $2 / 1e9 }' "$T/iperf.txt" | stats)
+	hm=$(awk '{ print $3 / 1e9 }' "$T/iperf.txt" | stats)
+	r=$(awk '$1 > 0 { print $2 / $1 }' "$T/iperf.txt" | stats)
+	row proxyd "bulk TCP (iperf3, ${IPERF_SECS} s): through proxyd vs direct on the same veth" \
+		"$(fmt "$(med "$dm")" 1 2) Gbit/s" "$(fmt "$(med "$rm")" 1 2) Gbit/s" "$(fmt_ratio "$r")" "≥ 0.90" \
+		"$(verdict "$(med "$r")" ">=" 0.90)"
+	r=$(awk '$3 > 0 { print $2 / $3 }' "$T/iperf.txt" | stats)
+	row proxyd "bulk TCP: through proxyd vs through haproxy (TCP mode, 1 thread) on the same path" \
+		"$(fmt "$(med "$hm")" 1 2) Gbit/s" "$(fmt "$(med "$rm")" 1 2) Gbit/s" "$(fmt_ratio "$r")" "> 1.00" \
+		"$(verdict "$(med "$r")" ">=" 1.0)"
+
+	# -- connect latency: connect, one byte out, its echo back --
+	for ((k = 1; k <= ROUNDS; k++)); do
+		direct=$("$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
+		relay=$(in_c "$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
+		hap=$("$T/bench-net" latency 127.0.0.1 27000 "$LAT_N")
+		echo "$(awk '{ print $2, $4 }' <<<"$direct") $(awk '{ print $2, $4 }' <<<"$relay") $(awk '{ print $2, $4 }' <<<"$hap")" >>"$T/lat.txt"
+	done
+	# columns: direct p50 p99, relay p50 p99, haproxy p50 p99
+	local add50 add99 hadd50
+	add50=$(awk '{ print $3 - $1 }' "$T/lat.txt" | stats)
+	add99=$(awk '{ print $4 - $2 }' "$T/lat.txt" | stats)
+	hadd50=$(awk '{ print $5 - $1 }' "$T/lat.txt" | stats)
+	row proxyd "added connect latency p50 (connect + 1-byte echo; direct p50 as baseline)" \
+		"$(awk '{ print $1 }' "$T/lat.txt" | stats | awk '{ printf "%.0f µs", $1 }')" \
+		"$(awk '{ print $3 }' "$T/lat.txt" | stats | awk '{ printf "%.0f µs", $1 }')" \
+		"$(awk '$1 > 0 { print $3 / $1 }' "$T/lat.txt" | stats | awk '{ printf "%.2f (%.2f–%.2f)", $1, $2, $3 }')" \
+		"added ≤ 50 µs" "$(verdict "$(med "$add50")" "<=" 50) (added $(awk '{ printf "%.0f µs (%.0f–%.0f)", $1, $2, $3 }' <<<"$add50"))"
+	row proxyd "added connect latency p99" \
+		"$(awk '{ print $2 }' "$T/lat.txt" | stats | awk '{ printf "%.0f µs", $1 }')" \
+		"$(awk '{ print $4 }' "$T/lat.txt" | stats | awk '{ printf "%.0f µs", $1 }')" \
+		"$(awk '$2 > 0 { print $4 / $2 }' "$T/lat.txt" | stats | awk '{ printf "%.2f (%.2f–%.2f)", $1, $2, $3 }')" \
+		"—" "info (added $(awk '{ printf "%.0f µs", $1 }' <<<"$add99"))"
+	row proxyd "… haproxy's added p50 on the same path, for comparison" "—" \
+		"$(awk '{ printf "%.0f µs (%.0f–%.0f)", $1, $2, $3 }' <<<"$hadd50")" \
+		"$(awk '{ print $3 / $5 }' "$T/lat.txt" | stats | awk '{ printf "proxyd/haproxy %.2f", $1 }')" "—" "info"
+
+	# -- idle connections: RSS growth per connection, proxyd vs haproxy --
+	rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+	idle_round()
+	{
+		# idle_round WHO PID NS IP PORT: RSS per connection in bytes, or nothing on failure.
+		local who=$1 p=$2 ns=$3 ip=$4 port=$5 before after ready hp
+		before=$(rss_kib "$p")
+		if [ "$ns" = host ]; then
+			"$T/bench-net" idle "$ip" "$port" "$IDLE_REAL" 300 >"$T/idle-$who.out" 2>"$T/idle-$who.err" &
+		else
+			ip netns exec "$ns" "$T/bench-net" idle "$ip" "$port" "$IDLE_REAL" 300 >"$T/idle-$who.out" 2>"$T/idle-$who.err" &
+		fi
+		hp=$!
+		ready=""
+		for _ in $(seq 600); do
+			ready=$(awk '/^ready/ { print $2 }' "$T/idle-$who.out" 2>/dev/null)
+			[ -n "$ready" ] && break
+			kill -0 "$hp" 2>/dev/null || break
+			sleep 0.2
+		done
+		sleep 1
+		after=$(rss_kib "$p")
+		kill "$hp" 2>/dev/null
+		wait "$hp" 2>/dev/null
+		if [ "${ready:-0}" != "$IDLE_REAL" ]; then
+			log "idle $who: only ${ready:-0} of $IDLE_REAL connections: $(tail -n 1 "$T/idle-$who.err")"
+			return 1
+		fi
+		awk -v a="$after" -v b="$before" -v n="$IDLE_REAL" 'BEGIN { print (a - b) * 1024 / n }'
+		# Let both ends drop the connections before the next round.
+		sleep 2
+	}
+	local iround=$((ROUNDS > 2 ? 2 : 1)) pr hr
+	for ((k = 1; k <= iround; k++)); do
+		pr=$(idle_round proxyd "$PROXYD_PID" "$c" 10.247.0.2 7000) || break
+		hr=$(idle_round haproxy "$hapid" host 127.0.0.1 27000) || hr=0
+		echo "$pr $hr" >>"$T/idle.txt"
+	done
+	if [ -s "$T/idle.txt" ]; then
+		pr=$(awk '{ print $1 / 1024 }' "$T/idle.txt" | stats)
+		hr=$(awk '{ print $2 / 1024 }' "$T/idle.txt" | stats)
+		row proxyd "RSS growth per idle relayed connection, $IDLE_REAL at once: proxyd vs haproxy" \
+			"$(fmt "$(med "$hr")" 1 2) KiB" "$(fmt "$(med "$pr")" 1 2) KiB" \
+			"$(awk '$2 > 0 { print $1 / $2 }' "$T/idle.txt" | stats | awk '{ printf "%.2f (%.2f–%.2f)", $1, $2, $3 }')" \
+			"≤ 16 KiB" "$(verdict "$(med "$pr")" "<=" 16)"
+	else
+		row proxyd "RSS per idle connection" n/a n/a n/a "≤ 16 KiB" \
+			"n/a: $(tail -n 1 "$T/idle-proxyd.err" 2>/dev/null | cut -c1-160)"
+	fi
+
+	# -- DNS: proxyd on CPU 1, the load generator and dnsmasq on CPU 0 --
+	taskset -pc 1 "$PROXYD_PID" >/dev/null
+	cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+	local hz t0 t1 q qa qd
+	hz=$(getconf CLK_TCK)
+	for ((k = 1; k <= ROUNDS; k++)); do
+		direct=$(taskset -c 0 "$T/bench-net" dns 127.0.0.1 5354 allowed.bench 32 "$DNS_SECS")
+		t0=$(cpu_ticks "$PROXYD_PID")
+		qa=$(in_c taskset -c 0 "$T/bench-net" dns 127.0.0.1 15053 allowed.bench 32 "$DNS_SECS")
+		t1=$(cpu_ticks "$PROXYD_PID")
+		local ua=$((t1 - t0))
+		t0=$(cpu_ticks "$PROXYD_PID")
+		qd=$(in_c taskset -c 0 "$T/bench-net" dns 127.0.0.1 15053 denied.bench 128 "$DNS_SECS")
+		t1=$(cpu_ticks "$PROXYD_PID")
+		local ud=$((t1 - t0))
+		echo "$(awk '{ print $2 }' <<<"$direct") $(awk '{ print $2 }' <<<"$qa") $(awk '{ print $2 }' <<<"$qd") $ua $ud $hz $DNS_SECS" >>"$T/dns.txt"
+		log "dns round $k: dnsmasq direct: $direct; proxyd allowed: $qa; denied: $qd; proxyd cpu ticks $ua / $ud"
+	done
+	# Where proxyd's time goes, for docs/performance.md: one profiled run of each, not measured.
+	if command -v perf >/dev/null 2>&1; then
+		mkdir -p "$SRC/tests/bench/profiles"
+		prof()
+		{
+			local name=$1
+			shift
+			perf record -q -F 4999 -g -p "$PROXYD_PID" -o "$T/perf-$name.data" -- sleep "$DNS_SECS" \
+				>/dev/null 2>&1 &
+			local pp=$!
+			sleep 0.3
+			"$@" >/dev/null 2>&1
+			wait "$pp"
+			perf report -i "$T/perf-$name.data" --no-children --sort sym --stdio 2>/dev/null |
+				grep -E '^ +[0-9]' | head -n 25 >"$SRC/tests/bench/profiles/proxyd-$name.perf.txt"
+		}
+		prof dns-allowed in_c taskset -c 0 "$T/bench-net" dns 127.0.0.1 15053 allowed.bench 32 "$DNS_SECS"
+		prof dns-denied in_c taskset -c 0 "$T/bench-net" dns 127.0.0.1 15053 denied.bench 128 "$DNS_SECS"
+		prof connect in_c "$T/bench-net" latency 10.247.0.2 7000 2000
+		prof bulk in_c iperf3 -c 10.247.0.2 -p 5201 -t "$DNS_SECS"
+		note "perf profiles of proxyd (flat, top 25 symbols) in tests/bench/profiles/proxyd-{dns-allowed,dns-denied,connect,bulk}.perf.txt."
+	fi
+	taskset -pc 0-$(($(nproc) - 1)) "$PROXYD_PID" >/dev/null
+	# qps, and qps per second of proxyd CPU (what one fully busy core would answer)
+	q=$(awk '{ print $2 }' "$T/dns.txt" | stats)
+	row proxyd "DNS answers/s, allowed name (forwarded to dnsmasq, filtered, pinned, logged) vs dnsmasq asked directly" \
+		"$(awk '{ print $1 }' "$T/dns.txt" | stats | awk '{ printf "%.0f/s", $1 }')" \
+		"$(awk '{ printf "%.0f/s", $1 }' <<<"$q") ($(awk '$4 > 0 { print $2 / ($4 / $6 / $7) }' "$T/dns.txt" | stats | awk '{ printf "%.0f", $1 }')/s per proxyd CPU-second)" \
+		"$(awk '$1 > 0 { print $2 / $1 }' "$T/dns.txt" | stats | awk '{ printf "%.2f (%.2f–%.2f)", $1, $2, $3 }')" \
+		"≥ 50,000/s" "$(verdict "$(med "$q")" ">=" 50000)"
+	q=$(awk '{ print $3 }' "$T/dns.txt" | stats)
+	row proxyd "DNS answers/s, denied name (NXDOMAIN from proxyd, logged) vs dnsmasq asked directly" \
+		"$(awk '{ print $1 }' "$T/dns.txt" | stats | awk '{ printf "%.0f/s", $1 }')" \
+		"$(awk '{ printf "%.0f/s", $1 }' <<<"$q") ($(awk '$5 > 0 { print $3 / ($5 / $6 / $7) }' "$T/dns.txt" | stats | awk '{ printf "%.0f", $1 }')/s per proxyd CPU-second)" \
+		"$(awk '$1 > 0 { print $3 / $1 }' "$T/dns.txt" | stats | awk '{ printf "%.2f (%.2f–%.2f)", $1, $2, $3 }')" \
+		"≥ 50,000/s" "$(verdict "$(med "$q")" ">=" 50000)"
+	ctl deregister bench-c >/dev/null 2>&1
+}
+
+want start && bench_start
+want docker && bench_docker
+want hook && bench_hook
+want proxyd && bench_proxyd
+
+{
+	echo "# hezo-shim benchmarks"
+	echo
+	echo "Run $(date -u '+%Y-%m-%d %H:%M UTC') on $MACHINE; $(grep -m1 PRETTY_NAME /etc/os-release | cut -d'"' -f2)."
+	echo "Mode: $([ "$QUICK" = 1 ] && echo quick || echo full), $ROUNDS rounds; ratio = hezo / baseline per round, median (min–max) over rounds. Commit $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)."
+	echo
+	echo "| area | what | baseline | hezo | ratio | target | verdict |"
+	echo "|---|---|---|---|---|---|---|"
+	printf '%s\n' "${ROWS[@]}"
+	if [ ${#NOTES[@]} -gt 0 ]; then
+		echo
+		echo "Notes:"
+		echo
+		printf -- '- %s\n' "${NOTES[@]}"
+	fi
+} >"$T/results.md"
+cp "$T/results.md" "$OUT"
+cat "$OUT"
