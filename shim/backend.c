@@ -26,6 +26,10 @@ struct backend_desc {
 	enum hezo_backend id;
 	enum gmode criu, rootless;
 	const struct backend_verb_drop *drops; /* terminated by a NULL verb */
+	/* The backend has no one-letter aliases (runc's -b, -d, -t ...): spell flags out. */
+	bool long_flags;
+	/* Only runc's verbs pass: the backend prints a page of usage for anything else. */
+	bool runc_verbs_only;
 	/* Global flags this backend needs from policy (NULL: none). */
 	int (*extra_args)(const struct hezo_policy *p, struct shim_argv *out);
 };
@@ -60,9 +64,9 @@ static int runsc_extra_args(const struct hezo_policy *p, struct shim_argv *out)
 }
 
 static const struct backend_desc backends[] = {
-	{HEZO_BACKEND_RUNSC, G_DROP, G_BOOL, runsc_drops, runsc_extra_args},
-	{HEZO_BACKEND_RUNC, G_PASS, G_PASS, no_drops, NULL},
-	{HEZO_BACKEND_CRUN, G_DROP, G_PASS, no_drops, NULL},
+	{HEZO_BACKEND_RUNSC, G_DROP, G_BOOL, runsc_drops, true, true, runsc_extra_args},
+	{HEZO_BACKEND_RUNC, G_PASS, G_PASS, no_drops, false, false, NULL},
+	{HEZO_BACKEND_CRUN, G_DROP, G_PASS, no_drops, false, false, NULL},
 };
 
 static const struct backend_desc *desc(enum hezo_backend b)
@@ -176,6 +180,22 @@ static bool dropped(const struct backend_desc *d, const char *verb, const char *
 	return false;
 }
 
+/* "-x", "--x", "-x=v" with a one-letter name. */
+static bool is_alias(const char *tok)
+{
+	const char *s = tok + 1;
+
+	if (*s == '-')
+		s++;
+	return s[0] && (s[1] == '\0' || s[1] == '=');
+}
+
+bool shim_backend_has_verb(enum hezo_backend b, const char *verb)
+{
+	return !desc(b)->runc_verbs_only || shim_verb_spec(verb)->verb != NULL ||
+	       strcmp(verb, "spec") == 0;
+}
+
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
 			   struct shim_argv *out, struct hezo_error **err)
 {
@@ -191,6 +211,18 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 
 		if (o->flag && dropped(d, verb, o->flag->name))
 			continue;
+		if (o->flag && d->long_flags && o->flag->alias && is_alias(argv[o->first])) {
+			/* "-b X", "-b=X", "-d" become "--bundle X", "--bundle=X", "--detach" */
+			const char *eq = strchr(argv[o->first], '=');
+
+			if (eq)
+				r = shim_argv_pushf(out, "--%s%s", o->flag->name, eq);
+			else
+				r = shim_argv_pushf(out, "--%s", o->flag->name);
+			for (int k = 1; r == 0 && k < o->count; k++)
+				r = shim_argv_push(out, argv[o->first + k]);
+			continue;
+		}
 		for (int k = 0; r == 0 && k < o->count; k++)
 			r = shim_argv_push(out, argv[o->first + k]);
 	}

@@ -151,6 +151,8 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 	}
 	r = r ?: set_string(rec, "projectHint", ctx->g.project);
 	r = r ?: set_string(rec, "created", created);
+	/* Where runsc put the sandbox: update and ps work on it (runsc has neither). */
+	r = r ?: set_or_null(rec, "cgroupsPath", hezo_json_get_path(spec, "linux.cgroupsPath"));
 	if (r == 0) {
 		v = box_summary(p, spec, engine_seccomp);
 		r = v ? hezo_json_set(rec, "box", v) : -ENOMEM;
@@ -235,7 +237,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
-	_cleanup_free_ char *orig = NULL;
+	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1;
 	struct shim_target t = {0};
 	struct shim_argv av = {0};
@@ -296,12 +298,24 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = hezo_policy_apply_spec(p, spec, &err);
 	if (r < 0)
 		goto fail;
+	if (t.backend == HEZO_BACKEND_RUNSC) {
+		r = shim_runsc_check_spec(p, spec, &err);
+		if (r < 0)
+			goto fail;
+		r = shim_runsc_prepare_exec(spec, &exec_bpf, &err);
+		if (r < 0)
+			goto fail;
+	}
 	r = add_egress_hooks(ctx, p, spec, &err);
 	if (r < 0)
 		goto fail;
 	r = build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, &err);
 	if (r < 0)
 		goto fail;
+	if (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0) {
+		r = hezo_error_set(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
 	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
 	if (r < 0)
 		goto fail;

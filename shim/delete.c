@@ -1,8 +1,10 @@
 /*
  * delete: the one pass-through verb with work after it. The backend runs as a child so the
- * container's record goes only once the backend has really deleted the container.
+ * container's record goes only once the backend has really deleted the container. runsc's
+ * delete is always forced: without --force it leaves a created sandbox (and its gofer) running.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
@@ -38,12 +40,34 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 			return shim_cmd_unrecorded(ctx, verb, id, force, err);
 		goto fail;
 	}
-	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
+	if (t.backend == HEZO_BACKEND_RUNSC && !force) {
+		struct shim_argv forced = {0};
+
+		r = shim_argv_push(&forced, "--force");
+		for (int i = 0; r == 0 && i < argc; i++)
+			r = shim_argv_push(&forced, argv[i]);
+		if (r == 0)
+			r = shim_backend_argv(ctx, &t, verb, (int)forced.n, forced.v, &av, &err);
+		else
+			r = hezo_error_set(&err, ENOMEM, "out of memory");
+		shim_argv_done(&forced);
+	} else {
+		r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
+	}
 	if (r < 0)
 		goto fail;
 	r = shim_spawn_wait(ctx, &av, &err);
 	if (r < 0)
 		goto fail;
+	if (r != 0 && t.backend == HEZO_BACKEND_RUNSC && a.npos == 1) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		_cleanup_free_ char *status = NULL;
+		long pid;
+
+		/* Gone already (a failed start destroyed it): the record goes too. */
+		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT)
+			shim_record_remove(ctx, id);
+	}
 	if (r == 0 && a.npos == 1)
 		shim_record_remove(ctx, id);
 	shim_args_done(&a);

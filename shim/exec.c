@@ -13,7 +13,7 @@
 
 /* Rewrite the process file given with --process, in its own directory, atomically. */
 static int clamp_process_file(const struct hezo_policy *p, const char *path,
-			      struct hezo_error **err)
+			      const struct shim_argv *prefix, struct hezo_error **err)
 {
 	_cleanup_free_ char *dir = strdup(path), *data = NULL, *out = NULL;
 	_cleanup_json_ struct hezo_json *proc = NULL;
@@ -52,6 +52,22 @@ static int clamp_process_file(const struct hezo_policy *p, const char *path,
 	r = hezo_policy_apply_process(p, proc, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
+	if (prefix && prefix->n) {
+		struct hezo_json *args = hezo_json_get_type(proc, "args", HEZO_JSON_ARRAY);
+		_cleanup_json_ struct hezo_json *nargs = hezo_json_new_array();
+
+		if (!args || args->len == 0)
+			return hezo_error_set(err, EINVAL, "exec --process %s: args: missing",
+					      path);
+		for (size_t i = 0; nargs && i < prefix->n; i++)
+			if (hezo_json_append(nargs, hezo_json_new_string(prefix->v[i])) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+		HEZO_JSON_FOREACH (i, args)
+			if (!nargs || hezo_json_append(nargs, hezo_json_clone(args->items[i])) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+		if (hezo_json_set(proc, "args", TAKE_PTR(nargs)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 	r = hezo_json_dump(proc, false, &out, &len, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
@@ -70,7 +86,8 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	struct shim_argv kept = {0}, av = {0};
+	struct shim_argv kept = {0}, av = {0}, prefix = {0}, final = {0};
+	_cleanup_json_ struct hezo_json *rec = NULL;
 	struct shim_target t = {0};
 	struct shim_args a = {0};
 	const char *id, *process;
@@ -93,9 +110,22 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	if (r < 0)
 		goto fail;
 
+	/* runsc would start the process without the container's seccomp profile. */
+	if (t.backend == HEZO_BACKEND_RUNSC) {
+		r = shim_record_read(ctx, id, &rec, &err);
+		if (r == -ENOENT)
+			r = hezo_error_set(&err, ENOENT, "exec %s: no record of this container",
+					   id);
+		if (r < 0)
+			goto fail;
+		r = shim_runsc_exec_prefix(rec, id, &prefix, &err);
+		if (r < 0)
+			goto fail;
+	}
+
 	process = shim_args_get(&a, "process");
 	if (process) {
-		r = clamp_process_file(p, process, &err);
+		r = clamp_process_file(p, process, &prefix, &err);
 		if (r < 0)
 			goto fail;
 	}
@@ -107,6 +137,26 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	if (dropped)
 		shim_log(ctx, "warning", "exec %s: %zu --cap value(s) dropped by policy", id,
 			 dropped);
+	if (prefix.n && !process) {
+		/* The command follows the ID: put the helper in front of it. */
+		struct shim_args k = {0};
+
+		r = shim_parse_args(shim_verb_spec(verb), (int)kept.n, kept.v, &k, &err);
+		for (int i = 0; r == 0 && i < (int)kept.n; i++) {
+			r = shim_argv_push(&final, kept.v[i]);
+			for (size_t j = 0; r == 0 && i == k.positional && j < prefix.n; j++)
+				r = shim_argv_push(&final, prefix.v[j]);
+		}
+		shim_args_done(&k);
+		if (r < 0) {
+			if (!err)
+				r = hezo_error_set(&err, ENOMEM, "out of memory");
+			goto fail;
+		}
+		shim_argv_done(&kept);
+		kept = final;
+		final = (struct shim_argv){0};
+	}
 	r = shim_backend_argv(ctx, &t, verb, (int)kept.n, kept.v, &av, &err);
 	if (r < 0)
 		goto fail;
@@ -114,6 +164,8 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	r = shim_exec(ctx, &av, &err);
 fail:
 	shim_args_done(&a);
+	shim_argv_done(&prefix);
+	shim_argv_done(&final);
 	shim_argv_done(&kept);
 	shim_argv_done(&av);
 	shim_target_done(&t);

@@ -65,6 +65,22 @@ int shim_fail(struct shim_ctx *ctx, struct hezo_error *err)
 	return 1;
 }
 
+int shim_fail_stderr(struct shim_ctx *ctx, struct hezo_error *err)
+{
+	const char *msg = err && err->msg ? err->msg : "unknown error";
+	char line[4096];
+	int n;
+
+	shim_log(ctx, "error", "%s", msg);
+	if (!ctx->g.log || !*ctx->g.log)
+		return 1; /* shim_log wrote it to stderr already */
+	n = snprintf(line, sizeof(line), "hezo-shim: %s\n", msg);
+	if (n > 0)
+		(void)hezo_write_all(STDERR_FILENO, line,
+				     (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	return 1;
+}
+
 int shim_failf(struct shim_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;

@@ -17,8 +17,10 @@ static const struct {
 	const char *name;
 	verb_fn fn;
 } handlers[] = {
-	{"create", shim_cmd_create}, {"run", shim_cmd_create},	  {"restore", shim_cmd_create},
-	{"exec", shim_cmd_exec},     {"update", shim_cmd_update}, {"delete", shim_cmd_delete},
+	{"create", shim_cmd_create},	 {"run", shim_cmd_create},    {"restore", shim_cmd_create},
+	{"exec", shim_cmd_exec},	 {"update", shim_cmd_update}, {"delete", shim_cmd_delete},
+	{"start", shim_cmd_start},	 {"kill", shim_cmd_kill},     {"ps", shim_cmd_ps},
+	{"features", shim_cmd_features},
 };
 
 /*

@@ -58,6 +58,11 @@ int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char 
 			return shim_cmd_unrecorded(ctx, verb, id, false, err);
 		goto fail;
 	}
+	if (!shim_backend_has_verb(t.backend, verb)) {
+		r = hezo_error_set(&err, EINVAL, "unknown command \"%s\" (%s)", verb,
+				   hezo_backend_name(t.backend));
+		goto fail;
+	}
 	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
 	if (r < 0)
 		goto fail;

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -43,6 +45,24 @@ static int mkdir_p(const char *path, struct hezo_error **err)
 	return 0;
 }
 
+/*
+ * Engines spell the same --root as /var/run/... or /run/... (dockerd and the runsc it starts use
+ * the first, a person types the second): where /var/run is /run, both name one key. Only this
+ * prefix is rewritten, since the root itself may not exist yet when the first record is made.
+ */
+static void root_key(const char *root, char key[SHIM_KEY_LEN])
+{
+	char real[PATH_MAX], alias[PATH_MAX];
+
+	if (root && strncmp(root, "/var/run/", 9) == 0 && realpath("/var/run", real) &&
+	    strcmp(real, "/run") == 0) {
+		snprintf(alias, sizeof(alias), "/run/%s", root + 9);
+		shim_record_key(alias, key);
+		return;
+	}
+	shim_record_key(root, key);
+}
+
 /* Open STATE_DIR/<key>, creating it (0700) when create is set. */
 static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_error **err)
 {
@@ -50,7 +70,7 @@ static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_err
 	char key[SHIM_KEY_LEN];
 	int fd, r;
 
-	shim_record_key(ctx->g.root, key);
+	root_key(ctx->g.root, key);
 	if (create) {
 		r = mkdir_p(ctx->state_dir, err);
 		if (r < 0)

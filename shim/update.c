@@ -104,6 +104,15 @@ int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		goto fail;
 	}
 
+	/* runsc has no update: the shim writes the sandbox's cgroup itself. */
+	if (t.backend == HEZO_BACKEND_RUNSC) {
+		r = shim_runsc_update(ctx, &t, id, p, res, &err);
+		if (r < 0)
+			goto fail;
+		shim_args_done(&a);
+		shim_target_done(&t);
+		return 0;
+	}
 	r = shim_update_backend_args(&a, argv, &kept);
 	if (r < 0) {
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
@@ -122,5 +131,5 @@ fail:
 	shim_argv_done(&kept);
 	shim_argv_done(&av);
 	shim_target_done(&t);
-	return shim_fail(ctx, err);
+	return shim_fail_stderr(ctx, err);
 }

@@ -940,6 +940,413 @@ static void test_target_dev_runc(void **state)
 	shim_target_done(&t);
 }
 
+/* ---- runsc: cgroup emulation, spec checks ---- */
+
+static void test_cgroup_dir(void **state)
+{
+	char b[4096];
+
+	assert_int_equal(shim_cgroup_dir("/sys/fs/cgroup", "/docker/abc", "memory", b, sizeof(b)),
+			 0);
+	assert_string_equal(b, "/sys/fs/cgroup/memory/docker/abc");
+	assert_int_equal(shim_cgroup_dir("/r", "system.slice:docker:abc", "pids", b, sizeof(b)), 0);
+	assert_string_equal(b, "/r/pids/system.slice/docker-abc.scope");
+	assert_int_equal(shim_cgroup_dir("/r", "a-b-c.slice:cri:x", "cpu", b, sizeof(b)), 0);
+	assert_string_equal(b, "/r/cpu/a.slice/a-b.slice/a-b-c.slice/cri-x.scope");
+	assert_int_equal(shim_cgroup_dir("/r", ":docker:abc", "pids", b, sizeof(b)), 0);
+	assert_string_equal(b, "/r/pids/system.slice/docker-abc.scope");
+	assert_int_equal(shim_cgroup_dir("/r", "-.slice::abc.scope", "pids", b, sizeof(b)), 0);
+	assert_string_equal(b, "/r/pids/abc.scope");
+	/* relative (to the runtime's own cgroup), "..", bad slices, nothing */
+	assert_int_equal(shim_cgroup_dir("/r", "docker/abc", "pids", b, sizeof(b)), -EINVAL);
+	assert_int_equal(shim_cgroup_dir("/r", "/docker/../../etc", "pids", b, sizeof(b)), -EINVAL);
+	assert_int_equal(shim_cgroup_dir("/r", "/docker/..", "pids", b, sizeof(b)), -EINVAL);
+	assert_int_equal(shim_cgroup_dir("/r", "/docker/..x", "pids", b, sizeof(b)), 0);
+	assert_int_equal(shim_cgroup_dir("/r", "a--b.slice:p:n", "pids", b, sizeof(b)), -EINVAL);
+	assert_int_equal(shim_cgroup_dir("/r", "a/b.slice:p:n", "pids", b, sizeof(b)), -EINVAL);
+	assert_int_equal(shim_cgroup_dir("/r", "", "pids", b, sizeof(b)), -ENOENT);
+	assert_int_equal(shim_cgroup_dir("/r", NULL, "pids", b, sizeof(b)), -ENOENT);
+	assert_int_equal(shim_cgroup_dir("/r", "/docker/abc", "pids", b, 8), -ENAMETOOLONG);
+}
+
+static char *cg_read(const char *root, const char *file)
+{
+	char path[512];
+	char *data = NULL;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s", root, file);
+	if (hezo_read_file_at(AT_FDCWD, path, 4096, &data, &len, NULL) < 0)
+		return NULL;
+	return data;
+}
+
+static void cg_file(const char *root, const char *file, const char *v)
+{
+	char path[512], cmd[1100];
+
+	snprintf(path, sizeof(path), "%s/%s", root, file);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && printf %%s '%s' > '%s'", path,
+		 v, path);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void expect_cg(const char *root, const char *file, const char *want)
+{
+	_cleanup_free_ char *got = cg_read(root, file);
+
+	assert_non_null(got);
+	assert_string_equal(got, want);
+}
+
+static struct hezo_json *spec_of(const char *json)
+{
+	struct hezo_json *v = NULL;
+
+	assert_int_equal(hezo_json_parse(json, strlen(json), &v, NULL), 0);
+	return v;
+}
+
+static void test_cgroup_update_v1(void **state)
+{
+	static const char *const files[] = {"memory/c/memory.limit_in_bytes",
+					    "memory/c/memory.memsw.limit_in_bytes",
+					    "memory/c/memory.soft_limit_in_bytes",
+					    "pids/c/pids.max",
+					    "cpu/c/cpu.cfs_quota_us",
+					    "cpu/c/cpu.cfs_period_us",
+					    "cpu/c/cpu.shares",
+					    "cpuset/c/cpuset.cpus",
+					    "blkio/c/blkio.weight"};
+	static const char full[] =
+		"{\"memory\":{\"limit\":268435456,\"swap\":268435456,\"reservation\":1048576,"
+		"\"kernel\":0},\"pids\":{\"limit\":228},\"cpu\":{\"quota\":50000,\"period\":100000,"
+		"\"shares\":512,\"cpus\":\"0\",\"mems\":\"\",\"realtimeRuntime\":0},"
+		"\"blockIO\":{\"weight\":0},\"devices\":[],\"hugepageLimits\":[]}";
+	char dir[] = "/tmp/hezo-shim-cg-XXXXXX", cmd[128];
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_json *res = NULL;
+
+	assert_non_null(mkdtemp(dir));
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(files); i++)
+		cg_file(dir, files[i], "untouched");
+	cg_file(dir, "memory/c/memory.memsw.limit_in_bytes", "1000");
+
+	res = spec_of(full);
+	assert_int_equal(shim_cgroup_update_v1(dir, "/c", res, &err), 0);
+	hezo_json_free(res);
+	expect_cg(dir, "memory/c/memory.limit_in_bytes", "268435456");
+	expect_cg(dir, "memory/c/memory.memsw.limit_in_bytes", "268435456");
+	expect_cg(dir, "memory/c/memory.soft_limit_in_bytes", "1048576");
+	expect_cg(dir, "pids/c/pids.max", "228");
+	expect_cg(dir, "cpu/c/cpu.cfs_quota_us", "50000");
+	expect_cg(dir, "cpu/c/cpu.cfs_period_us", "100000");
+	expect_cg(dir, "cpu/c/cpu.shares", "512");
+	expect_cg(dir, "cpuset/c/cpuset.cpus", "0");
+	/* zeros and empty strings mean "unchanged" */
+	expect_cg(dir, "blkio/c/blkio.weight", "untouched");
+
+	/* absent sections stay as they are */
+	res = spec_of("{\"pids\":{\"limit\":300}}");
+	assert_int_equal(shim_cgroup_update_v1(dir, "/c", res, NULL), 0);
+	hezo_json_free(res);
+	expect_cg(dir, "pids/c/pids.max", "300");
+	expect_cg(dir, "memory/c/memory.limit_in_bytes", "268435456");
+
+	/* what cannot be emulated is refused, naming it */
+	res = spec_of("{\"hugepageLimits\":[{\"pageSize\":\"2MB\",\"limit\":1}]}");
+	assert_true(shim_cgroup_update_v1(dir, "/c", res, &err) < 0);
+	assert_non_null(strstr(err->msg, "resources.hugepageLimits"));
+	hezo_json_free(res);
+	hezo_error_free(err);
+	err = NULL;
+	res = spec_of("{\"devices\":[{\"allow\":true,\"access\":\"rwm\"}]}");
+	assert_true(shim_cgroup_update_v1(dir, "/c", res, &err) < 0);
+	assert_non_null(strstr(err->msg, "devices"));
+	hezo_json_free(res);
+	hezo_error_free(err);
+	err = NULL;
+	res = spec_of("{\"cpu\":{\"realtimeRuntime\":5}}");
+	assert_true(shim_cgroup_update_v1(dir, "/c", res, &err) < 0);
+	assert_non_null(strstr(err->msg, "realtime"));
+	hezo_json_free(res);
+	hezo_error_free(err);
+	err = NULL;
+	/* a cgroup that is not there is an error, not a silent success */
+	res = spec_of("{\"pids\":{\"limit\":300}}");
+	assert_true(shim_cgroup_update_v1(dir, "/nope", res, &err) < 0);
+	assert_non_null(strstr(err->msg, "/nope"));
+	hezo_json_free(res);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static struct hezo_policy *runsc_policy(const char *extra)
+{
+	char doc[1024];
+	struct hezo_policy *p = NULL;
+	int n = snprintf(doc, sizeof(doc),
+			 "{\"version\":1,\"mode\":\"dev\",\"backend\":\"runsc\",\"allowBackends\":"
+			 "[\"runsc\"],\"egress\":{\"mode\":\"off\"}%s}",
+			 extra);
+
+	assert_int_equal(hezo_policy_parse(doc, (size_t)n, "test", &p, NULL), 0);
+	return p;
+}
+
+static void test_runsc_check_spec(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = runsc_policy(""), *low = NULL, *hostnet = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_json *s;
+
+	/* a pod's sandbox (pause) container is fine; an app container is refused */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"x\"},"
+		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
+	assert_int_equal(shim_runsc_check_spec(p, s, NULL), 0);
+	hezo_json_free(s);
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"x\"},"
+		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
+	assert_true(shim_runsc_check_spec(p, s, &err) < 0);
+	assert_non_null(strstr(err->msg, "io.kubernetes.cri.container-type=container"));
+	hezo_json_free(s);
+	hezo_error_free(err);
+	err = NULL;
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"container\"},"
+		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
+	assert_true(shim_runsc_check_spec(p, s, NULL) < 0);
+	hezo_json_free(s);
+
+	/* the pids floor, naming the numbers */
+	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"
+		    "\"resources\":{\"pids\":{\"limit\":95}}}}");
+	assert_true(shim_runsc_check_spec(p, s, &err) < 0);
+	assert_string_equal(err->msg, "pids limit 95 (with backends.runsc.pidsHeadroom 128) is "
+				      "below 96, the least a gVisor sandbox needs: its own threads "
+				      "count against pids.max");
+	hezo_json_free(s);
+	hezo_error_free(err);
+	err = NULL;
+	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"
+		    "\"resources\":{\"pids\":{\"limit\":96}}}}");
+	assert_int_equal(shim_runsc_check_spec(p, s, NULL), 0);
+	hezo_json_free(s);
+	low = runsc_policy(",\"backends\":{\"runsc\":{\"pidsHeadroom\":0}}");
+	assert_true(shim_runsc_check_pids(low, 64, &err) < 0);
+	assert_non_null(strstr(err->msg, "pids limit 64 (with backends.runsc.pidsHeadroom 0)"));
+	assert_int_equal(shim_runsc_check_pids(low, 384, NULL), 0);
+
+	/* host network mode without a network namespace would be the host's network */
+	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"pid\"}]}}");
+	assert_true(shim_runsc_check_spec(p, s, NULL) < 0);
+	hostnet = runsc_policy(",\"namespaces\":{\"allowHost\":[\"network\"]}");
+	assert_int_equal(shim_runsc_check_spec(hostnet, s, NULL), 0);
+	hezo_json_free(s);
+}
+
+static void test_signal_is_kill(void **state)
+{
+	assert_true(shim_signal_is_kill("9"));
+	assert_true(shim_signal_is_kill("KILL"));
+	assert_true(shim_signal_is_kill("SIGKILL"));
+	assert_true(shim_signal_is_kill("sigkill"));
+	assert_false(shim_signal_is_kill(NULL));
+	assert_false(shim_signal_is_kill("15"));
+	assert_false(shim_signal_is_kill("TERM"));
+	assert_false(shim_signal_is_kill("99"));
+	assert_false(shim_signal_is_kill("SIGKILLX"));
+}
+
+static void test_spawn_capture(void **state)
+{
+	struct shim_ctx ctx = {.log_fd = -1};
+	struct shim_argv av = {0};
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+
+	assert_int_equal(shim_argv_push(&av, "/bin/sh"), 0);
+	assert_int_equal(shim_argv_push(&av, "-c"), 0);
+	assert_int_equal(shim_argv_push(&av, "echo out; echo err >&2; exit 3"), 0);
+	assert_int_equal(shim_spawn_capture(&ctx, &av, &out, &len, NULL), 3);
+	assert_string_equal(out, "out\n");
+	shim_argv_done(&av);
+}
+
+static void test_record_var_run(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-test-XXXXXX", state_dir[128], cmd[160], real[4096];
+	struct shim_ctx ctx = {.log_fd = -1};
+	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object(), *back = NULL;
+
+	if (!realpath("/var/run", real) || strcmp(real, "/run") != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(state_dir, sizeof(state_dir), "%s/state", dir);
+	ctx.state_dir = state_dir;
+	hezo_json_set(rec, "id", hezo_json_new_string("c1"));
+	ctx.g.root = "/var/run/docker/runtime-runc/moby";
+	assert_int_equal(shim_record_write(&ctx, "c1", rec, NULL), 0);
+	ctx.g.root = "/run/docker/runtime-runc/moby";
+	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_seccomp_bpf(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_json *prof;
+	char *hex = NULL;
+	char cmd[16384];
+	const char *helper = getenv("HEZO_SECCOMP_EXEC_BIN");
+
+	prof = spec_of(
+		"{\"defaultAction\":\"SCMP_ACT_ALLOW\","
+		"\"architectures\":[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\",\"SCMP_ARCH_NOPE\"],"
+		"\"syscalls\":[{\"names\":[\"unshare\",\"no_such_syscall\"],"
+		"\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1},"
+		"{\"names\":[\"personality\"],\"action\":\"SCMP_ACT_ERRNO\",\"args\":["
+		"{\"index\":0,\"value\":8,\"op\":\"SCMP_CMP_EQ\"},"
+		"{\"index\":0,\"value\":0,\"op\":\"SCMP_CMP_EQ\"}]},"
+		"{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}");
+	assert_int_equal(shim_seccomp_bpf(prof, &hex, &err), 0);
+	hezo_json_free(prof);
+	assert_non_null(hex);
+	assert_true(strlen(hex) > 0 && strlen(hex) % 16 == 0);
+	assert_int_equal(strspn(hex, "0123456789abcdef"), strlen(hex));
+
+	/* The helper really installs it: unshare(2) fails, everything else works. */
+	if (helper && access("/usr/bin/unshare", X_OK) == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "'%s' %s -- /usr/bin/unshare -U true 2>/dev/null; test $? -ne 0 && "
+			 "'%s' %s -- /bin/sh -c 'exit 7'; test $? -eq 7 && "
+			 "'%s' %s -- /no/such 2>/dev/null; test $? -eq 127 && "
+			 "'%s' zz -- /bin/true 2>/dev/null; test $? -eq 127 && "
+			 "'%s' %s /bin/true 2>/dev/null; test $? -eq 127",
+			 helper, hex, helper, hex, helper, hex, helper, helper, hex);
+		assert_int_equal(system(cmd), 0);
+		/* control: without the helper unshare -U works here (root) */
+		assert_int_equal(system("/usr/bin/unshare -U true"), 0);
+	}
+	free(hex);
+	hex = NULL;
+
+	prof = spec_of("{\"defaultAction\":\"SCMP_ACT_NOTIFY\"}");
+	assert_true(shim_seccomp_bpf(prof, &hex, &err) < 0);
+	assert_non_null(strstr(err->msg, "defaultAction"));
+	hezo_json_free(prof);
+	hezo_error_free(err);
+	err = NULL;
+	prof = spec_of("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"read\"],"
+		       "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":9,\"value\":0,"
+		       "\"op\":\"SCMP_CMP_EQ\"}]}]}");
+	assert_true(shim_seccomp_bpf(prof, &hex, &err) < 0);
+	assert_non_null(strstr(err->msg, "syscalls[0].args[0]"));
+	hezo_json_free(prof);
+}
+
+static void test_prepare_exec(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct hezo_json *spec;
+	struct shim_argv pre = {0};
+	char *hex = NULL;
+	const char *helper = getenv("HEZO_SECCOMP_EXEC_BIN");
+
+	if (!helper)
+		skip();
+	setenv("HEZO_SECCOMP_EXEC", helper, 1);
+	spec = spec_of("{\"mounts\":[{\"destination\":\"/dev\",\"type\":\"tmpfs\"}],"
+		       "\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\","
+		       "\"syscalls\":[{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}}}");
+	assert_int_equal(shim_runsc_prepare_exec(spec, &hex, NULL), 0);
+	assert_non_null(hex);
+	assert_string_equal(hezo_json_string(hezo_json_get_path(
+				    hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY)->items[1],
+				    "destination")),
+			    SHIM_SECCOMP_EXEC_DEST);
+	hezo_json_free(spec);
+
+	rec = spec_of("{}");
+	assert_true(shim_runsc_exec_prefix(rec, "c1", &pre, &err) < 0);
+	assert_non_null(strstr(err->msg, "seccomp"));
+	hezo_json_set(rec, "execSeccomp", hezo_json_new_string(hex));
+	assert_int_equal(shim_runsc_exec_prefix(rec, "c1", &pre, NULL), 0);
+	assert_int_equal(pre.n, 3);
+	assert_string_equal(pre.v[0], SHIM_SECCOMP_EXEC_DEST);
+	assert_string_equal(pre.v[1], hex);
+	assert_string_equal(pre.v[2], "--");
+	shim_argv_done(&pre);
+	free(hex);
+
+	/* no tmpfs on /dev: nowhere to put the helper, refused */
+	spec = spec_of(
+		"{\"mounts\":[],\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\"}}}");
+	assert_true(shim_runsc_prepare_exec(spec, &hex, NULL) < 0);
+	hezo_json_free(spec);
+	/* no profile: nothing to carry */
+	spec = spec_of("{\"mounts\":[]}");
+	assert_int_equal(shim_runsc_prepare_exec(spec, &hex, NULL), 0);
+	assert_null(hex);
+	hezo_json_free(spec);
+	setenv("HEZO_SECCOMP_EXEC", "/nonexistent/helper", 1);
+	spec = spec_of("{\"mounts\":[{\"destination\":\"/dev\",\"type\":\"tmpfs\"}],"
+		       "\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\"}}}");
+	assert_true(shim_runsc_prepare_exec(spec, &hex, NULL) < 0);
+	hezo_json_free(spec);
+	unsetenv("HEZO_SECCOMP_EXEC");
+}
+
+static void test_backend_runsc_aliases(void **state)
+{
+	char *create[] = {"-b", "/b", "--pid-file=/p", "id"};
+	char *create2[] = {"-b=/b", "-no-pivot", "id"};
+	char *exec[] = {"-d", "-t", "-u", "0", "--cwd", "/", "id", "-b", "x"};
+	struct shim_argv o = {0};
+
+	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "create", ARGC(create), create,
+						&o, NULL),
+			 0);
+	assert_int_equal(o.n, 4);
+	assert_string_equal(o.v[0], "--bundle");
+	assert_string_equal(o.v[1], "/b");
+	assert_string_equal(o.v[2], "--pid-file=/p");
+	shim_argv_done(&o);
+	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "create", ARGC(create2),
+						create2, &o, NULL),
+			 0);
+	assert_int_equal(o.n, 2);
+	assert_string_equal(o.v[0], "--bundle=/b");
+	assert_string_equal(o.v[1], "id");
+	shim_argv_done(&o);
+	/* the command after the ID is the workload's, not ours to rewrite */
+	assert_int_equal(
+		shim_backend_verb_args(HEZO_BACKEND_RUNSC, "exec", ARGC(exec), exec, &o, NULL), 0);
+	assert_int_equal(o.n, 9);
+	assert_string_equal(o.v[0], "--detach");
+	assert_string_equal(o.v[1], "--tty");
+	assert_string_equal(o.v[2], "--user");
+	assert_string_equal(o.v[3], "0");
+	assert_string_equal(o.v[7], "-b");
+	shim_argv_done(&o);
+	/* runc keeps its aliases */
+	assert_int_equal(
+		shim_backend_verb_args(HEZO_BACKEND_RUNC, "create", ARGC(create), create, &o, NULL),
+		0);
+	assert_string_equal(o.v[0], "-b");
+	shim_argv_done(&o);
+
+	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "create"));
+	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "spec"));
+	assert_false(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "frobnicate"));
+	assert_false(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "debug"));
+	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNC, "frobnicate"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -973,6 +1380,15 @@ int main(void)
 		cmocka_unit_test(test_backend_verb_args),
 		cmocka_unit_test(test_target_missing_runsc),
 		cmocka_unit_test(test_target_dev_runc),
+		cmocka_unit_test(test_cgroup_dir),
+		cmocka_unit_test(test_cgroup_update_v1),
+		cmocka_unit_test(test_runsc_check_spec),
+		cmocka_unit_test(test_signal_is_kill),
+		cmocka_unit_test(test_spawn_capture),
+		cmocka_unit_test(test_record_var_run),
+		cmocka_unit_test(test_seccomp_bpf),
+		cmocka_unit_test(test_prepare_exec),
+		cmocka_unit_test(test_backend_runsc_aliases),
 	};
 
 	return cmocka_run_group_tests_name("shim", tests, NULL, NULL);

@@ -1,0 +1,315 @@
+#!/bin/bash
+# Integration: hezo-shim with the gVisor backend behind Docker (and ctr). The box from inside,
+# the limits from the host's cgroup files, exec/top/logs/update/stop/rm, the network namespace,
+# the refusals (runsc missing in production, pids floor, pod app containers), passthrough verbs
+# going to the backend that created each container, and no leaks after failed starts.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export HEZO_TEST_BACKEND=runsc
+# A directory and runtime name of our own, so integration tests of other modules are not
+# disturbed when both run on one machine.
+export HEZO_TEST_DIR=${HEZO_RUNSC_TEST_DIR:-/run/hezo-test/runsc-shim}
+# shellcheck source=tests/lib/common.sh
+. "$here/../../tests/lib/common.sh"
+# shellcheck source=tests/lib/box.sh
+. "$here/../../tests/lib/box.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../../tests/lib/bundle.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$here/../../tests/lib/docker.sh"
+
+hezo_require_root
+hezo_require_tools jq timeout pgrep dockerd ctr runc "$HEZO_DOCKER" "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
+hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
+IMG=$HEZO_TEST_IMAGE
+RT=hezo-shim-runsc
+RT_RUNC=hezo-shim-runsc-p
+# dockerd hands every runtime this --root (the shim keys its records by it).
+DROOT=/var/run/docker/runtime-runc/moby
+MIB=1048576
+RUNSC=$(hezo_backend_bin)
+
+hezo_make_wrapper
+rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/* "$HEZO_TEST_STATE"
+mkdir -p "$HEZO_TEST_DIR/projects"
+echo '{"backend":"runc"}' >"$HEZO_TEST_DIR/projects/runcproj.json"
+POLICY_BASE=".projectsDir = \"$HEZO_TEST_DIR/projects\""
+hezo_write_policy docker "$POLICY_BASE"
+hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"
+# The project runtime as a wrapper of its own (what daemon.json's runtimeArgs would say).
+printf '#!/bin/sh\nexec %s --hezo-project=runcproj "$@"\n' "$HEZO_TEST_WRAPPER" >"$HEZO_TEST_DIR/hezo-shim-runcproj"
+chmod 0755 "$HEZO_TEST_DIR/hezo-shim-runcproj"
+hezo_docker_register_runtime "$RT_RUNC" "$HEZO_TEST_DIR/hezo-shim-runcproj" ||
+	bail_out "cannot register runtime $RT_RUNC"
+
+# A bridge network of our own: the same libnetwork prestart hook as docker0, and no dependence on
+# the default bridge being there.
+NET=hezo-runsc-$(hezo_rand)
+hezo_docker network create --subnet 10.213.$((RANDOM % 200)).0/24 "$NET" >/dev/null ||
+	bail_out "cannot create docker network $NET"
+tap_cleanup "hezo_docker network rm '$NET'"
+
+NAMES=()
+new_name()
+{
+	NAME="hezo-rs-$1-$(hezo_rand)"
+	NAMES+=("$NAME")
+	tap_cleanup "hezo_docker rm -f '$NAME'"
+}
+
+# drun_d LABEL [OPTIONS...] -- CMD...: docker run -d; sets C, CID, RC, OUT.
+drun_d()
+{
+	local label=$1
+	shift
+	new_name "$label"
+	C=$NAME
+	OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run -d --runtime="${DRT:-$RT}" --network "$NET" \
+		--name "$C" "$@" 2>&1 </dev/null) && RC=0 || RC=$?
+	CID=$(hezo_docker inspect -f '{{.Id}}' "$C" 2>/dev/null)
+}
+
+# leftovers ID [ROOT]: what runsc (state under ROOT) or the shim still holds for container ID
+# (empty: nothing).
+leftovers()
+{
+	local id=$1 root=${2:-$DROOT}
+	pgrep -af "runsc-(sandbox|gofer).*$id" | cut -c1-120
+	find "$root" -maxdepth 1 -name "*$id*" 2>/dev/null
+	grep -F "$id" /proc/mounts | cut -d' ' -f1-3
+	hezo_state_records "$id"
+}
+
+diag "runsc $("$RUNSC" --version | head -n 1), runtimes $RT and $RT_RUNC -> $HEZO_TEST_WRAPPER"
+
+# --- the box, from inside and from the host -------------------------------------------------------
+drun_d box "$IMG" sh -c 'echo ready; exec sleep 600'
+expect_eq "$RC" 0 "[box] docker run -d exits 0" || diag "$OUT"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" sh -c "$HEZO_BOX_PROBE" 2>&1 </dev/null)
+# The probe above ran through exec; the init process's own view is checked below.
+hezo_assert_backend box "$out"
+expect_match "$(hezo_probe_get "$out" version)" '^Linux version 4\.4\.0 ' "[box] /proc/version is gVisor's"
+for set in CapInh CapPrm CapEff CapBnd CapAmb; do
+	v=$(hezo_probe_get "$out" $set)
+	gvisor_hides "$v" "[box] $set is 0" "$set" || expect_eq "$v" 0000000000000000 "[box] $set is 0"
+done
+expect_match "$(hezo_probe_get "$out" rootmount)" '^ro(,|$)' "[box] root is mounted read-only"
+expect_eq "$(hezo_probe_get "$out" rootwrite)" no "[box] touch / fails"
+expect_match "$(hezo_probe_get "$out" tmpmount)" '^tmpfs,(.*,)?noexec(,|$)' "[box] /tmp is a noexec tmpfs"
+expect_eq "$(hezo_probe_get "$out" tmpsize)" 65536 "[box] /tmp is capped at 64 MiB"
+expect_eq "$(hezo_probe_get "$out" tmpexec)" no "[box] a binary copied to /tmp cannot run"
+
+cg=$(hezo_docker_cgroups_path "$C")
+hezo_assert_cgroup box "$cg" $((2048 * MIB)) 384
+SPID=$(hezo_docker inspect -f '{{.State.Pid}}' "$C")
+expect_match "$(tr '\0' ' ' <"/proc/$SPID/cmdline" 2>&1)" '^runsc-sandbox ' "[box] the container's pid is the gVisor sandbox"
+expect_match "$(grep -x "$SPID" "$(hezo_cgroup_dir pids "$cg")/cgroup.procs")" "^$SPID\$" \
+	"[box] the sandbox is in the container's pids cgroup"
+expect_match "$(tr '\0' ' ' <"/proc/$SPID/cmdline")" '--oci-seccomp' "[box] runsc got --oci-seccomp"
+expect_match "$(tr '\0' ' ' <"/proc/$SPID/cmdline")" '--network=host' "[box] runsc got --network=host"
+
+# --- seccomp inside gVisor -------------------------------------------------------------------------
+# unshare(CLONE_NEWUSER) needs no capability and gVisor implements it: only a filter stops it.
+new_name seccomp
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --network "$NET" --name "$NAME" "$IMG" \
+	sh -c 'grep "^Seccomp:" /proc/self/status; unshare -U true && echo unshare=allowed' 2>&1 </dev/null)
+expect_match "$out" 'Seccomp:[[:space:]]+2' "[seccomp] the container's process shows Seccomp 2"
+expect_match "$out" 'unshare\(0x10000000\): Operation not permitted' "[seccomp] unshare(CLONE_NEWUSER) fails with EPERM"
+expect_no_match "$out" 'unshare=allowed' "[seccomp] unshare(CLONE_NEWUSER) does not succeed"
+# runsc's own exec installs no filter: the shim runs exec'd commands through its helper.
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" sh -c 'grep "^Seccomp:" /proc/self/status; unshare -U true && echo unshare=allowed' 2>&1 </dev/null)
+expect_match "$out" 'Seccomp:[[:space:]]+2' "[seccomp] an exec'd process shows Seccomp 2"
+expect_match "$out" 'unshare\(0x10000000\): Operation not permitted' "[seccomp] an exec'd process gets EPERM too"
+expect_no_match "$out" 'unshare=allowed' "[seccomp] an exec'd process cannot unshare"
+out=$(timeout 60 "$HEZO_DOCKER" exec -t "$C" sh -c '[ -t 1 ] && echo isatty=yes; ps -o args' 2>&1 </dev/null)
+expect_match "$out" 'isatty=yes' "[seccomp] exec -t through the helper still has a tty"
+expect_no_match "$out" 'hezo-seccomp-exec' "[seccomp] the helper has exec'd the command (not left in ps)"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" /no/such/binary 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 127 "[seccomp] exec of a missing binary exits 127"
+expect_match "$out" '/no/such/binary' "[seccomp] and names it"
+# Without the helper the filter would be missing: the shim refuses rather than run unfiltered.
+rec=$(hezo_state_records "$CID" | head -n 1)
+cp "$rec" "$HEZO_TEST_DIR/rec.bak"
+jq 'del(.execSeccomp)' "$HEZO_TEST_DIR/rec.bak" >"$rec"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" true 2>&1 </dev/null) && rc=0 || rc=$?
+cp "$HEZO_TEST_DIR/rec.bak" "$rec"
+expect_ne "$rc" 0 "[seccomp] exec without the helper is refused"
+expect_match "$out" 'without the container.s seccomp profile' "[seccomp] with the reason"
+
+# --- network: the sandbox stays in the container's namespace ---------------------------------------
+ip=$(hezo_docker inspect -f "{{(index .NetworkSettings.Networks \"$NET\").IPAddress}}" "$C")
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" ip -o -4 addr 2>&1)
+expect_match "$out" "inet $ip/" "[net] the sandbox has the container's address $ip"
+for a in $(ip -o -4 addr show scope global | awk '{ split($4, x, "/"); print x[1] }'); do
+	expect_no_match "$out" "inet $a/" "[net] the host's address $a is not visible inside"
+done
+expect_ne "$(readlink "/proc/$SPID/ns/net")" "$(readlink /proc/self/ns/net)" \
+	"[net] the sandbox process is not in the host's network namespace"
+
+# --- exec, logs, top --------------------------------------------------------------------------------
+check "[exec] docker exec runs" timeout 60 "$HEZO_DOCKER" exec "$C" true
+out=$(timeout 60 "$HEZO_DOCKER" exec -u 65534 "$C" id -u 2>&1)
+expect_eq "$out" 65534 "[exec] docker exec -u runs as that user"
+expect_match "$(hezo_docker logs "$C" 2>&1)" '^ready$' "[logs] docker logs shows the output"
+out=$(timeout 60 "$HEZO_DOCKER" top "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[top] docker top exits 0" || diag "$out"
+expect_match "$out" "[[:space:]]${SPID}[[:space:]]" "[top] lists the sandbox's host pid $SPID"
+expect_no_match "$(awk 'NR > 1 { print $2 }' <<<"$out")" '^1$' "[top] does not list the host's PID 1"
+out=$(hezo_shim --root "$DROOT" ps --format json "$CID" 2>&1)
+expect_eq "$(jq -r 'index('"$SPID"') != null' <<<"$out" 2>&1)" true "[ps] ps --format json gives host pids"
+
+# --- update, emulated on the cgroup ----------------------------------------------------------------
+d=$(hezo_cgroup_dir memory "$cg")
+out=$(timeout 60 "$HEZO_DOCKER" update --memory 8g --memory-swap 8g --pids-limit 100000 "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[update] docker update above the policy exits 0" || diag "$out"
+expect_eq "$(hezo_read "$d/memory.limit_in_bytes")" $((2048 * MIB)) "[update] memory stays at the policy's 2 GiB"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir pids "$cg")/pids.max")" 384 "[update] pids.max stays at 256 + 128"
+out=$(timeout 60 "$HEZO_DOCKER" update --memory 256m --memory-swap 256m --pids-limit 100 --cpus 0.5 "$C" 2>&1) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[update] docker update below the policy exits 0" || diag "$out"
+expect_eq "$(hezo_read "$d/memory.limit_in_bytes")" $((256 * MIB)) "[update] memory.limit_in_bytes is 256 MiB"
+expect_eq "$(hezo_read "$d/memory.memsw.limit_in_bytes")" $((256 * MIB)) "[update] memory.memsw.limit_in_bytes is 256 MiB"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir pids "$cg")/pids.max")" 228 "[update] pids.max is 100 + 128"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir cpu "$cg")/cpu.cfs_quota_us")" 50000 "[update] cpu quota is half a CPU"
+out=$(timeout 60 "$HEZO_DOCKER" update --memory 1g --memory-swap 1g "$C" 2>&1) && rc=0 || rc=$?
+expect_eq "$(hezo_read "$d/memory.limit_in_bytes")" $((1024 * MIB)) "[update] memory can grow again (memsw written first)"
+hezo_write_policy docker "$POLICY_BASE | .backends.runsc.pidsHeadroom = 0"
+out=$(timeout 60 "$HEZO_DOCKER" update --pids-limit 50 "$C" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[update] a pids limit gVisor cannot live with is refused"
+expect_match "$out" 'pids limit 50 .*below 96' "[update] the refusal names the numbers"
+hezo_write_policy docker "$POLICY_BASE"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C")" running "[update] the container still runs"
+
+# --- passthrough verbs go to the backend that created the container ------------------------------
+RS_C=$C
+RS_ID=$CID
+DRT=$RT_RUNC drun_d runc "$IMG" sleep 600
+RC_C=$C
+RC_ID=$CID
+C=$RS_C
+CID=$RS_ID
+expect_eq "$RC" 0 "[mixed] a runc container starts next to the runsc one" || diag "$OUT"
+expect_eq "$(hezo_docker exec "$RC_C" cat /proc/version)" "$(cat /proc/version)" "[mixed] that one runs on the host kernel"
+expect_match "$(hezo_docker exec "$C" cat /proc/version)" '^Linux version 4\.4\.0 ' "[mixed] the runsc one still runs gVisor"
+expect_eq "$(jq -r .backend "$(hezo_state_records "$RC_ID" | head -n 1)")" runc "[mixed] the record says runc"
+expect_eq "$(jq -r .backend "$(hezo_state_records "$CID" | head -n 1)")" runsc "[mixed] the record says runsc"
+expect_eq "$(hezo_shim --root "$DROOT" state "$RC_ID" | jq -r .status)" running "[mixed] state of the runc one answers (runc)"
+expect_eq "$(hezo_shim --root "$DROOT" state "$CID" | jq -r .status)" running "[mixed] state of the runsc one answers (runsc)"
+check "[mixed] docker pause of the runc one" timeout 60 "$HEZO_DOCKER" pause "$RC_C"
+expect_eq "$(hezo_read "$(hezo_cgroup_dir freezer "$(hezo_docker_cgroups_path "$RC_C")")/freezer.state")" FROZEN \
+	"[mixed] runc froze its cgroup"
+check "[mixed] docker unpause of the runc one" timeout 60 "$HEZO_DOCKER" unpause "$RC_C"
+check "[mixed] docker stop of the runc one" timeout 60 "$HEZO_DOCKER" stop -t 1 "$RC_C"
+check "[mixed] docker rm of the runc one" hezo_docker rm "$RC_C"
+
+# --- stop and rm -f ---------------------------------------------------------------------------------
+check "[stop] docker stop" timeout 60 "$HEZO_DOCKER" stop -t 2 "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C")" exited "[stop] status is exited"
+check "[stop] docker rm" hezo_docker rm "$C"
+expect_eq "$(leftovers "$CID")" "" "[stop] nothing of $CID left"
+drun_d rmf "$IMG" sleep 600
+check "[rm -f] docker rm -f of a running container" timeout 60 "$HEZO_DOCKER" rm -f "$C"
+expect_eq "$(leftovers "$CID")" "" "[rm -f] nothing of $CID left"
+
+# --- refusals ---------------------------------------------------------------------------------------
+new_name pids
+hezo_write_policy docker "$POLICY_BASE | .backends.runsc.pidsHeadroom = 0 | .resources.pids = 64"
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --network "$NET" --name "$NAME" "$IMG" true 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[pids] a limit below the sandbox's floor is refused"
+expect_match "$out" 'hezo-shim: pids limit 64 \(with backends.runsc.pidsHeadroom 0\) is below 96' \
+	"[pids] docker run prints the reason with the numbers"
+
+new_name prod
+hezo_write_policy docker "$POLICY_BASE | .mode = \"production\" | .allowBackends = [\"runsc\"]
+	| .backends.runsc.path = \"$HEZO_TEST_DIR/no-such/runsc\""
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --network "$NET" --name "$NAME" "$IMG" true 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[production] docker run fails without runsc"
+expect_match "$out" "hezo-shim: gVisor runtime \\(runsc\\) not found at $HEZO_TEST_DIR/no-such/runsc: gVisor is required in production" \
+	"[production] docker run prints the refusal"
+expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[production] the refusal is one line"
+hezo_write_policy docker "$POLICY_BASE"
+
+# --- Kubernetes pods: the pause container may run, an app container is refused ---------------------
+BROOT=$HEZO_TEST_DIR/root-bundle
+hezo_write_policy bundle "$POLICY_BASE"
+for type in sandbox container; do
+	id=hezo-rs-pod-$type-$(hezo_rand)
+	b=$HEZO_TEST_DIR/bundle-$type
+	tap_cleanup "hezo_bundle_cleanup '$BROOT' '$id'; rm -rf '$b' '$b.out'"
+	hezo_make_bundle "$b" "$id" '["sleep","30"]' \
+		".annotations = {\"io.kubernetes.cri.container-type\": \"$type\",
+		\"io.kubernetes.cri.sandbox-id\": \"$id\"}" || bail_out "cannot make bundle $b"
+	# The sandbox keeps create's stdout open: files, not a pipe.
+	hezo_shim --root "$BROOT" create --bundle "$b" "$id" >"$b.out" 2>&1 </dev/null && rc=0 || rc=$?
+	out=$(cat "$b.out")
+	if [ "$type" = sandbox ]; then
+		expect_eq "$rc" 0 "[pod] the pod's sandbox (pause) container is created" || diag "$out"
+		hezo_shim --root "$BROOT" delete --force "$id" >/dev/null 2>&1
+		expect_eq "$(leftovers "$id" "$BROOT")" "" "[pod] nothing of the sandbox container left"
+	else
+		expect_ne "$rc" 0 "[pod] an app container is refused under runsc"
+		expect_match "$out" 'container-type=container' "[pod] the refusal names the annotation"
+		expect_eq "$(jq -r '.root.readonly' "$b/config.json")" false "[pod] its config.json is untouched"
+	fi
+done
+hezo_write_policy docker "$POLICY_BASE"
+
+# --- ctr, through containerd's runc v2 shim -----------------------------------------------------------
+CTR=(ctr -a /run/docker/containerd/containerd.sock -n hezo-test)
+if "${CTR[@]}" images ls -q 2>/dev/null | grep -qxF "docker.io/$IMG"; then
+	id=hezo-rs-ctr-$(hezo_rand)
+	tap_cleanup "${CTR[*]} task kill -s KILL '$id'; ${CTR[*]} task rm -f '$id'; ${CTR[*]} container rm '$id'"
+	out=$(timeout 120 "${CTR[@]}" run --rm --runc-binary "$HEZO_TEST_WRAPPER" "docker.io/$IMG" "$id" \
+		sh -c 'cat /proc/version; grep CapEff /proc/self/status' 2>&1 </dev/null) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[ctr] ctr run --runc-binary exits 0" || diag "$out"
+	expect_match "$out" '^Linux version 4\.4\.0 ' "[ctr] runs under gVisor"
+	expect_match "$out" 'CapEff:[[:space:]]+0{16}' "[ctr] no capabilities"
+	expect_eq "$(leftovers "$id")" "" "[ctr] nothing left after --rm"
+else
+	skip "[ctr] ctr run --runc-binary" "image docker.io/$IMG not imported in containerd namespace hezo-test"
+fi
+
+# --- 20 failed starts leave nothing behind ------------------------------------------------------------
+ids=()
+failed=0
+for ((i = 1; i <= 20; i++)); do
+	cidfile=$HEZO_TEST_DIR/cid.$i
+	rm -f "$cidfile"
+	out=$(timeout 60 "$HEZO_DOCKER" run --rm --cidfile "$cidfile" --runtime="$RT" --network "$NET" \
+		"$IMG" /no/such/binary 2>&1 </dev/null) && failed=$((failed + 1))
+	[ -s "$cidfile" ] && ids+=("$(cat "$cidfile")")
+	rm -f "$cidfile"
+done
+expect_eq "$failed" 0 "[leak] all 20 starts failed"
+expect_match "$out" 'no such file or directory' "[leak] docker run shows why the start failed"
+expect_eq "${#ids[@]}" 20 "[leak] 20 container ids recorded"
+sleep 2
+left=""
+for id in "${ids[@]}"; do
+	left+=$(leftovers "$id")
+done
+expect_eq "$left" "" "[leak] no runsc process, runsc state, mount or shim record left by the 20"
+left=$(hezo_docker ps -aq --filter "id=${ids[0]}")
+expect_eq "$left" "" "[leak] docker forgot the containers"
+
+# --- features ---------------------------------------------------------------------------------------
+out=$(hezo_shim features 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[features] refused under runsc"
+expect_match "$out" 'hezo-shim: features: runsc has no features command' "[features] with the reason"
+
+# --- the end ---------------------------------------------------------------------------------------
+for n in "${NAMES[@]}"; do
+	hezo_docker rm -f "$n" >/dev/null 2>&1
+done
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
+	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+
+tap_done
