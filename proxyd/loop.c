@@ -1,0 +1,185 @@
+/*
+ * The event loop: one level-triggered epoll set holding every socket, a signalfd for
+ * SIGTERM/SIGINT and a one-second timerfd. Objects freed during a batch wait until its end.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxyd.h"
+
+#define MAX_EVENTS 128
+
+static int epfd = -1;
+static struct pd_watch sig_watch = {.fd = -1}, timer_watch = {.fd = -1};
+static bool stopping;
+static bool ticked;
+static void **deferred;
+static size_t ndeferred, deferred_cap;
+
+uint64_t pd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_signal(struct pd_watch *w, uint32_t events)
+{
+	struct signalfd_siginfo si;
+
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+			pd_log("info", "signal %u: stopping", si.ssi_signo);
+			stopping = true;
+		}
+	}
+}
+
+static void on_timer(struct pd_watch *w, uint32_t events)
+{
+	uint64_t n;
+
+	if (read(w->fd, &n, sizeof(n)) == sizeof(n))
+		ticked = true;
+}
+
+int pd_loop_init(struct hezo_error **err)
+{
+	struct itimerspec its = {.it_interval = {1, 0}, .it_value = {1, 0}};
+	sigset_t mask;
+	int fd;
+
+	epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (epfd < 0)
+		return hezo_error_set_errno(err, errno, "epoll_create1");
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "sigprocmask");
+	fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "signalfd");
+	if (pd_watch_add(&sig_watch, fd, EPOLLIN, on_signal) < 0)
+		return hezo_error_set_errno(err, errno, "epoll_ctl");
+	fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "timerfd_create");
+	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
+		close(fd);
+		return hezo_error_set_errno(err, errno, "timerfd_settime");
+	}
+	if (pd_watch_add(&timer_watch, fd, EPOLLIN, on_timer) < 0)
+		return hezo_error_set_errno(err, errno, "epoll_ctl");
+	return 0;
+}
+
+int pd_watch_add(struct pd_watch *w, int fd, uint32_t events, pd_handler fn)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = w};
+
+	w->fd = fd;
+	w->events = events;
+	w->fn = fn;
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int e = errno;
+
+		close(fd);
+		w->fd = -1;
+		return -e;
+	}
+	return 0;
+}
+
+int pd_watch_set(struct pd_watch *w, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = w};
+
+	if (w->fd < 0 || w->events == events)
+		return 0;
+	if (epoll_ctl(epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+		return -errno;
+	w->events = events;
+	return 0;
+}
+
+void pd_watch_close(struct pd_watch *w)
+{
+	if (w->fd < 0)
+		return;
+	epoll_ctl(epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	close(w->fd);
+	w->fd = -1;
+	w->events = 0;
+}
+
+void pd_defer_free(void *p)
+{
+	if (!p)
+		return;
+	if (ndeferred == deferred_cap) {
+		size_t cap = deferred_cap ? deferred_cap * 2 : 64;
+		void **v = realloc(deferred, cap * sizeof(*v));
+
+		if (!v) {
+			/* Leaking beats a use-after-free. */
+			return;
+		}
+		deferred = v;
+		deferred_cap = cap;
+	}
+	deferred[ndeferred++] = p;
+}
+
+static void run_deferred(void)
+{
+	for (size_t i = 0; i < ndeferred; i++)
+		free(deferred[i]);
+	ndeferred = 0;
+}
+
+int pd_loop_fds(int fds[3])
+{
+	fds[0] = epfd;
+	fds[1] = sig_watch.fd;
+	fds[2] = timer_watch.fd;
+	return 0;
+}
+
+int pd_loop_run(void (*tick)(void))
+{
+	struct epoll_event evs[MAX_EVENTS];
+
+	while (!stopping) {
+		int n = epoll_wait(epfd, evs, MAX_EVENTS, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (int i = 0; i < n; i++) {
+			struct pd_watch *w = evs[i].data.ptr;
+
+			/* A watch closed earlier in this batch: its object is still allocated. */
+			if (w->fd < 0)
+				continue;
+			w->fn(w, evs[i].events);
+		}
+		run_deferred();
+		if (ticked) {
+			ticked = false;
+			tick();
+			run_deferred();
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,270 @@
+/*
+ * hezo-proxyd: the egress proxy every jailed container's traffic goes through (docs/egress.md).
+ * Start-up: flags, state dir, control socket, registrations restored, privileges dropped; then
+ * the loop. With --ctl it is instead a small client of a running daemon.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hezo-config.h"
+#include "proxyd.h"
+
+struct pd_config pd_cfg = {
+	.state_dir = "/run/hezo-proxyd",
+	.log_dir = "/var/log/hezo-proxyd",
+	.socket = HEZO_PROXYD_SOCKET,
+	.conn_cap = 256,
+	.dns_rate = 200,
+	.idle_timeout_s = 300,
+	.head_timeout_s = 10,
+	.connect_timeout_s = 10,
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: hezo-proxyd [OPTIONS]\n"
+		"       hezo-proxyd [--socket PATH] --ctl list|stats|deregister ID|register ...\n"
+		"\n"
+		"  --state-dir DIR     registrations and namespace mounts (default "
+		"/run/hezo-proxyd)\n"
+		"  --log-dir DIR       netlog files, one ID.jsonl per container\n"
+		"                      (default /var/log/hezo-proxyd, env HEZO_NETLOG_DIR)\n"
+		"  --socket PATH       control socket (default %s)\n"
+		"  --upstream IP[:PORT] resolver for containers whose policy names none\n"
+		"  --conn-limit N      open connections per container (default 256)\n"
+		"  --dns-rate N        DNS queries per second per container (default 200)\n"
+		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
+		"  --foreground        accepted for service managers; proxyd never forks\n"
+		"  --no-seccomp        skip the seccomp filter (debugging only)\n"
+		"  --ctl VERB ...      talk to a running proxyd (see proxyd/README.md)\n"
+		"  --version\n",
+		HEZO_PROXYD_SOCKET);
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || !*s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_upstream(const char *s)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *eg = NULL;
+	struct hezo_egress e;
+	char doc[256];
+	int r;
+
+	/* Same syntax as egress.resolvers: reuse that parser. */
+	if (strlen(s) > 100 || strchr(s, '"') || strchr(s, '\\'))
+		return -EINVAL;
+	snprintf(doc, sizeof(doc), "{\"resolvers\":[\"%s\"]}", s);
+	if (hezo_json_parse(doc, strlen(doc), &eg, &err) < 0)
+		return -EINVAL;
+	r = hezo_egress_parse(eg, &e, &err);
+	if (r < 0)
+		return r;
+	pd_cfg.upstream = e.resolvers[0];
+	hezo_egress_clear(&e);
+	return 0;
+}
+
+static void tick(void)
+{
+	pd_registry_tick(pd_now_ms());
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum {
+		OPT_STATE = 256,
+		OPT_LOG,
+		OPT_SOCKET,
+		OPT_UPSTREAM,
+		OPT_FG,
+		OPT_NOSECCOMP,
+		OPT_CTL,
+		OPT_CONNS,
+		OPT_RATE,
+		OPT_IDLE,
+		OPT_VERSION,
+		OPT_HELP
+	};
+	static const struct option opts[] = {
+		{"state-dir", required_argument, NULL, OPT_STATE},
+		{"log-dir", required_argument, NULL, OPT_LOG},
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"upstream", required_argument, NULL, OPT_UPSTREAM},
+		{"foreground", no_argument, NULL, OPT_FG},
+		{"no-seccomp", no_argument, NULL, OPT_NOSECCOMP},
+		{"ctl", no_argument, NULL, OPT_CTL},
+		{"conn-limit", required_argument, NULL, OPT_CONNS},
+		{"dns-rate", required_argument, NULL, OPT_RATE},
+		{"idle-timeout", required_argument, NULL, OPT_IDLE},
+		{"version", no_argument, NULL, OPT_VERSION},
+		{"help", no_argument, NULL, OPT_HELP},
+		{0},
+	};
+	_cleanup_error_ struct hezo_error *err = NULL;
+	bool use_seccomp = true, ctl = false;
+	const char *env = getenv("HEZO_NETLOG_DIR");
+	struct rlimit rl;
+	int c, r;
+
+	if (env && *env)
+		pd_cfg.log_dir = env;
+	while (!ctl && (c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STATE:
+			pd_cfg.state_dir = optarg;
+			break;
+		case OPT_LOG:
+			pd_cfg.log_dir = optarg;
+			break;
+		case OPT_SOCKET:
+			pd_cfg.socket = optarg;
+			break;
+		case OPT_UPSTREAM:
+			if (parse_upstream(optarg) < 0) {
+				fprintf(stderr,
+					"hezo-proxyd: --upstream %s: expected IP or IP:PORT\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_FG:
+			break;
+		case OPT_NOSECCOMP:
+			use_seccomp = false;
+			break;
+		case OPT_CTL:
+			ctl = true;
+			break;
+		case OPT_CONNS:
+			if (parse_uint(optarg, 1, 65536, &pd_cfg.conn_cap) < 0) {
+				fprintf(stderr, "hezo-proxyd: --conn-limit %s: expected 1..65536\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_RATE:
+			if (parse_uint(optarg, 1, 1000000, &pd_cfg.dns_rate) < 0) {
+				fprintf(stderr, "hezo-proxyd: --dns-rate %s: expected 1..1000000\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_IDLE:
+			if (parse_uint(optarg, 1, 86400, &pd_cfg.idle_timeout_s) < 0) {
+				fprintf(stderr,
+					"hezo-proxyd: --idle-timeout %s: expected 1..86400\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_VERSION:
+			printf("hezo-proxyd %s (%s)\n", HEZO_VERSION, HEZO_COMMIT);
+			return 0;
+		case 'h':
+		case OPT_HELP:
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (ctl)
+		return pd_ctl_main(pd_cfg.socket, argc - optind, argv + optind);
+	if (optind != argc) {
+		fprintf(stderr, "hezo-proxyd: unexpected argument %s\n", argv[optind]);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "hezo-proxyd: must run as root (it enters containers' network "
+				"namespaces)\n");
+		return 1;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	umask(0077);
+	/* Every relayed connection costs up to six fds. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536) {
+		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+		if (rl.rlim_max < 65536) {
+			struct rlimit want = {65536, 65536};
+
+			if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+				rl = want;
+		}
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	r = mkdir_p(pd_cfg.state_dir, 0700);
+	if (r < 0) {
+		fprintf(stderr, "hezo-proxyd: state dir %s: %s\n", pd_cfg.state_dir, strerror(-r));
+		return 1;
+	}
+	r = mkdir_p(pd_cfg.log_dir, 0750);
+	if (r < 0) {
+		fprintf(stderr, "hezo-proxyd: log dir %s: %s\n", pd_cfg.log_dir, strerror(-r));
+		return 1;
+	}
+	/* The netns helper forks first, so it inherits nothing but what it needs. */
+	if (pd_netns_init(&err) < 0 || pd_loop_init(&err) < 0 || pd_registry_init(&err) < 0 ||
+	    pd_control_init(&err) < 0) {
+		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		return 1;
+	}
+	pd_registry_restore();
+	if (pd_drop_privileges(use_seccomp, &err) < 0) {
+		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		return 1;
+	}
+	pd_log("info", "hezo-proxyd %s serving on %s (state %s, netlog %s)", HEZO_VERSION,
+	       pd_cfg.socket, pd_cfg.state_dir, pd_cfg.log_dir);
+	r = pd_loop_run(tick);
+	if (r < 0) {
+		pd_log("error", "event loop: %s", strerror(-r));
+		return 1;
+	}
+	/* Registrations and namespace mounts stay: a restarted proxyd picks them up. */
+	unlink(pd_cfg.socket);
+	return 0;
+}

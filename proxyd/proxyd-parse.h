@@ -1,0 +1,219 @@
+/*
+ * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, allow-list
+ * matching and the per-container address pins. No I/O, no logging: unit-tested and fuzzed.
+ */
+#ifndef HEZO_PROXYD_PARSE_H
+#define HEZO_PROXYD_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hezo-error.h"
+#include "hezo-json.h"
+
+/* A DNS name in dotted text, lowercase, no trailing dot: at most 253 characters. */
+#define HEZO_NAME_MAX 254
+
+/* ---- dns.c ---- */
+
+#define HEZO_DNS_HEADER	    12
+#define HEZO_DNS_TYPE_A	    1
+#define HEZO_DNS_TYPE_CNAME 5
+#define HEZO_DNS_TYPE_AAAA  28
+#define HEZO_DNS_TYPE_OPT   41
+#define HEZO_DNS_CLASS_IN   1
+
+enum hezo_dns_rcode {
+	HEZO_DNS_NOERROR = 0,
+	HEZO_DNS_FORMERR = 1,
+	HEZO_DNS_SERVFAIL = 2,
+	HEZO_DNS_NXDOMAIN = 3,
+	HEZO_DNS_NOTIMP = 4,
+	HEZO_DNS_REFUSED = 5,
+};
+
+/* Longest TTL handed to a client (and kept in a pin): a day. */
+#define HEZO_DNS_TTL_CAP 86400u
+/* EDNS payload size proxyd advertises upstream and to clients. */
+#define HEZO_DNS_EDNS_SIZE 1232u
+
+struct hezo_dns_query {
+	uint16_t id;
+	uint8_t opcode;
+	bool rd;
+	char name[HEZO_NAME_MAX]; /* lowercase, no trailing dot; "" is the root */
+	uint16_t qtype;
+	uint16_t qclass;
+	size_t qend;	    /* offset just past the question in the client's message */
+	uint16_t edns_size; /* 0 when the client sent no OPT record */
+};
+
+#define HEZO_DNS_MAX_ADDRS 32
+
+struct hezo_dns_addr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	uint32_t ttl;
+};
+
+struct hezo_dns_result {
+	int rcode;
+	bool truncated; /* the answer did not fit the client's limit: TC set, answers dropped */
+	size_t naddrs;	/* addresses kept (also when truncated) */
+	struct hezo_dns_addr addrs[HEZO_DNS_MAX_ADDRS];
+	size_t nremoved; /* addresses removed by the filter */
+};
+
+/* Keep this address in an answer? */
+typedef bool (*hezo_dns_addr_filter)(int family, const uint8_t *addr, void *userdata);
+
+/*
+ * Read the (possibly compressed) name at *off into out as lowercase dotted text and move *off
+ * past it. Pointers must point strictly backwards and at most 64 are followed, so loops and
+ * forward tricks are refused. -EBADMSG for malformed or truncated names, -EINVAL for bytes that
+ * have no place in a host name.
+ */
+int hezo_dns_read_name(const uint8_t *msg, size_t len, size_t *off, char out[HEZO_NAME_MAX]);
+
+/* Encode a dotted name uncompressed into out; returns the length written or -ENOSPC/-EINVAL. */
+int hezo_dns_write_name(const char *name, uint8_t *out, size_t outsz);
+
+/* Parse a client's query: exactly one question; OPT in the additional section is noted. */
+int hezo_dns_parse_query(const uint8_t *msg, size_t len, struct hezo_dns_query *q);
+
+/*
+ * An answer without records: the client's header and question with QR, RA and rcode set, plus an
+ * OPT record if the client sent one. Returns the length or -ENOSPC.
+ */
+int hezo_dns_build_empty(const uint8_t *query, const struct hezo_dns_query *q, int rcode,
+			 uint8_t *out, size_t outsz);
+
+/* A fresh recursive query for (name, qtype) with an OPT record, as proxyd sends upstream. */
+int hezo_dns_build_query(uint16_t id, const char *name, uint16_t qtype, uint8_t *out, size_t outsz);
+
+/*
+ * Turn an upstream response into the client's answer: check it answers q (the caller checks the
+ * message id), keep the CNAME chain from q->name and the A/AAAA records at its end that keep()
+ * accepts, drop everything else (authority, additional, other types), write every name
+ * uncompressed, cap TTLs at HEZO_DNS_TTL_CAP, and set TC without answers if the result is longer
+ * than limit. Upstream errors other than NXDOMAIN become SERVFAIL. Returns the length of out or
+ * -EBADMSG (not an answer to q), -ENOSPC.
+ */
+int hezo_dns_filter_response(const uint8_t *resp, size_t rlen, const uint8_t *query,
+			     const struct hezo_dns_query *q, hezo_dns_addr_filter keep,
+			     void *userdata, uint8_t *out, size_t outsz, size_t limit,
+			     struct hezo_dns_result *res);
+
+/* ---- sni.c ---- */
+
+/*
+ * Find the server name in a TLS ClientHello at the start of buf. Returns 1 with the name copied
+ * to out, 0 for a complete ClientHello without SNI, -EAGAIN when more bytes are needed, -EINVAL
+ * for anything that is not a well-formed ClientHello, -EPROTO for a ClientHello that asks for
+ * Encrypted Client Hello (its real name would be hidden), -E2BIG beyond 16 KiB.
+ */
+int hezo_sni_parse(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]);
+
+/* ---- http.c ---- */
+
+/*
+ * Parse an HTTP/1.x request head at the start of buf and return 1 with the Host header's host
+ * (without port) in out and its port (0 if none) in *port. -EAGAIN: the head is not complete yet
+ * (but what is there is plausible); -EINVAL: not a request proxyd lets through (no or several
+ * Host headers, CONNECT, folded or bare-LF lines, a target naming another host, HTTP/2 preface).
+ */
+int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port);
+
+/* ---- conf.c ---- */
+
+struct hezo_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	uint8_t prefix;
+	uint16_t port; /* allow entries: 0 means 80 and 443; unused in allowRanges */
+};
+
+struct hezo_allow_name {
+	char name[HEZO_NAME_MAX]; /* normalised; for a wildcard, the suffix after "*." */
+	bool wildcard;
+	uint16_t port; /* 0: the default ports 80 and 443 */
+};
+
+struct hezo_egress {
+	struct hezo_allow_name *names;
+	size_t nnames;
+	struct hezo_cidr *cidrs; /* address entries of allow; port 0: 80 and 443 */
+	size_t ncidrs;
+	struct hezo_cidr *ranges; /* allowRanges */
+	size_t nranges;
+	struct hezo_resolver {
+		int family;
+		uint8_t addr[16];
+		uint16_t port;
+	} * resolvers;
+	size_t nresolvers;
+};
+
+void hezo_egress_clear(struct hezo_egress *e);
+
+/*
+ * Lowercase, drop one trailing dot, check labels (1..63 of [a-z0-9_-], not starting or ending
+ * with '-') and the total length. Raw UTF-8 is refused with -EILSEQ: names must come already in
+ * punycode (xn--...). -EINVAL for other bad names.
+ */
+int hezo_name_normalize(const char *in, size_t len, char out[HEZO_NAME_MAX]);
+
+/* Parse "1.2.3.4", "10.0.0.0/8", "fd00::/8" (prefix optional: full length). */
+int hezo_cidr_parse(const char *s, struct hezo_cidr *out);
+bool hezo_cidr_contains(const struct hezo_cidr *c, int family, const uint8_t *addr);
+
+/* Parse one allow entry ("example.com", "*.example.com:8443", "10.0.0.0/8:5432",
+ * "[2001:db8::]/32:443", "fd00::1"; no port: 80 and 443). *is_cidr says which of name/cidr it
+ * filled. */
+int hezo_allow_parse(const char *s, struct hezo_allow_name *name, struct hezo_cidr *cidr,
+		     bool *is_cidr, struct hezo_error **err);
+
+/* Parse the egress object of a registration (keys mode, allow, resolvers, allowRanges, project).
+ * default_port is the resolver port when an entry names none. */
+int hezo_egress_parse(const struct hezo_json *egress, struct hezo_egress *out,
+		      struct hezo_error **err);
+
+/* May a connection to name on port be made? port 0: any allowed port (DNS). */
+bool hezo_egress_name_allowed(const struct hezo_egress *e, const char *name, uint16_t port);
+/* Does a literal CIDR:port entry allow this destination? */
+bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uint8_t *addr,
+			      uint16_t port);
+/* Loopback, private, link-local, CGNAT, metadata, ULA, multicast and friends, and IPv4-mapped,
+ * -compatible, NAT64 and 6to4 forms of those. */
+bool hezo_addr_is_special(int family, const uint8_t *addr);
+bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
+
+/* ---- pin.c ---- */
+
+#define HEZO_PIN_TTL_FLOOR 60u
+#define HEZO_PIN_MAX	   4096u
+
+struct hezo_pin {
+	int family;
+	uint8_t addr[16];
+	char name[HEZO_NAME_MAX];
+	uint64_t expires; /* seconds on the caller's monotonic clock */
+};
+
+struct hezo_pins {
+	struct hezo_pin *v;
+	size_t n, cap;
+};
+
+/* Remember that name resolved to addr for ttl seconds (at least HEZO_PIN_TTL_FLOOR). When full,
+ * expired entries go first, then the one closest to expiry. */
+int hezo_pin_add(struct hezo_pins *p, int family, const uint8_t *addr, const char *name,
+		 uint32_t ttl, uint64_t now);
+bool hezo_pin_match(const struct hezo_pins *p, int family, const uint8_t *addr, const char *name,
+		    uint64_t now);
+bool hezo_pin_any(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now);
+void hezo_pin_expire(struct hezo_pins *p, uint64_t now);
+void hezo_pin_clear(struct hezo_pins *p);
+
+#endif

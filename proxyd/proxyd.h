@@ -1,0 +1,184 @@
+/* hezo-proxyd's daemon internals shared between its files: the loop, containers, connections. */
+#ifndef HEZO_PROXYD_H
+#define HEZO_PROXYD_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "hezo-error.h"
+#include "hezo-json.h"
+#include "proxyd-parse.h"
+
+#define PD_TCP_PORT    15001
+#define PD_DNS_PORT    15053
+#define PD_ID_MAX      129 /* container ids: 1..128 of [A-Za-z0-9_.-], not starting with '.' */
+#define PD_PROJECT_MAX 65
+#define PD_HEAD_MAX    16384
+
+/* ---- loop.c ---- */
+
+struct pd_watch;
+typedef void (*pd_handler)(struct pd_watch *w, uint32_t events);
+
+struct pd_watch {
+	int fd;
+	uint32_t events;
+	pd_handler fn;
+};
+
+int pd_loop_init(struct hezo_error **err);
+/* Start watching fd (taking ownership of it) for events; level-triggered. */
+int pd_watch_add(struct pd_watch *w, int fd, uint32_t events, pd_handler fn);
+int pd_watch_set(struct pd_watch *w, uint32_t events);
+/* Stop watching and close; safe on a watch that holds no fd. */
+void pd_watch_close(struct pd_watch *w);
+/* Free p after the current batch of events: later events of the batch may still point at it. */
+void pd_defer_free(void *p);
+/* Run until SIGTERM or SIGINT; tick() runs about once a second. */
+int pd_loop_run(void (*tick)(void));
+uint64_t pd_now_ms(void);
+int pd_loop_fds(int fds[3]); /* epoll, signalfd, timerfd: for the seccomp filter's benefit */
+
+/* ---- the daemon's configuration and state (main.c) ---- */
+
+struct pd_config {
+	const char *state_dir;
+	const char *log_dir;
+	const char *socket;
+	struct hezo_resolver upstream; /* family 0: none */
+	unsigned conn_cap;
+	unsigned dns_rate; /* queries per second per container */
+	unsigned idle_timeout_s;
+	unsigned head_timeout_s;
+	unsigned connect_timeout_s;
+};
+
+extern struct pd_config pd_cfg;
+
+struct pd_stats {
+	uint64_t conns_accepted, conns_allowed, conns_refused;
+	uint64_t dns_queries, dns_allowed, dns_refused, dns_ratelimited, dns_failed;
+	uint64_t bytes_out, bytes_in;
+};
+
+struct pd_conn;
+struct pd_dnsconn;
+struct pd_dnsq;
+struct pd_container;
+
+#define pd_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct pd_listener {
+	struct pd_watch w;
+	struct pd_container *c;
+};
+
+struct pd_container {
+	struct pd_container *next;
+	char id[PD_ID_MAX];
+	char project[PD_PROJECT_MAX];
+	struct hezo_egress eg;
+	struct hezo_json *reg; /* the registration as persisted */
+	int netns_fd;
+	struct pd_listener tcp[2], udp[2], dnstcp[2]; /* [0] IPv4, [1] IPv6 */
+	int log_fd;
+	struct hezo_pins pins;
+	unsigned nconns;
+	unsigned ndnsq;
+	double tokens;
+	uint64_t tokens_ms;
+	uint64_t ratelimit_logged_s;
+	struct pd_conn *conns;
+	struct pd_dnsconn *dnsconns;
+	struct pd_dnsq *queries;
+	struct pd_stats st;
+};
+
+extern struct pd_container *pd_containers;
+extern struct pd_stats pd_stats;
+
+struct pd_container *pd_container_find(const char *id);
+bool pd_id_valid(const char *id);
+
+/* Is addr one of this host's own addresses (refreshed every 30 s)? */
+bool pd_host_addr(int family, const uint8_t *addr);
+void pd_host_addrs_refresh(void);
+
+/* ---- netns.c: the only code that enters other namespaces or mounts ---- */
+
+/* Fork the privileged helper; call before anything else is open. */
+int pd_netns_init(struct hezo_error **err);
+/* Is fd a network namespace? */
+bool pd_netns_is_net(int fd);
+/* Create c's six listeners inside its namespace; proxyd stays in its own. */
+int pd_netns_listen(int netns_fd, int fds[6], struct hezo_error **err);
+/* Bind-mount the namespace at state_dir/netns/ID so a restarted proxyd can enter it again. */
+int pd_netns_pin(int netns_fd, const char *id, struct hezo_error **err);
+void pd_netns_unpin(const char *id);
+int pd_netns_open_pinned(const char *id, struct hezo_error **err);
+/* Does any process still live in this namespace? (start-up only: reads /proc) */
+bool pd_netns_alive(int netns_fd);
+
+/* ---- registry.c ---- */
+
+int pd_registry_init(struct hezo_error **err);
+int pd_register(const struct hezo_json *req, int netns_fd, struct hezo_error **err);
+void pd_deregister(const char *id);
+void pd_registry_restore(void);
+void pd_registry_tick(uint64_t now_ms);
+void pd_container_release(struct pd_container *c); /* after all its conns are gone */
+
+/* ---- relay.c ---- */
+
+void pd_tcp_accept(struct pd_watch *w, uint32_t events);
+void pd_conn_abort_all(struct pd_container *c);
+void pd_relay_tick(struct pd_container *c, uint64_t now_ms);
+unsigned pd_relay_active(void);
+
+/* ---- dnsproxy.c ---- */
+
+void pd_dns_udp(struct pd_watch *w, uint32_t events);
+void pd_dns_tcp_accept(struct pd_watch *w, uint32_t events);
+void pd_dns_abort_all(struct pd_container *c);
+void pd_dns_tick(struct pd_container *c, uint64_t now_ms);
+
+/* ---- netlog.c ---- */
+
+struct pd_netlog {
+	const char *proto; /* "tcp", "dns/udp", "dns/tcp" */
+	const struct sockaddr_storage *src, *dst;
+	const char *name;
+	const char *qtype;
+	const char *verdict; /* "allow", "deny", "error" */
+	const char *reason;
+	const struct hezo_dns_result *dns;
+	uint64_t bytes_out, bytes_in, duration_ms;
+	bool has_bytes;
+};
+
+int pd_netlog_open(struct pd_container *c, struct hezo_error **err);
+void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l);
+/* Format addr (IPv4/IPv6 with port) as "1.2.3.4:80" / "[::1]:80". */
+void pd_format_addr(const struct sockaddr_storage *ss, char *buf, size_t size);
+
+/* Daemon messages on stderr, one JSON line each. */
+void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- control.c ---- */
+
+int pd_control_init(struct hezo_error **err);
+
+/* ---- privs.c ---- */
+
+/* The daemon: no capability at all. The netns helper: CAP_SYS_ADMIN and a tiny filter. */
+int pd_drop_privileges(bool seccomp, struct hezo_error **err);
+int pd_drop_privileges_helper(struct hezo_error **err);
+
+/* ---- ctl.c: the client side, for operators and tests ---- */
+
+int pd_ctl_main(const char *socket_path, int argc, char **argv);
+
+#endif

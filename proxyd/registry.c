@@ -1,0 +1,358 @@
+/*
+ * Registered containers: creating one (listeners in its namespace, a bind mount and a state file
+ * so a restarted proxyd finds it again), removing one, restoring all at start, and the
+ * once-a-second housekeeping.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hezo-file.h"
+#include "proxyd.h"
+
+#define STATE_MAX (1u << 20)
+
+struct pd_container *pd_containers;
+struct pd_stats pd_stats;
+
+static int containers_dir = -1;
+
+static struct host_addr {
+	int family;
+	uint8_t addr[16];
+} * host_addrs;
+static size_t nhost_addrs;
+
+void pd_host_addrs_refresh(void)
+{
+	struct ifaddrs *ifa, *i;
+	struct host_addr *v;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return; /* keep the last known list */
+	for (i = ifa; i; i = i->ifa_next)
+		n++;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v) {
+		freeifaddrs(ifa);
+		return;
+	}
+	n = 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			v[n].family = AF_INET;
+			memcpy(v[n++].addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			v[n].family = AF_INET6;
+			memcpy(v[n++].addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		}
+	}
+	freeifaddrs(ifa);
+	free(host_addrs);
+	host_addrs = v;
+	nhost_addrs = n;
+}
+
+bool pd_host_addr(int family, const uint8_t *addr)
+{
+	for (size_t i = 0; i < nhost_addrs; i++)
+		if (host_addrs[i].family == family &&
+		    memcmp(host_addrs[i].addr, addr, family == AF_INET ? 4 : 16) == 0)
+			return true;
+	return false;
+}
+
+bool pd_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (n == 0 || n >= PD_ID_MAX || id[0] == '.' || id[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+struct pd_container *pd_container_find(const char *id)
+{
+	for (struct pd_container *c = pd_containers; c; c = c->next)
+		if (strcmp(c->id, id) == 0)
+			return c;
+	return NULL;
+}
+
+int pd_registry_init(struct hezo_error **err)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/containers", pd_cfg.state_dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	containers_dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (containers_dir < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	pd_host_addrs_refresh();
+	return 0;
+}
+
+static void container_free(struct pd_container *c)
+{
+	for (int i = 0; i < 2; i++) {
+		pd_watch_close(&c->tcp[i].w);
+		pd_watch_close(&c->udp[i].w);
+		pd_watch_close(&c->dnstcp[i].w);
+	}
+	if (c->log_fd >= 0)
+		close(c->log_fd);
+	if (c->netns_fd >= 0)
+		close(c->netns_fd);
+	c->log_fd = c->netns_fd = -1;
+	hezo_egress_clear(&c->eg);
+	hezo_pin_clear(&c->pins);
+	hezo_json_free(c->reg);
+	c->reg = NULL;
+	pd_defer_free(c);
+}
+
+static void state_name(const char *id, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s.json", id);
+}
+
+/*
+ * Validate a registration document and bring the container up. persist: write the state file
+ * (false when restoring from it). Takes ownership of netns_fd in every case.
+ */
+static int container_up(const struct hezo_json *req, int netns_fd, bool persist,
+			struct hezo_error **err)
+{
+	_cleanup_close_ int nsfd = netns_fd;
+	const struct hezo_json *egress = hezo_json_get(req, "egress");
+	const char *id = hezo_json_string(hezo_json_get(req, "id"));
+	const struct hezo_json *pj = hezo_json_get(req, "project");
+	const char *project = NULL;
+	struct pd_container *c;
+	int fds[6], r;
+
+	if (!id || !pd_id_valid(id))
+		return hezo_error_set(err, EINVAL,
+				      "id: missing or not 1-128 characters of [A-Za-z0-9_.-]");
+	if (!pj)
+		pj = hezo_json_get(egress, "project");
+	if (pj && pj->type != HEZO_JSON_NULL) {
+		project = hezo_json_string(pj);
+		if (!project || strlen(project) >= PD_PROJECT_MAX)
+			return hezo_error_set(err, EINVAL,
+					      "project: not a string of at most 64 bytes");
+	}
+	if (nsfd < 0 || !pd_netns_is_net(nsfd))
+		return hezo_error_set(err, EINVAL,
+				      "no network namespace fd in SCM_RIGHTS (or not a netns)");
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	c->log_fd = c->netns_fd = -1;
+	for (int i = 0; i < 2; i++) {
+		c->tcp[i].w.fd = c->udp[i].w.fd = c->dnstcp[i].w.fd = -1;
+		c->tcp[i].c = c->udp[i].c = c->dnstcp[i].c = c;
+	}
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	snprintf(c->project, sizeof(c->project), "%s", project ? project : "");
+	c->tokens = 2.0 * pd_cfg.dns_rate;
+	c->tokens_ms = pd_now_ms();
+	r = hezo_egress_parse(egress, &c->eg, err);
+	if (r < 0) {
+		container_free(c);
+		return r;
+	}
+	c->reg = hezo_json_new_object();
+	if (!c->reg || hezo_json_set(c->reg, "id", hezo_json_new_string(c->id)) < 0 ||
+	    hezo_json_set(c->reg, "project", hezo_json_new_string(c->project)) < 0 ||
+	    hezo_json_set(c->reg, "egress", hezo_json_clone(egress)) < 0) {
+		container_free(c);
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+
+	r = pd_netns_listen(nsfd, fds, err);
+	if (r < 0) {
+		container_free(c);
+		return hezo_error_prefix(err, "listeners");
+	}
+	pd_watch_add(&c->tcp[0].w, fds[0], EPOLLIN, pd_tcp_accept);
+	if (fds[1] >= 0)
+		pd_watch_add(&c->tcp[1].w, fds[1], EPOLLIN, pd_tcp_accept);
+	pd_watch_add(&c->udp[0].w, fds[2], EPOLLIN, pd_dns_udp);
+	if (fds[3] >= 0)
+		pd_watch_add(&c->udp[1].w, fds[3], EPOLLIN, pd_dns_udp);
+	pd_watch_add(&c->dnstcp[0].w, fds[4], EPOLLIN, pd_dns_tcp_accept);
+	if (fds[5] >= 0)
+		pd_watch_add(&c->dnstcp[1].w, fds[5], EPOLLIN, pd_dns_tcp_accept);
+	if (c->tcp[0].w.fd < 0 || c->udp[0].w.fd < 0 || c->dnstcp[0].w.fd < 0) {
+		container_free(c);
+		return hezo_error_set(err, EIO, "cannot watch the listeners");
+	}
+
+	r = pd_netlog_open(c, err);
+	if (r < 0) {
+		container_free(c);
+		return r;
+	}
+	if (persist) {
+		_cleanup_free_ char *doc = NULL;
+		char name[PD_ID_MAX + 8];
+		size_t len;
+
+		r = pd_netns_pin(nsfd, c->id, err);
+		if (r < 0) {
+			container_free(c);
+			return r;
+		}
+		state_name(c->id, name, sizeof(name));
+		r = hezo_json_dump(c->reg, false, &doc, &len, err);
+		if (r >= 0)
+			r = hezo_write_file_atomic_at(containers_dir, name, doc, len, 0600, err);
+		if (r < 0) {
+			pd_netns_unpin(c->id);
+			container_free(c);
+			return hezo_error_prefix(err, "state file");
+		}
+	}
+	c->netns_fd = TAKE_FD(nsfd);
+	c->next = pd_containers;
+	pd_containers = c;
+	return 0;
+}
+
+int pd_register(const struct hezo_json *req, int netns_fd, struct hezo_error **err)
+{
+	const char *id = hezo_json_string(hezo_json_get(req, "id"));
+
+	/* A second registration of an id (a retrying hook) replaces the first. */
+	if (id && pd_container_find(id))
+		pd_deregister(id);
+	return container_up(req, netns_fd, true, err);
+}
+
+static void container_down(struct pd_container *c)
+{
+	for (struct pd_container **p = &pd_containers; *p; p = &(*p)->next) {
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	}
+	pd_conn_abort_all(c);
+	pd_dns_abort_all(c);
+	container_free(c);
+}
+
+static void forget_state(const char *id)
+{
+	char name[PD_ID_MAX + 8];
+
+	pd_netns_unpin(id);
+	state_name(id, name, sizeof(name));
+	unlinkat(containers_dir, name, 0);
+}
+
+void pd_deregister(const char *id)
+{
+	struct pd_container *c = pd_container_find(id);
+
+	if (c)
+		container_down(c);
+	if (pd_id_valid(id))
+		forget_state(id);
+}
+
+void pd_registry_restore(void)
+{
+	DIR *d;
+	struct dirent *de;
+	int dfd = dup(containers_dir);
+
+	if (dfd < 0)
+		return;
+	fcntl(dfd, F_SETFD, FD_CLOEXEC);
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		_cleanup_json_ struct hezo_json *req = NULL;
+		_cleanup_free_ char *buf = NULL;
+		char id[PD_ID_MAX];
+		size_t len = strlen(de->d_name), blen;
+		int fd;
+
+		if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || len - 5 >= sizeof(id))
+			continue;
+		memcpy(id, de->d_name, len - 5);
+		id[len - 5] = '\0';
+		if (!pd_id_valid(id))
+			continue;
+		if (hezo_read_file_at(containers_dir, de->d_name, STATE_MAX, &buf, &blen, &err) <
+			    0 ||
+		    hezo_json_parse(buf, blen, &req, &err) < 0) {
+			pd_log("warning", "state %s: %s: dropped", de->d_name, err->msg);
+			forget_state(id);
+			continue;
+		}
+		fd = pd_netns_open_pinned(id, &err);
+		if (fd < 0) {
+			pd_log("info", "container %s: %s: dropped", id, err->msg);
+			forget_state(id);
+			continue;
+		}
+		if (!pd_netns_alive(fd)) {
+			close(fd);
+			pd_log("info", "container %s: no process left in its namespace: dropped",
+			       id);
+			forget_state(id);
+			continue;
+		}
+		if (container_up(req, fd, false, &err) < 0) {
+			pd_log("warning", "container %s: %s: dropped", id, err->msg);
+			forget_state(id);
+			continue;
+		}
+		pd_log("info", "container %s: listeners re-created", id);
+	}
+	closedir(d);
+}
+
+void pd_registry_tick(uint64_t now)
+{
+	static uint64_t last_addrs, last_pins;
+
+	if (now - last_addrs >= 30000) {
+		last_addrs = now;
+		pd_host_addrs_refresh();
+	}
+	for (struct pd_container *c = pd_containers; c; c = c->next) {
+		pd_relay_tick(c, now);
+		pd_dns_tick(c, now);
+		if (now - last_pins >= 10000)
+			hezo_pin_expire(&c->pins, now / 1000);
+	}
+	if (now - last_pins >= 10000)
+		last_pins = now;
+}

@@ -1,0 +1,540 @@
+/*
+ * The transparent TCP relay: accept in the container's namespace, recover the original
+ * destination, decide from the ClientHello or request head, connect from proxyd's own namespace
+ * and copy both ways with backpressure, half-close and splice() through a pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+
+#include "proxyd.h"
+
+/* From linux/netfilter_ipv4.h and linux/netfilter_ipv6/ip6_tables.h, whose headers clash with
+ * glibc's. */
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80
+#endif
+#define IP6T_SO_ORIGINAL_DST_ 80
+
+#define PUMP_ROUNDS  8
+#define SPLICE_CHUNK (64 * 1024)
+
+enum conn_state { ST_HEAD, ST_CONNECTING, ST_RELAY };
+
+struct dir {
+	int pipe[2];
+	size_t inpipe;
+	bool pipe_full;
+	uint8_t *buf;
+	size_t off, len, cap;
+	bool eof, shut;
+	uint64_t bytes;
+};
+
+struct pd_conn {
+	struct pd_conn *next;
+	struct pd_container *c;
+	struct pd_watch cw, uw;
+	enum conn_state st;
+	struct sockaddr_storage src, dst;
+	char name[HEZO_NAME_MAX];
+	const char *reason;
+	uint64_t start_ms, deadline_ms, last_ms;
+	struct dir up, down;
+	uint8_t head[PD_HEAD_MAX];
+};
+
+static unsigned nactive;
+
+unsigned pd_relay_active(void)
+{
+	return nactive;
+}
+
+static const uint8_t *sa_addr(const struct sockaddr_storage *ss, uint16_t *port)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+
+		*port = ntohs(s->sin_port);
+		return (const uint8_t *)&s->sin_addr;
+	}
+	*port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return (const uint8_t *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+}
+
+static void rst_close(int fd)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+static void log_conn(struct pd_conn *k, const char *verdict, const char *reason)
+{
+	struct pd_netlog l = {
+		.proto = "tcp",
+		.src = &k->src,
+		.dst = &k->dst,
+		.name = k->name,
+		.verdict = verdict,
+		.reason = reason,
+		.bytes_out = k->up.bytes,
+		.bytes_in = k->down.bytes,
+		.has_bytes = true,
+		.duration_ms = pd_now_ms() - k->start_ms,
+	};
+
+	pd_netlog_write(k->c, &l);
+}
+
+static void dir_release(struct dir *d)
+{
+	if (d->pipe[0] >= 0)
+		close(d->pipe[0]);
+	if (d->pipe[1] >= 0)
+		close(d->pipe[1]);
+	d->pipe[0] = d->pipe[1] = -1;
+}
+
+/* Close both sides (with a reset if rst), log, and free at the end of the batch. */
+static void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst)
+{
+	struct pd_container *c = k->c;
+
+	for (struct pd_conn **p = &c->conns; *p; p = &(*p)->next) {
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	}
+	c->nconns--;
+	nactive--;
+	log_conn(k, verdict, reason);
+	c->st.bytes_out += k->up.bytes;
+	c->st.bytes_in += k->down.bytes;
+	pd_stats.bytes_out += k->up.bytes;
+	pd_stats.bytes_in += k->down.bytes;
+	if (strcmp(verdict, "deny") == 0) {
+		c->st.conns_refused++;
+		pd_stats.conns_refused++;
+	}
+	if (rst) {
+		if (k->cw.fd >= 0)
+			rst_close(k->cw.fd);
+		if (k->uw.fd >= 0)
+			rst_close(k->uw.fd);
+	}
+	pd_watch_close(&k->cw);
+	pd_watch_close(&k->uw);
+	dir_release(&k->up);
+	dir_release(&k->down);
+	if (k->down.buf)
+		free(k->down.buf);
+	k->down.buf = NULL;
+	pd_defer_free(k);
+}
+
+static void refuse(struct pd_conn *k, const char *reason)
+{
+	conn_end(k, "deny", reason, true);
+}
+
+/* ---- copying ---- */
+
+static bool dir_has_data(const struct dir *d)
+{
+	return d->len > 0 || d->inpipe > 0;
+}
+
+static bool dir_can_fill(const struct dir *d)
+{
+	if (d->eof)
+		return false;
+	if (d->pipe[0] >= 0)
+		return !d->pipe_full && d->inpipe < SPLICE_CHUNK;
+	return d->len < d->cap;
+}
+
+/* Move what we can from src to dst. Returns -errno on a fatal error, else 0. */
+static int pump(struct pd_conn *k, struct dir *d, int src, int dst)
+{
+	for (int round = 0; round < PUMP_ROUNDS; round++) {
+		bool progress = false;
+		ssize_t n;
+
+		/* Drain first: the buffer (the request head) goes before anything in the pipe. */
+		if (d->len > 0) {
+			n = write(dst, d->buf + d->off, d->len);
+			if (n > 0) {
+				d->off += (size_t)n;
+				d->len -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				if (d->len == 0)
+					d->off = 0;
+				progress = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (d->len == 0 && d->inpipe > 0) {
+			n = splice(d->pipe[0], NULL, dst, NULL, d->inpipe,
+				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+			if (n > 0) {
+				d->inpipe -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				d->pipe_full = false;
+				progress = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (dir_can_fill(d)) {
+			if (d->pipe[0] >= 0) {
+				n = splice(src, NULL, d->pipe[1], NULL, SPLICE_CHUNK - d->inpipe,
+					   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+				if (n > 0)
+					d->inpipe += (size_t)n;
+				else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
+					d->pipe_full = true; /* out of pipe slots, not of data */
+			} else {
+				if (d->off + d->len == d->cap && d->off > 0) {
+					memmove(d->buf, d->buf + d->off, d->len);
+					d->off = 0;
+				}
+				n = read(src, d->buf + d->off + d->len, d->cap - d->off - d->len);
+				if (n > 0)
+					d->len += (size_t)n;
+			}
+			if (n > 0) {
+				progress = true;
+			} else if (n == 0) {
+				d->eof = true;
+				progress = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+		if (!progress)
+			break;
+		k->last_ms = pd_now_ms();
+	}
+	if (d->eof && !dir_has_data(d) && !d->shut) {
+		shutdown(dst, SHUT_WR);
+		d->shut = true;
+	}
+	return 0;
+}
+
+static void relay_interest(struct pd_conn *k)
+{
+	uint32_t ce = 0, ue = 0;
+
+	if (dir_can_fill(&k->up))
+		ce |= EPOLLIN | EPOLLRDHUP;
+	if (dir_has_data(&k->down))
+		ce |= EPOLLOUT;
+	if (dir_can_fill(&k->down))
+		ue |= EPOLLIN | EPOLLRDHUP;
+	if (dir_has_data(&k->up))
+		ue |= EPOLLOUT;
+	pd_watch_set(&k->cw, ce);
+	pd_watch_set(&k->uw, ue);
+}
+
+static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
+{
+	int r = pump(k, &k->up, k->cw.fd, k->uw.fd);
+
+	if (r == 0)
+		r = pump(k, &k->down, k->uw.fd, k->cw.fd);
+	if (r < 0) {
+		conn_end(k, "allow", k->reason, true);
+		return;
+	}
+	if (k->up.shut && k->down.shut) {
+		conn_end(k, "allow", k->reason, false);
+		return;
+	}
+	relay_interest(k);
+	/* A side that hung up or failed while we want nothing from it would spin the loop. */
+	if (((cev & (EPOLLERR | EPOLLHUP)) && !k->cw.events) ||
+	    ((uev & (EPOLLERR | EPOLLHUP)) && !k->uw.events))
+		conn_end(k, "allow", k->reason, true);
+}
+
+static void relay_start(struct pd_conn *k)
+{
+	k->st = ST_RELAY;
+	k->last_ms = pd_now_ms();
+	/* splice() pays off on bulk transfers; without pipes (fd limit) the buffers carry it. */
+	if (pipe2(k->up.pipe, O_NONBLOCK | O_CLOEXEC) < 0)
+		k->up.pipe[0] = k->up.pipe[1] = -1;
+	if (pipe2(k->down.pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+		k->down.pipe[0] = k->down.pipe[1] = -1;
+		k->down.buf = malloc(PD_HEAD_MAX);
+		if (!k->down.buf) {
+			conn_end(k, "error", "out of memory", true);
+			return;
+		}
+		k->down.cap = PD_HEAD_MAX;
+	}
+	relay_run(k, 0, 0);
+}
+
+/* ---- connecting ---- */
+
+static void on_upstream(struct pd_watch *w, uint32_t events);
+static void on_client(struct pd_watch *w, uint32_t events);
+
+static void connect_upstream(struct pd_conn *k, const char *reason)
+{
+	socklen_t len = k->dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						    : sizeof(struct sockaddr_in6);
+	int fd;
+
+	k->reason = reason;
+	k->c->st.conns_allowed++;
+	pd_stats.conns_allowed++;
+	/* This socket is created in proxyd's own (host) namespace. */
+	fd = socket(k->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		conn_end(k, "error", "cannot create upstream socket", true);
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&k->dst, len) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		conn_end(k, "error", "upstream connect failed", true);
+		return;
+	}
+	if (pd_watch_add(&k->uw, fd, EPOLLOUT, on_upstream) < 0) {
+		conn_end(k, "error", "epoll", true);
+		return;
+	}
+	k->st = ST_CONNECTING;
+	k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.connect_timeout_s * 1000;
+	pd_watch_set(&k->cw, 0);
+}
+
+static void on_upstream(struct pd_watch *w, uint32_t events)
+{
+	struct pd_conn *k = pd_container_of(w, struct pd_conn, uw);
+
+	if (k->st == ST_CONNECTING) {
+		int e = 0;
+		socklen_t elen = sizeof(e);
+
+		if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+			e = errno;
+		if (e == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
+			relay_start(k);
+		} else {
+			conn_end(k, "error",
+				 e == ECONNREFUSED ? "upstream refused the connection"
+				 : e == ETIMEDOUT  ? "upstream timed out"
+						   : "upstream connect failed",
+				 true);
+		}
+		return;
+	}
+	relay_run(k, 0, events);
+}
+
+static void read_head(struct pd_conn *k)
+{
+	char raw[HEZO_NAME_MAX];
+	uint16_t port, hport = 0;
+	const uint8_t *addr = sa_addr(&k->dst, &port);
+	const char *kind;
+	ssize_t n;
+	int r;
+
+	n = read(k->cw.fd, k->up.buf + k->up.len, k->up.cap - k->up.len);
+	if (n == 0) {
+		refuse(k, "closed before sending a request");
+		return;
+	}
+	if (n < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			refuse(k, "read error");
+		return;
+	}
+	k->up.len += (size_t)n;
+	if (k->up.buf[0] == 0x16) {
+		kind = "sni";
+		r = hezo_sni_parse(k->up.buf, k->up.len, raw);
+	} else {
+		kind = "host";
+		r = hezo_http_parse_host(k->up.buf, k->up.len, raw, &hport);
+	}
+	if (r == -EAGAIN) {
+		if (k->up.len == k->up.cap)
+			refuse(k, "request head over 16 KiB");
+		return;
+	}
+	if (r == -E2BIG) {
+		refuse(k, "ClientHello over 16 KiB");
+		return;
+	}
+	if (r == -EPROTO) {
+		refuse(k, "TLS Encrypted Client Hello hides the server name");
+		return;
+	}
+	if (r == 0) {
+		refuse(k, "TLS ClientHello without SNI");
+		return;
+	}
+	if (r < 0) {
+		refuse(k, kind[0] == 's' ? "malformed TLS ClientHello"
+					 : "not an HTTP/1 request with one Host header");
+		return;
+	}
+	if (hezo_name_normalize(raw, strlen(raw), k->name) < 0) {
+		snprintf(k->name, sizeof(k->name), "%s", raw);
+		refuse(k, kind[0] == 's' ? "SNI is not a valid host name"
+					 : "Host is not a valid host name");
+		return;
+	}
+	if (!hezo_egress_name_allowed(&k->c->eg, k->name, port)) {
+		refuse(k, hezo_egress_name_allowed(&k->c->eg, k->name, 0)
+				  ? "port not allowed for this name"
+				  : (kind[0] == 's' ? "SNI names a host not allowed"
+						    : "Host names a host not allowed"));
+		return;
+	}
+	if (!hezo_pin_match(&k->c->pins, k->dst.ss_family, addr, k->name, pd_now_ms() / 1000)) {
+		refuse(k, "destination is not an address proxyd resolved for this name");
+		return;
+	}
+	connect_upstream(k, kind[0] == 's' ? "sni" : "host");
+}
+
+static void on_client(struct pd_watch *w, uint32_t events)
+{
+	struct pd_conn *k = pd_container_of(w, struct pd_conn, cw);
+
+	switch (k->st) {
+	case ST_HEAD:
+		read_head(k);
+		break;
+	case ST_CONNECTING:
+		if (events & (EPOLLERR | EPOLLHUP))
+			conn_end(k, "allow", "client left while connecting", true);
+		break;
+	case ST_RELAY:
+		relay_run(k, events, 0);
+		break;
+	}
+}
+
+static bool is_loopback(int family, const uint8_t *a)
+{
+	static const uint8_t v6lo[16] = {[15] = 1};
+
+	return family == AF_INET ? a[0] == 127 : memcmp(a, v6lo, 16) == 0;
+}
+
+static void accept_one(struct pd_container *c, int fd, const struct sockaddr_storage *src,
+		       int family)
+{
+	struct pd_conn *k;
+	socklen_t dlen = sizeof(struct sockaddr_storage);
+	uint16_t port;
+	const uint8_t *addr;
+	uint64_t now = pd_now_ms();
+
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		rst_close(fd);
+		close(fd);
+		return;
+	}
+	k->c = c;
+	k->src = *src;
+	k->start_ms = now;
+	k->cw.fd = k->uw.fd = -1;
+	k->up.pipe[0] = k->up.pipe[1] = k->down.pipe[0] = k->down.pipe[1] = -1;
+	k->up.buf = k->head;
+	k->up.cap = sizeof(k->head);
+	k->next = c->conns;
+	c->conns = k;
+	c->nconns++;
+	nactive++;
+	c->st.conns_accepted++;
+	pd_stats.conns_accepted++;
+	if (pd_watch_add(&k->cw, fd, EPOLLIN | EPOLLRDHUP, on_client) < 0) {
+		conn_end(k, "error", "epoll", true);
+		return;
+	}
+	if (c->nconns > pd_cfg.conn_cap) {
+		refuse(k, "connection limit reached");
+		return;
+	}
+	if (getsockopt(fd, family == AF_INET ? SOL_IP : SOL_IPV6,
+		       family == AF_INET ? SO_ORIGINAL_DST : IP6T_SO_ORIGINAL_DST_, &k->dst,
+		       &dlen) < 0) {
+		refuse(k, "no original destination (connected to proxyd directly)");
+		return;
+	}
+	addr = sa_addr(&k->dst, &port);
+	if (is_loopback(k->dst.ss_family, addr)) {
+		refuse(k, "loopback destination");
+		return;
+	}
+	if (hezo_egress_cidr_allowed(&c->eg, k->dst.ss_family, addr, port)) {
+		connect_upstream(k, "cidr");
+		return;
+	}
+	if (!hezo_pin_any(&c->pins, k->dst.ss_family, addr, now / 1000)) {
+		refuse(k, "destination was not resolved through proxyd");
+		return;
+	}
+	k->st = ST_HEAD;
+	k->deadline_ms = now + (uint64_t)pd_cfg.head_timeout_s * 1000;
+}
+
+void pd_tcp_accept(struct pd_watch *w, uint32_t events)
+{
+	struct pd_listener *l = pd_container_of(w, struct pd_listener, w);
+	int family = l == &l->c->tcp[0] ? AF_INET : AF_INET6;
+
+	/* A bounded number per wake-up: one container's burst must not hold the loop. */
+	for (int i = 0; i < 16; i++) {
+		struct sockaddr_storage src;
+		socklen_t slen = sizeof(src);
+		int fd = accept4(w->fd, (struct sockaddr *)&src, &slen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				pd_log("warning", "accept: %s", strerror(errno));
+			return;
+		}
+		accept_one(l->c, fd, &src, family);
+	}
+}
+
+void pd_conn_abort_all(struct pd_container *c)
+{
+	while (c->conns)
+		conn_end(c->conns, "deny", "container deregistered", true);
+}
+
+void pd_relay_tick(struct pd_container *c, uint64_t now)
+{
+	struct pd_conn *k = c->conns, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (k->st == ST_HEAD && now >= k->deadline_ms)
+			refuse(k, "no ClientHello or request head within the time limit");
+		else if (k->st == ST_CONNECTING && now >= k->deadline_ms)
+			conn_end(k, "error", "upstream connect timed out", true);
+		else if (k->st == ST_RELAY && now - k->last_ms >= pd_cfg.idle_timeout_s * 1000ull)
+			conn_end(k, "allow", "idle timeout", true);
+	}
+}
