@@ -9,6 +9,7 @@
 
 #include "hezo-config.h"
 #include "hezo-install.h"
+#include "hezo-netlog.h"
 #include "shim.h"
 
 typedef int (*verb_fn)(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
@@ -31,10 +32,9 @@ static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } admin[] = {
-	{"install", hezo_install_main},
-	{"uninstall", hezo_uninstall_main},
-	{"doctor", hezo_doctor_main},
-	{"policy", hezo_policy_cmd_main},
+	{"install", hezo_install_main}, {"uninstall", hezo_uninstall_main},
+	{"doctor", hezo_doctor_main},	{"policy", hezo_policy_cmd_main},
+	{"netlog", hezo_netlog_main},
 };
 
 /*

@@ -44,6 +44,15 @@ int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char 
 	const char *id = NULL;
 	int r;
 
+	/*
+	 * A verb we do not know is refused whatever the backend: it could be one that starts or
+	 * changes a container without the policy seeing it (fail closed), and the backend's own
+	 * answer (runc's help topic, runsc's usage page) would not say who refused it.
+	 */
+	if (shim_verb_spec(verb)->verb == NULL && strcmp(verb, "spec") != 0) {
+		r = hezo_error_set(&err, EINVAL, "unknown command \"%s\"", verb);
+		goto fail;
+	}
 	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
 	if (r < 0)
 		goto fail;

@@ -78,7 +78,7 @@ hezo_docker_register_runtime()
 {
 	local name=$1 path=$2 pid i args cur
 	shift 2
-	args=$(jq -cn '$ARGS.positional' --args "$@")
+	args=$(jq -cn '$ARGS.positional' --args -- "$@")
 	mkdir -p "$(dirname "$HEZO_DAEMON_JSON")"
 	if [ -s "$HEZO_DAEMON_JSON" ]; then
 		cur=$(cat "$HEZO_DAEMON_JSON")
