@@ -24,8 +24,9 @@ enum hezo_json_type {
 
 struct hezo_json {
 	enum hezo_json_type type;
-	char *str;   /* STRING: the value (NUL-terminated, may not contain NUL); NUMBER: literal text */
-	size_t len;  /* ARRAY / OBJECT: number of members */
+	char *str;  /* STRING: the value (NUL-terminated, may not contain NUL); NUMBER: literal text
+		     */
+	size_t len; /* ARRAY / OBJECT: number of members */
 	size_t alloc;
 	char **keys; /* OBJECT: keys[i] names items[i] */
 	struct hezo_json **items;

@@ -133,8 +133,9 @@ static void test_log_json(void **state)
 
 	n = hezo_log_format_json(buf, sizeof(buf), "error", "hezo-shim: bad \"x\"\n\x01", &ts);
 	assert_int_equal(n, strlen(buf));
-	assert_string_equal(buf, "{\"level\":\"error\",\"msg\":\"hezo-shim: bad \\\"x\\\"\\n\\u0001\","
-				 "\"time\":\"2023-11-14T22:13:20.000000005Z\"}\n");
+	assert_string_equal(buf,
+			    "{\"level\":\"error\",\"msg\":\"hezo-shim: bad \\\"x\\\"\\n\\u0001\","
+			    "\"time\":\"2023-11-14T22:13:20.000000005Z\"}\n");
 }
 
 static void test_log_json_truncates(void **state)

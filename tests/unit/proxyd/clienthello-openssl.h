@@ -1,4 +1,5 @@
 /* A TLS 1.3 ClientHello captured from 'openssl s_client -servername Allowed.Example.COM' (OpenSSL 3.0) on loopback. */
+/* clang-format off: captured bytes, kept as captured */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,3 +34,4 @@ static const uint8_t openssl_client_hello[] = {
   0x17
 };
 static const size_t openssl_client_hello_len = 325;
+/* clang-format on */
