@@ -11,14 +11,16 @@ policy=/etc/hezo/policy.json
 docker=/usr/bin/docker
 image=hezo-test/busybox:latest
 
-# The policy written when the machine has none. For now a development policy: runc as backend and
-# no egress filtering. TODO(lead): switch to runsc + egress "proxy" once issue 3 and hooks/ land.
+# The policy written when the machine has none: the production box (gVisor, every default of
+# docs/policy.md) with egress "deny", so the demo needs no hezo-proxyd; egress "proxy" (the shipped
+# default) is shown by tests/integration/egress-docker.sh.
 DEMO_POLICY='{
   "version": 1,
-  "mode": "dev",
-  "backend": "runc",
-  "allowBackends": ["runc", "runsc"],
-  "egress": { "mode": "off" }
+  "mode": "production",
+  "backend": "runsc",
+  "allowBackends": ["runsc"],
+  "backends": { "runsc": { "network": "host" } },
+  "egress": { "mode": "deny" }
 }'
 
 if [ "$(id -u)" != 0 ]; then
@@ -67,7 +69,7 @@ else
 	printf '%s\n' "$DEMO_POLICY" >"$policy.tmp"
 	chmod 0644 "$policy.tmp"
 	mv -f "$policy.tmp" "$policy"
-	echo "wrote the demo's development policy (backend runc, egress off)"
+	echo "wrote the demo's policy (production: runsc, egress deny)"
 	[ -e "$policy.shipped" ] && echo "(the shipped default is kept as $policy.shipped)"
 fi
 cat "$policy"
@@ -76,10 +78,12 @@ step "Registering runtime hezo-shim in $HEZO_DAEMON_JSON (merged)"
 hezo_docker_register_runtime hezo-shim "$shim"
 jq '.runtimes' "$HEZO_DAEMON_JSON"
 
-# What a process inside sees, in words.
+# What a process inside sees, in words; the limits are read from the host's cgroup files, since
+# gVisor shows the workload a cgroupfs of its own.
 # shellcheck disable=SC2016
 probe='
 st() { sed -n "s/^$1:[[:space:]]*//p" /proc/self/status; }
+echo "  kernel         $(cat /proc/version)"
 echo "  capabilities   effective $(st CapEff), bounding $(st CapBnd), permitted $(st CapPrm)"
 echo "  no_new_privs   $(st NoNewPrivs)"
 echo "  seccomp        mode $(st Seccomp) (2 = filter)"
@@ -87,16 +91,30 @@ echo "  root fs        $(touch /probe 2>&1 || true)"
 echo "  /tmp           $(awk "\$2 == \"/tmp\" { print \$3, \$4 }" /proc/mounts)"
 cp /bin/busybox /tmp/bb
 echo "  exec in /tmp   $(/tmp/bb true 2>&1 || true)"
-echo "  pids.max       $(cat /sys/fs/cgroup/pids/pids.max)"
-echo "  memory limit   $(( $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) / 1048576 )) MiB, memory+swap $(( $(cat /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes) / 1048576 )) MiB"
-echo "  kernel         $(cat /proc/version)"
 '
 
-step "docker run --rm --runtime=hezo-shim $image   (no hardening flags)"
-"$docker" run --rm --runtime=hezo-shim "$image" sh -c "$probe"
+show_box()
+{
+	local c pid cg
+	c=$("$docker" run -d --runtime=hezo-shim "$@" "$image" sleep 120)
+	"$docker" exec "$c" sh -c "$probe"
+	cg=$("$docker" inspect -f '{{.HostConfig.CgroupParent}}' "$c")
+	cg=${cg:-/docker}/$c
+	echo "  pids.max       $(cat "/sys/fs/cgroup/pids$cg/pids.max")   (256 + gVisor's headroom of 128)"
+	echo "  memory limit   $(($(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes") / 1048576)) MiB," \
+		"memory+swap $(($(cat "/sys/fs/cgroup/memory$cg/memory.memsw.limit_in_bytes") / 1048576)) MiB"
+	echo "  cpu            $(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us") / $(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_period_us") us"
+	pid=$("$docker" inspect -f '{{.State.Pid}}' "$c")
+	echo "  egress         nftables in the container's network namespace:"
+	nsenter -t "$pid" -n nft list table inet hezo | sed 's/^/                 /'
+	"$docker" rm -f "$c" >/dev/null
+}
 
-step "docker run --rm --runtime=hezo-shim --privileged --memory 8g $image   (asks for everything)"
-"$docker" run --rm --runtime=hezo-shim --privileged --memory 8g "$image" sh -c "$probe"
+step "docker run --runtime=hezo-shim $image   (no hardening flags)"
+show_box
+
+step "docker run --runtime=hezo-shim --privileged --cap-add ALL --memory 8g $image   (asks for everything)"
+show_box --privileged --cap-add ALL --memory 8g
 
 step "docker run --rm --runtime=hezo-shim -v /:/host $image   (must be refused)"
 if out=$("$docker" run --rm --runtime=hezo-shim -v /:/host "$image" true 2>&1); then
