@@ -18,10 +18,12 @@ static const struct {
 	const char *name;
 	verb_fn fn;
 } handlers[] = {
-	{"create", shim_cmd_create},	 {"run", shim_cmd_create},    {"restore", shim_cmd_create},
-	{"exec", shim_cmd_exec},	 {"update", shim_cmd_update}, {"delete", shim_cmd_delete},
-	{"start", shim_cmd_start},	 {"kill", shim_cmd_kill},     {"ps", shim_cmd_ps},
-	{"features", shim_cmd_features},
+	{"create", shim_cmd_create},   {"run", shim_cmd_create},
+	{"restore", shim_cmd_create},  {"exec", shim_cmd_exec},
+	{"update", shim_cmd_update},   {"delete", shim_cmd_delete},
+	{"start", shim_cmd_start},     {"kill", shim_cmd_kill},
+	{"ps", shim_cmd_ps},	       {"features", shim_cmd_features},
+	{"inspect", shim_cmd_inspect},
 };
 
 /*
@@ -68,6 +70,7 @@ static void usage(FILE *f)
 	      "          doctor                      check backends, kernel, proxyd, engines\n"
 	      "          policy check FILE           validate a policy file, naming every error\n"
 	      "          policy show [--project P]   the effective policy (of a project)\n"
+	      "          inspect CONTAINER           the box a container got, as applied\n"
 	      "          netlog [--follow] [--blocked] CONTAINER\n"
 	      "\n"
 	      "Global options (handed to the backend):\n"

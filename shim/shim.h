@@ -154,5 +154,6 @@ int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, 
 			struct hezo_error *why);
 /* Admin helper verbs: never reach a backend. */
 int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 
 #endif

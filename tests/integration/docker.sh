@@ -132,6 +132,23 @@ diag "container $C id $CID cgroup $cg"
 hezo_assert_cgroup life "$cg" "$MEM"
 hezo_assert_spec life "$(hezo_docker_bundle "$C")/config.json"
 
+# hezo-shim inspect: the box as applied, found by Docker's short id, limits read live.
+out=$(hezo_shim inspect "${CID:0:12}" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[inspect] hezo-shim inspect SHORT-ID exits 0" || diag "$out"
+expect_eq "$(jq -r .id <<<"$out" 2>&1)" "$CID" "[inspect] finds the container by its short id"
+expect_eq "$(jq -r .backend <<<"$out" 2>&1)" "$HEZO_TEST_BACKEND" "[inspect] names the backend"
+expect_eq "$(jq -r '.live["pids.max"]' <<<"$out" 2>&1)" "$(hezo_expected_pids)" \
+	"[inspect] live pids.max"
+expect_eq "$(jq -r '.live["memory.memsw.limit_in_bytes"]' <<<"$out" 2>&1)" \
+	"$(jq -r '.live["memory.limit_in_bytes"]' <<<"$out" 2>&1)" "[inspect] live: no swap"
+expect_eq "$(jq -c '.applied.capabilities.bounding' <<<"$out" 2>&1)" "[]" \
+	"[inspect] applied: no bounding capabilities"
+expect_eq "$(jq -r '.applied.seccomp.defaultAction' <<<"$out" 2>&1)" "SCMP_ACT_ERRNO" \
+	"[inspect] applied: a seccomp profile"
+out=$(hezo_shim inspect no-such-container 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[inspect] an unknown container fails"
+expect_match "$out" '^hezo-shim: no container "no-such-container"' "[inspect] and says so in one line"
+
 out=$(timeout 60 "$HEZO_DOCKER" exec "$C" sh -c "$HEZO_BOX_PROBE" 2>&1 </dev/null) && rc=0 || rc=$?
 expect_eq "$rc" 0 "[exec] docker exec exits 0" || diag "$out"
 hezo_assert_box exec "$out"
