@@ -1,7 +1,8 @@
 /*
  * The DNS side: listeners in each container's namespace (UDP and TCP), allowed names forwarded to
- * the container's resolvers from proxyd's own namespace, answers filtered and pinned, every other
- * name NXDOMAIN; with a per-container token bucket.
+ * the container's resolvers from proxyd's own namespace (one socket per resolver, answers matched
+ * by query id), answers filtered and pinned, every other name NXDOMAIN; with a per-container
+ * token bucket.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +21,27 @@
 #define DNS_GIVEUP_MS	   5000
 #define DNS_TCP_IDLE_MS	   10000
 #define DNS_UDP_PER_WAKEUP 32
+#define DNS_UP_PER_WAKEUP  64
+#define DNS_UP_BUCKETS	   256
+#define DNS_UP_IDLE_MS	   60000
+
+/*
+ * A resolver as seen from proxyd's namespace: one connected UDP socket shared by every query to
+ * it, whichever container asked. An answer finds its query by the id proxyd chose (unique among
+ * those in flight on this socket) and must then carry the very question proxyd asked.
+ */
+struct upstream {
+	struct upstream *next;
+	struct pd_watch w;
+	int family;
+	uint8_t addr[16];
+	uint16_t port;
+	struct pd_dnsq *byid[DNS_UP_BUCKETS];
+	unsigned inflight;
+	uint64_t last_ms;
+};
+
+static struct upstream *upstreams;
 
 struct pd_dnsconn {
 	struct pd_dnsconn *next;
@@ -38,7 +60,8 @@ struct pd_dnsconn {
 struct pd_dnsq {
 	struct pd_dnsq *next;
 	struct pd_container *c;
-	struct pd_watch uw;
+	struct upstream *up; /* where it waits for an answer; NULL: to be (re)sent at the tick */
+	struct pd_dnsq *idnext;
 	struct pd_listener *udp; /* UDP client: the listener it came to */
 	struct sockaddr_storage client;
 	socklen_t clen;
@@ -138,6 +161,51 @@ static void answer_empty(struct pd_listener *udp, const struct sockaddr_storage 
 
 /* ---- upstream ---- */
 
+static void dnsq_detach(struct pd_dnsq *d)
+{
+	struct upstream *up = d->up;
+
+	if (!up)
+		return;
+	for (struct pd_dnsq **p = &up->byid[d->upid % DNS_UP_BUCKETS]; *p; p = &(*p)->idnext) {
+		if (*p == d) {
+			*p = d->idnext;
+			break;
+		}
+	}
+	up->inflight--;
+	d->up = NULL;
+	d->idnext = NULL;
+}
+
+static struct pd_dnsq *upstream_lookup(struct upstream *up, uint16_t id)
+{
+	for (struct pd_dnsq *d = up->byid[id % DNS_UP_BUCKETS]; d; d = d->idnext)
+		if (d->upid == id)
+			return d;
+	return NULL;
+}
+
+/* Query ids from the kernel's CSPRNG, fetched a batch at a time. */
+static uint16_t random_id(void)
+{
+	static uint16_t ids[256];
+	static unsigned left;
+
+	if (!left) {
+		if (getrandom(ids, sizeof(ids), GRND_NONBLOCK) != (ssize_t)sizeof(ids)) {
+			uint64_t x = pd_now_ms() * 0x9E3779B97F4A7C15ull ^ (uintptr_t)&x;
+
+			for (unsigned i = 0; i < HEZO_ARRAY_SIZE(ids); i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				ids[i] = (uint16_t)x;
+			}
+		}
+		left = HEZO_ARRAY_SIZE(ids);
+	}
+	return ids[--left];
+}
+
 static void dnsq_free(struct pd_dnsq *d)
 {
 	struct pd_container *c = d->c;
@@ -151,7 +219,7 @@ static void dnsq_free(struct pd_dnsq *d)
 	c->ndnsq--;
 	if (d->tc && d->tc->pending == d)
 		d->tc->pending = NULL;
-	pd_watch_close(&d->uw);
+	dnsq_detach(d);
 	pd_defer_free(d);
 }
 
@@ -183,37 +251,82 @@ static int resolver_addr(const struct hezo_resolver *r, struct sockaddr_storage 
 	return sizeof(*s6);
 }
 
-static void on_upstream_answer(struct pd_watch *w, uint32_t events);
+static void on_upstream_readable(struct pd_watch *w, uint32_t events);
 
-/* (Re)send d to resolver number d->attempt from a fresh socket in proxyd's namespace. */
+static struct upstream *upstream_get(const struct hezo_resolver *r)
+{
+	size_t alen = r->family == AF_INET ? 4 : 16;
+	struct sockaddr_storage ss;
+	struct upstream *up;
+	int len, fd;
+
+	for (up = upstreams; up; up = up->next)
+		if (up->family == r->family && up->port == r->port &&
+		    memcmp(up->addr, r->addr, alen) == 0)
+			return up;
+	up = calloc(1, sizeof(*up));
+	if (!up)
+		return NULL;
+	up->family = r->family;
+	up->port = r->port;
+	memcpy(up->addr, r->addr, alen);
+	len = resolver_addr(r, &ss);
+	/* Created in proxyd's own namespace; connected, so only this resolver's datagrams
+	 * arrive on it. */
+	fd = socket(r->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		free(up);
+		return NULL;
+	}
+	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)len) < 0) {
+		close(fd);
+		free(up);
+		return NULL;
+	}
+	if (pd_watch_add(&up->w, fd, EPOLLIN, on_upstream_readable) < 0) {
+		free(up); /* pd_watch_add closed fd */
+		return NULL;
+	}
+	up->next = upstreams;
+	upstreams = up;
+	return up;
+}
+
+/* (Re)send d to resolver number d->attempt under a fresh id. */
 static int dnsq_send(struct pd_dnsq *d)
 {
 	const struct hezo_resolver *r = resolver_for(d->c, d->attempt);
-	struct sockaddr_storage ss;
 	uint8_t msg[HEZO_DNS_HEADER + 256 + 4 + 16];
-	int len, n, fd;
+	struct upstream *up;
+	int n;
 
 	if (!r)
 		return -ENOENT;
-	len = resolver_addr(r, &ss);
-	pd_watch_close(&d->uw);
-	if (getrandom(&d->upid, sizeof(d->upid), GRND_NONBLOCK) != sizeof(d->upid))
-		d->upid = (uint16_t)(pd_now_ms() * 2654435761u);
+	dnsq_detach(d);
+	up = upstream_get(r);
+	if (!up)
+		return -ENETUNREACH;
+	/* An id not in flight on this socket; the table is kept at most half full, so this
+	 * ends at once. */
+	if (up->inflight >= 32768)
+		return -EBUSY;
+	do
+		d->upid = random_id();
+	while (upstream_lookup(up, d->upid));
 	n = hezo_dns_build_query(d->upid, d->q.name, d->q.qtype, msg, sizeof(msg));
 	if (n < 0)
 		return n;
-	fd = socket(r->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&ss, (socklen_t)len) < 0 ||
-	    send(fd, msg, (size_t)n, 0) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
+	if (send(up->w.fd, msg, (size_t)n, 0) < 0) {
+		/* A connected UDP socket reports an earlier ICMP error on the next call: once. */
+		if (errno != ECONNREFUSED || send(up->w.fd, msg, (size_t)n, 0) < 0)
+			return -errno;
 	}
-	d->sent_ms = pd_now_ms();
-	return pd_watch_add(&d->uw, fd, EPOLLIN, on_upstream_answer);
+	d->up = up;
+	d->idnext = up->byid[d->upid % DNS_UP_BUCKETS];
+	up->byid[d->upid % DNS_UP_BUCKETS] = d;
+	up->inflight++;
+	d->sent_ms = up->last_ms = pd_now_ms();
+	return 0;
 }
 
 static bool keep_addr(int family, const uint8_t *addr, void *userdata)
@@ -257,36 +370,30 @@ static void dnsq_fail(struct pd_dnsq *d, const char *reason)
 	dnsq_finish(d, out, (size_t)n, "error", reason, &res);
 }
 
-static void on_upstream_answer(struct pd_watch *w, uint32_t events)
+static void upstream_answer(struct upstream *up, const uint8_t *in, size_t n)
 {
-	struct pd_dnsq *d = pd_container_of(w, struct pd_dnsq, uw);
-	uint8_t in[DNS_MSG_MAX], out[DNS_OUT_MAX];
+	uint8_t out[DNS_OUT_MAX];
 	struct hezo_dns_result res;
+	struct pd_dnsq *d;
 	size_t limit;
 	uint64_t now_s = pd_now_ms() / 1000;
-	ssize_t n;
 	int r;
 
-	n = recv(w->fd, in, sizeof(in), 0);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EINTR)
-			return;
-		/* ICMP unreachable from the resolver: try the next one at the next tick. */
-		pd_watch_close(&d->uw);
+	if (n < HEZO_DNS_HEADER)
 		return;
-	}
-	if ((size_t)n < HEZO_DNS_HEADER || (uint16_t)(in[0] << 8 | in[1]) != d->upid)
-		return; /* not ours: keep waiting for the real answer */
+	d = upstream_lookup(up, (uint16_t)(in[0] << 8 | in[1]));
+	if (!d)
+		return; /* not in flight (late, duplicate or forged): dropped */
 	if (d->tc)
 		limit = DNS_OUT_MAX;
 	else if (d->q.edns_size)
 		limit = d->q.edns_size < HEZO_DNS_EDNS_SIZE ? d->q.edns_size : HEZO_DNS_EDNS_SIZE;
 	else
 		limit = 512;
-	r = hezo_dns_filter_response(in, (size_t)n, d->query, &d->q, keep_addr, d->c, out,
-				     sizeof(out), limit, &res);
+	r = hezo_dns_filter_response(in, n, d->query, &d->q, keep_addr, d->c, out, sizeof(out),
+				     limit, &res);
 	if (r == -EBADMSG)
-		return;
+		return; /* not an answer to our question: keep waiting for the real one */
 	if (r < 0) {
 		dnsq_fail(d, "answer too large");
 		return;
@@ -299,6 +406,43 @@ static void on_upstream_answer(struct pd_watch *w, uint32_t events)
 	dnsq_finish(d, out, (size_t)r, "allow",
 		    res.nremoved ? "forwarded; private or host addresses removed" : "forwarded",
 		    &res);
+}
+
+static void on_upstream_readable(struct pd_watch *w, uint32_t events)
+{
+	struct upstream *up = pd_container_of(w, struct upstream, w);
+	uint8_t in[DNS_MSG_MAX];
+
+	for (int i = 0; i < DNS_UP_PER_WAKEUP; i++) {
+		ssize_t n = recv(w->fd, in, sizeof(in), 0);
+
+		if (n >= 0) {
+			upstream_answer(up, in, (size_t)n);
+			continue;
+		}
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		/* ICMP unreachable from the resolver: whatever waits on it tries the next
+		 * resolver at the next tick. */
+		for (unsigned b = 0; b < DNS_UP_BUCKETS; b++)
+			while (up->byid[b])
+				dnsq_detach(up->byid[b]);
+	}
+}
+
+void pd_dns_upstreams_tick(uint64_t now)
+{
+	for (struct upstream **p = &upstreams; *p;) {
+		struct upstream *up = *p;
+
+		if (up->inflight || now - up->last_ms < DNS_UP_IDLE_MS) {
+			p = &up->next;
+			continue;
+		}
+		*p = up->next;
+		pd_watch_close(&up->w);
+		pd_defer_free(up);
+	}
 }
 
 /* ---- queries from the container ---- */
@@ -392,7 +536,6 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	if (!d)
 		return;
 	d->c = c;
-	d->uw.fd = -1;
 	d->udp = udp;
 	if (client) {
 		d->client = *client;
@@ -580,7 +723,7 @@ void pd_dns_tick(struct pd_container *c, uint64_t now)
 		dn = d->next;
 		if (now - d->start_ms >= DNS_GIVEUP_MS) {
 			dnsq_fail(d, "resolver did not answer");
-		} else if (now - d->sent_ms >= DNS_RETRY_MS || d->uw.fd < 0) {
+		} else if (now - d->sent_ms >= DNS_RETRY_MS || !d->up) {
 			d->attempt++;
 			if (dnsq_send(d) < 0)
 				d->sent_ms = now;

@@ -1,6 +1,7 @@
 /*
  * The event loop: one level-triggered epoll set holding every socket, a signalfd for
- * SIGTERM/SIGINT and a one-second timerfd. Objects freed during a batch wait until its end.
+ * SIGTERM/SIGINT and a one-second timerfd. Objects freed during a batch wait until its end;
+ * queued netlog lines bound the wait and are flushed when the loop ends.
  */
 #include <errno.h>
 #include <signal.h>
@@ -84,29 +85,41 @@ int pd_loop_init(struct hezo_error **err)
 
 int pd_watch_add(struct pd_watch *w, int fd, uint32_t events, pd_handler fn)
 {
-	struct epoll_event ev = {.events = events, .data.ptr = w};
+	int r;
 
-	w->fd = fd;
-	w->events = events;
-	w->fn = fn;
-	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int e = errno;
-
+	pd_watch_init(w, fd, fn);
+	r = pd_watch_set(w, events);
+	if (r < 0) {
 		close(fd);
 		w->fd = -1;
-		return -e;
 	}
-	return 0;
+	return r;
+}
+
+void pd_watch_init(struct pd_watch *w, int fd, pd_handler fn)
+{
+	w->fd = fd;
+	w->events = 0;
+	w->added = false;
+	w->fn = fn;
 }
 
 int pd_watch_set(struct pd_watch *w, uint32_t events)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = w};
 
-	if (w->fd < 0 || w->events == events)
+	if (w->fd < 0 || (w->added && w->events == events))
 		return 0;
-	if (epoll_ctl(epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+	if (!w->added) {
+		/* Nothing wanted yet: stay out of the set (errors and hang-ups would wake us). */
+		if (!events)
+			return 0;
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
+			return -errno;
+		w->added = true;
+	} else if (epoll_ctl(epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0) {
 		return -errno;
+	}
 	w->events = events;
 	return 0;
 }
@@ -115,10 +128,22 @@ void pd_watch_close(struct pd_watch *w)
 {
 	if (w->fd < 0)
 		return;
-	epoll_ctl(epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	if (w->added)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, w->fd, NULL);
 	close(w->fd);
 	w->fd = -1;
 	w->events = 0;
+	w->added = false;
+}
+
+void pd_watch_drop(struct pd_watch *w)
+{
+	if (w->fd < 0)
+		return;
+	close(w->fd);
+	w->fd = -1;
+	w->events = 0;
+	w->added = false;
 }
 
 void pd_defer_free(void *p)
@@ -159,11 +184,13 @@ int pd_loop_run(void (*tick)(void))
 	struct epoll_event evs[MAX_EVENTS];
 
 	while (!stopping) {
-		int n = epoll_wait(epfd, evs, MAX_EVENTS, -1);
+		/* Queued netlog lines bound the wait: they reach the file within their delay. */
+		int n = epoll_wait(epfd, evs, MAX_EVENTS, pd_netlog_poll(pd_now_ms()));
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			pd_netlog_flush_all();
 			return -errno;
 		}
 		for (int i = 0; i < n; i++) {
@@ -181,5 +208,6 @@ int pd_loop_run(void (*tick)(void))
 			run_deferred();
 		}
 	}
+	pd_netlog_flush_all();
 	return 0;
 }

@@ -225,7 +225,7 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	umask(0077);
-	/* Every relayed connection costs up to six fds. */
+	/* A relay holds two sockets, and a pipe per direction while moving data. */
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536) {
 		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
 		if (rl.rlim_max < 65536) {

@@ -1,12 +1,14 @@
 /*
- * netlog: one JSON line per DNS query and per TCP connection, appended with a single write() to
- * LOG_DIR/ID.jsonl; and the daemon's own messages on stderr.
+ * netlog: one JSON line per DNS query and per TCP connection, appended to LOG_DIR/ID.jsonl in
+ * batches of whole lines (a buffer per container, flushed when full or NETLOG_DELAY_MS after its
+ * first line, and at deregistration and exit); and the daemon's own messages on stderr.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +16,14 @@
 #include "hezo-file.h"
 #include "hezo-log.h"
 #include "proxyd.h"
+
+/* A line is at most 4 KiB; a full buffer takes a few dozen typical lines per write(). */
+#define NETLOG_BUF	(32 * 1024)
+#define NETLOG_LINE_MAX 4096
+/* Lines wait at most this long, so `hezo-shim netlog --follow` stays live. */
+#define NETLOG_DELAY_MS 50
+
+static uint64_t flush_due_ms; /* 0: nothing queued anywhere */
 
 void pd_log(const char *level, const char *fmt, ...)
 {
@@ -79,22 +89,89 @@ static void add_num(char *buf, size_t size, size_t *o, const char *key, uint64_t
 		*o += (size_t)n;
 }
 
+/* Write out c's queued lines. A short write (full disk) loses lines, never traffic decisions. */
+void pd_netlog_flush(struct pd_container *c)
+{
+	size_t off = 0;
+
+	while (off < c->loglen && c->log_fd >= 0) {
+		ssize_t w = write(c->log_fd, c->logbuf + off, c->loglen - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	c->loglen = 0;
+}
+
+void pd_netlog_flush_all(void)
+{
+	for (struct pd_container *c = pd_containers; c; c = c->next)
+		pd_netlog_flush(c);
+	flush_due_ms = 0;
+}
+
+int pd_netlog_poll(uint64_t now)
+{
+	if (!flush_due_ms)
+		return -1;
+	if (now >= flush_due_ms) {
+		pd_netlog_flush_all();
+		return -1;
+	}
+	return (int)(flush_due_ms - now);
+}
+
+/* "2026-11-30T06:25:57" for the current second, formatted once per second. */
+static const char *time_prefix(time_t sec)
+{
+	static char prefix[64];
+	static time_t cached = -1;
+	struct tm tm;
+
+	if (sec != cached) {
+		gmtime_r(&sec, &tm);
+		snprintf(prefix, sizeof(prefix), "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+		cached = sec;
+	}
+	return prefix;
+}
+
+static void queue_line(struct pd_container *c, const char *line, size_t len)
+{
+	if (!c->logbuf) {
+		c->logbuf = malloc(NETLOG_BUF);
+		if (!c->logbuf) {
+			/* No memory for a buffer: write the line on its own. */
+			ssize_t w = write(c->log_fd, line, len);
+
+			(void)w;
+			return;
+		}
+	}
+	if (c->loglen + len > NETLOG_BUF)
+		pd_netlog_flush(c);
+	memcpy(c->logbuf + c->loglen, line, len);
+	c->loglen += len;
+	if (!flush_due_ms)
+		flush_due_ms = pd_now_ms() + NETLOG_DELAY_MS;
+}
+
 void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 {
-	char buf[4096], ts[80], addr[INET6_ADDRSTRLEN + 8];
+	char buf[NETLOG_LINE_MAX], addr[INET6_ADDRSTRLEN + 8];
 	struct timespec now;
-	struct tm tm;
 	size_t o;
 	int n;
 
 	if (c->log_fd < 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
-	gmtime_r(&now.tv_sec, &tm);
-	snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 now.tv_nsec / 1000000);
-	n = snprintf(buf, sizeof(buf), "{\"time\":\"%s\"", ts);
+	n = snprintf(buf, sizeof(buf), "{\"time\":\"%s.%03ldZ\"", time_prefix(now.tv_sec),
+		     now.tv_nsec / 1000000);
 	o = (size_t)n;
 	add_str(buf, sizeof(buf), &o, "container", c->id);
 	add_str(buf, sizeof(buf), &o, "project", c->project);
@@ -138,8 +215,5 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 		o = sizeof(buf) - 3;
 	buf[o++] = '}';
 	buf[o++] = '\n';
-	/* One write() on an O_APPEND fd: lines never interleave. A full disk loses lines, not
-	 * traffic decisions. */
-	ssize_t w = write(c->log_fd, buf, o);
-	(void)w;
+	queue_line(c, buf, o);
 }

@@ -26,15 +26,21 @@ typedef void (*pd_handler)(struct pd_watch *w, uint32_t events);
 struct pd_watch {
 	int fd;
 	uint32_t events;
+	bool added; /* in the epoll set */
 	pd_handler fn;
 };
 
 int pd_loop_init(struct hezo_error **err);
 /* Start watching fd (taking ownership of it) for events; level-triggered. */
 int pd_watch_add(struct pd_watch *w, int fd, uint32_t events, pd_handler fn);
+/* Take ownership of fd without watching it yet: the first pd_watch_set() with events adds it. */
+void pd_watch_init(struct pd_watch *w, int fd, pd_handler fn);
 int pd_watch_set(struct pd_watch *w, uint32_t events);
 /* Stop watching and close; safe on a watch that holds no fd. */
 void pd_watch_close(struct pd_watch *w);
+/* Close an fd that no other process or descriptor shares (accepted or socket()ed here): its
+ * close() takes it out of the epoll set, so the EPOLL_CTL_DEL is saved. */
+void pd_watch_drop(struct pd_watch *w);
 /* Free p after the current batch of events: later events of the batch may still point at it. */
 void pd_defer_free(void *p);
 /* Run until SIGTERM or SIGINT; tick() runs about once a second. */
@@ -85,6 +91,8 @@ struct pd_container {
 	int netns_fd;
 	struct pd_listener tcp[2], udp[2], dnstcp[2]; /* [0] IPv4, [1] IPv6 */
 	int log_fd;
+	char *logbuf; /* queued netlog lines, whole lines only */
+	size_t loglen;
 	struct hezo_pins pins;
 	unsigned nconns;
 	unsigned ndnsq;
@@ -144,6 +152,8 @@ void pd_dns_udp(struct pd_watch *w, uint32_t events);
 void pd_dns_tcp_accept(struct pd_watch *w, uint32_t events);
 void pd_dns_abort_all(struct pd_container *c);
 void pd_dns_tick(struct pd_container *c, uint64_t now_ms);
+/* Close upstream resolver sockets idle for a while. */
+void pd_dns_upstreams_tick(uint64_t now_ms);
 
 /* ---- netlog.c ---- */
 
@@ -160,7 +170,12 @@ struct pd_netlog {
 };
 
 int pd_netlog_open(struct pd_container *c, struct hezo_error **err);
+/* Queue one line; lines reach the file in whole-line batches (pd_netlog_flush*). */
 void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l);
+void pd_netlog_flush(struct pd_container *c);
+void pd_netlog_flush_all(void);
+/* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. */
+int pd_netlog_poll(uint64_t now_ms);
 /* Format addr (IPv4/IPv6 with port) as "1.2.3.4:80" / "[::1]:80". */
 void pd_format_addr(const struct sockaddr_storage *ss, char *buf, size_t size);
 

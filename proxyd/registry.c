@@ -117,6 +117,9 @@ static void container_free(struct pd_container *c)
 		pd_watch_close(&c->udp[i].w);
 		pd_watch_close(&c->dnstcp[i].w);
 	}
+	pd_netlog_flush(c);
+	free(c->logbuf);
+	c->logbuf = NULL;
 	if (c->log_fd >= 0)
 		close(c->log_fd);
 	if (c->netns_fd >= 0)
@@ -355,4 +358,5 @@ void pd_registry_tick(uint64_t now)
 	}
 	if (now - last_pins >= 10000)
 		last_pins = now;
+	pd_dns_upstreams_tick(now);
 }

@@ -22,15 +22,23 @@
 
 #define PUMP_ROUNDS  8
 #define SPLICE_CHUNK (64 * 1024)
+/* Spare head buffers and pipes kept for the next connection instead of freed and re-created. */
+#define HEAD_POOL 16
+#define PIPE_POOL 64
 
 enum conn_state { ST_HEAD, ST_CONNECTING, ST_RELAY };
 
+/*
+ * One direction of a relay. Bytes leave in order: first buf (the request head proxyd read, or a
+ * copy buffer when no pipe can be had), then the pipe. Both are borrowed from pools only while
+ * they hold bytes, so an idle relay holds its two sockets and nothing else.
+ */
 struct dir {
 	int pipe[2];
 	size_t inpipe;
 	bool pipe_full;
-	uint8_t *buf;
-	size_t off, len, cap;
+	uint8_t *buf; /* PD_HEAD_MAX bytes when set */
+	size_t off, len;
 	bool eof, shut;
 	uint64_t bytes;
 };
@@ -45,7 +53,6 @@ struct pd_conn {
 	const char *reason;
 	uint64_t start_ms, deadline_ms, last_ms;
 	struct dir up, down;
-	uint8_t head[PD_HEAD_MAX];
 };
 
 static unsigned nactive;
@@ -53,6 +60,74 @@ static unsigned nactive;
 unsigned pd_relay_active(void)
 {
 	return nactive;
+}
+
+/* ---- pools ---- */
+
+static uint8_t *head_pool[HEAD_POOL];
+static unsigned nhead_pool;
+static int pipe_pool[PIPE_POOL][2];
+static unsigned npipe_pool;
+
+static uint8_t *head_get(void)
+{
+	if (nhead_pool)
+		return head_pool[--nhead_pool];
+	return malloc(PD_HEAD_MAX);
+}
+
+static void head_put(uint8_t *buf)
+{
+	if (!buf)
+		return;
+	if (nhead_pool < HEAD_POOL)
+		head_pool[nhead_pool++] = buf;
+	else
+		free(buf);
+}
+
+static int pipe_get(struct dir *d)
+{
+	if (npipe_pool) {
+		npipe_pool--;
+		d->pipe[0] = pipe_pool[npipe_pool][0];
+		d->pipe[1] = pipe_pool[npipe_pool][1];
+		return 0;
+	}
+	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+		d->pipe[0] = d->pipe[1] = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Give d's pipe back. Only an empty pipe may serve another connection (maybe another
+ * container's): one still holding bytes is closed with them.
+ */
+static void pipe_put(struct dir *d)
+{
+	if (d->pipe[0] < 0)
+		return;
+	if (d->inpipe == 0 && npipe_pool < PIPE_POOL) {
+		pipe_pool[npipe_pool][0] = d->pipe[0];
+		pipe_pool[npipe_pool][1] = d->pipe[1];
+		npipe_pool++;
+	} else {
+		close(d->pipe[0]);
+		close(d->pipe[1]);
+	}
+	d->pipe[0] = d->pipe[1] = -1;
+	d->inpipe = 0;
+	d->pipe_full = false;
+}
+
+static void dir_release(struct dir *d)
+{
+	pipe_put(d);
+	head_put(d->buf);
+	d->buf = NULL;
+	d->off = d->len = 0;
 }
 
 static const uint8_t *sa_addr(const struct sockaddr_storage *ss, uint16_t *port)
@@ -92,15 +167,6 @@ static void log_conn(struct pd_conn *k, const char *verdict, const char *reason)
 	pd_netlog_write(k->c, &l);
 }
 
-static void dir_release(struct dir *d)
-{
-	if (d->pipe[0] >= 0)
-		close(d->pipe[0]);
-	if (d->pipe[1] >= 0)
-		close(d->pipe[1]);
-	d->pipe[0] = d->pipe[1] = -1;
-}
-
 /* Close both sides (with a reset if rst), log, and free at the end of the batch. */
 static void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst)
 {
@@ -129,13 +195,11 @@ static void conn_end(struct pd_conn *k, const char *verdict, const char *reason,
 		if (k->uw.fd >= 0)
 			rst_close(k->uw.fd);
 	}
-	pd_watch_close(&k->cw);
-	pd_watch_close(&k->uw);
+	/* Both sockets are this process's alone: close() also takes them out of epoll. */
+	pd_watch_drop(&k->cw);
+	pd_watch_drop(&k->uw);
 	dir_release(&k->up);
 	dir_release(&k->down);
-	if (k->down.buf)
-		free(k->down.buf);
-	k->down.buf = NULL;
 	pd_defer_free(k);
 }
 
@@ -157,12 +221,55 @@ static bool dir_can_fill(const struct dir *d)
 		return false;
 	if (d->pipe[0] >= 0)
 		return !d->pipe_full && d->inpipe < SPLICE_CHUNK;
-	return d->len < d->cap;
+	return !d->buf || d->off + d->len < PD_HEAD_MAX || d->off > 0;
 }
 
-/* Move what we can from src to dst. Returns -errno on a fatal error, else 0. */
-static int pump(struct pd_conn *k, struct dir *d, int src, int dst)
+/* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had. */
+static ssize_t dir_fill(struct dir *d, int src)
 {
+	ssize_t n;
+
+	if (d->pipe[0] < 0)
+		pipe_get(d);
+	if (d->pipe[0] >= 0) {
+		n = splice(src, NULL, d->pipe[1], NULL, SPLICE_CHUNK - d->inpipe,
+			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0)
+			d->inpipe += (size_t)n;
+		else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
+			d->pipe_full = true; /* out of pipe slots, not of data */
+		return n;
+	}
+	if (!d->buf) {
+		d->buf = head_get();
+		if (!d->buf) {
+			errno = ENOMEM;
+			return -1;
+		}
+		d->off = d->len = 0;
+	}
+	if (d->off + d->len == PD_HEAD_MAX && d->off > 0) {
+		memmove(d->buf, d->buf + d->off, d->len);
+		d->off = 0;
+	}
+	n = read(src, d->buf + d->off + d->len, PD_HEAD_MAX - d->off - d->len);
+	if (n > 0)
+		d->len += (size_t)n;
+	return n;
+}
+
+/*
+ * Move what we can from src to dst. readable: src reported data (or may have some); without it
+ * src is not read, so no read is spent on an EAGAIN epoll already predicted. Returns -errno on a
+ * fatal error, else 0.
+ */
+static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable)
+{
+	bool moved = false;
+
+	/* Freeing room in a full pipe makes room for what src may still hold. */
+	if (d->pipe_full)
+		readable = true;
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
 		bool progress = false;
 		ssize_t n;
@@ -193,35 +300,32 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst)
 				return -errno;
 			}
 		}
-		if (dir_can_fill(d)) {
-			if (d->pipe[0] >= 0) {
-				n = splice(src, NULL, d->pipe[1], NULL, SPLICE_CHUNK - d->inpipe,
-					   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-				if (n > 0)
-					d->inpipe += (size_t)n;
-				else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
-					d->pipe_full = true; /* out of pipe slots, not of data */
-			} else {
-				if (d->off + d->len == d->cap && d->off > 0) {
-					memmove(d->buf, d->buf + d->off, d->len);
-					d->off = 0;
-				}
-				n = read(src, d->buf + d->off + d->len, d->cap - d->off - d->len);
-				if (n > 0)
-					d->len += (size_t)n;
-			}
+		if (readable && dir_can_fill(d)) {
+			n = dir_fill(d, src);
 			if (n > 0) {
 				progress = true;
 			} else if (n == 0) {
 				d->eof = true;
 				progress = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				readable = false;
+			} else if (errno != EINTR) {
 				return -errno;
 			}
 		}
 		if (!progress)
 			break;
+		moved = true;
+	}
+	if (moved)
 		k->last_ms = pd_now_ms();
+	/* Hand back what holds nothing: an idle relay keeps no pipe and no buffer. */
+	if (d->inpipe == 0)
+		pipe_put(d);
+	if (d->len == 0 && d->buf) {
+		head_put(d->buf);
+		d->buf = NULL;
+		d->off = 0;
 	}
 	if (d->eof && !dir_has_data(d) && !d->shut) {
 		shutdown(dst, SHUT_WR);
@@ -242,16 +346,18 @@ static void relay_interest(struct pd_conn *k)
 		ue |= EPOLLIN | EPOLLRDHUP;
 	if (dir_has_data(&k->up))
 		ue |= EPOLLOUT;
-	pd_watch_set(&k->cw, ce);
-	pd_watch_set(&k->uw, ue);
+	if (pd_watch_set(&k->cw, ce) < 0 || pd_watch_set(&k->uw, ue) < 0)
+		conn_end(k, "error", "epoll", true);
 }
+
+#define EV_READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
 static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 {
-	int r = pump(k, &k->up, k->cw.fd, k->uw.fd);
+	int r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE);
 
 	if (r == 0)
-		r = pump(k, &k->down, k->uw.fd, k->cw.fd);
+		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uev & EV_READABLE);
 	if (r < 0) {
 		conn_end(k, "allow", k->reason, true);
 		return;
@@ -260,30 +366,25 @@ static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 		conn_end(k, "allow", k->reason, false);
 		return;
 	}
-	relay_interest(k);
 	/* A side that hung up or failed while we want nothing from it would spin the loop. */
-	if (((cev & (EPOLLERR | EPOLLHUP)) && !k->cw.events) ||
-	    ((uev & (EPOLLERR | EPOLLHUP)) && !k->uw.events))
+	if ((cev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->up) && !dir_has_data(&k->down)) {
 		conn_end(k, "allow", k->reason, true);
+		return;
+	}
+	if ((uev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->down) && !dir_has_data(&k->up)) {
+		conn_end(k, "allow", k->reason, true);
+		return;
+	}
+	relay_interest(k);
 }
 
 static void relay_start(struct pd_conn *k)
 {
 	k->st = ST_RELAY;
 	k->last_ms = pd_now_ms();
-	/* splice() pays off on bulk transfers; without pipes (fd limit) the buffers carry it. */
-	if (pipe2(k->up.pipe, O_NONBLOCK | O_CLOEXEC) < 0)
-		k->up.pipe[0] = k->up.pipe[1] = -1;
-	if (pipe2(k->down.pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
-		k->down.pipe[0] = k->down.pipe[1] = -1;
-		k->down.buf = malloc(PD_HEAD_MAX);
-		if (!k->down.buf) {
-			conn_end(k, "error", "out of memory", true);
-			return;
-		}
-		k->down.cap = PD_HEAD_MAX;
-	}
-	relay_run(k, 0, 0);
+	/* The client may have sent already (it usually has): try it once; upstream has just
+	 * connected and epoll will say when it speaks. */
+	relay_run(k, EPOLLIN, 0);
 }
 
 /* ---- connecting ---- */
@@ -328,11 +429,12 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 		int e = 0;
 		socklen_t elen = sizeof(e);
 
-		if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
-			e = errno;
-		if (e == 0 && !(events & (EPOLLERR | EPOLLHUP))) {
+		/* Writable without an error is connected; only a failure needs SO_ERROR. */
+		if (!(events & (EPOLLERR | EPOLLHUP))) {
 			relay_start(k);
 		} else {
+			if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+				e = errno;
 			conn_end(k, "error",
 				 e == ECONNREFUSED ? "upstream refused the connection"
 				 : e == ETIMEDOUT  ? "upstream timed out"
@@ -353,7 +455,7 @@ static void read_head(struct pd_conn *k)
 	ssize_t n;
 	int r;
 
-	n = read(k->cw.fd, k->up.buf + k->up.len, k->up.cap - k->up.len);
+	n = read(k->cw.fd, k->up.buf + k->up.len, PD_HEAD_MAX - k->up.len);
 	if (n == 0) {
 		refuse(k, "closed before sending a request");
 		return;
@@ -372,7 +474,7 @@ static void read_head(struct pd_conn *k)
 		r = hezo_http_parse_host(k->up.buf, k->up.len, raw, &hport);
 	}
 	if (r == -EAGAIN) {
-		if (k->up.len == k->up.cap)
+		if (k->up.len == PD_HEAD_MAX)
 			refuse(k, "request head over 16 KiB");
 		return;
 	}
@@ -456,20 +558,17 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 	k->c = c;
 	k->src = *src;
 	k->start_ms = now;
-	k->cw.fd = k->uw.fd = -1;
+	k->uw.fd = -1;
 	k->up.pipe[0] = k->up.pipe[1] = k->down.pipe[0] = k->down.pipe[1] = -1;
-	k->up.buf = k->head;
-	k->up.cap = sizeof(k->head);
+	/* Not in epoll until something is wanted from it: an address-allowed relay first waits
+	 * for its upstream connect only. */
+	pd_watch_init(&k->cw, fd, on_client);
 	k->next = c->conns;
 	c->conns = k;
 	c->nconns++;
 	nactive++;
 	c->st.conns_accepted++;
 	pd_stats.conns_accepted++;
-	if (pd_watch_add(&k->cw, fd, EPOLLIN | EPOLLRDHUP, on_client) < 0) {
-		conn_end(k, "error", "epoll", true);
-		return;
-	}
 	if (c->nconns > pd_cfg.conn_cap) {
 		refuse(k, "connection limit reached");
 		return;
@@ -491,6 +590,16 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 	}
 	if (!hezo_pin_any(&c->pins, k->dst.ss_family, addr, now / 1000)) {
 		refuse(k, "destination was not resolved through proxyd");
+		return;
+	}
+	/* The head buffer is borrowed only while the head is read and forwarded. */
+	k->up.buf = head_get();
+	if (!k->up.buf) {
+		conn_end(k, "error", "out of memory", true);
+		return;
+	}
+	if (pd_watch_set(&k->cw, EPOLLIN | EPOLLRDHUP) < 0) {
+		conn_end(k, "error", "epoll", true);
 		return;
 	}
 	k->st = ST_HEAD;
