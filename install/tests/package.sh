@@ -84,19 +84,19 @@ if [ ! -S /run/hezo-proxyd/control.sock ]; then
 	proxyd_pid=$!
 	for _ in $(seq 50); do [ -S /run/hezo-proxyd/control.sock ] && break; sleep 0.1; done
 fi
-if hezo-shim doctor >"$work/doctor" 2>&1; then
+if /usr/bin/hezo-shim doctor >"$work/doctor" 2>&1; then
 	ok "hezo-shim doctor passes right after install"
 else
 	not_ok "hezo-shim doctor passes right after install"
 fi
 sed 's/^/# /' "$work/doctor"
 
-check "hezo-shim install --containerd --podman" hezo-shim install --containerd --podman
-check "doctor sees both registrations" sh -c "hezo-shim doctor >'$work/doctor2' 2>&1; grep -q '^ok   containerd: registered' '$work/doctor2' && grep -q '^ok   podman: registered' '$work/doctor2'"
+check "hezo-shim install --containerd --podman" /usr/bin/hezo-shim install --containerd --podman
+check "doctor sees both registrations" sh -c "/usr/bin/hezo-shim doctor >'$work/doctor2' 2>&1; grep -q '^ok   containerd: registered' '$work/doctor2' && grep -q '^ok   podman: registered' '$work/doctor2'"
 if [ -e /etc/docker/daemon.json ] && jq -e '.runtimes["hezo-shim"]' /etc/docker/daemon.json >/dev/null 2>&1; then
 	skip "docker: daemon.json already registers hezo-shim (someone else's); not registering"
 else
-	check "hezo-shim install --docker" hezo-shim install --docker
+	check "hezo-shim install --docker" /usr/bin/hezo-shim install --docker
 fi
 check "apt-get remove hezo-shim" sh -c "DEBIAN_FRONTEND=noninteractive apt-get remove -y hezo-shim >'$work/rm.log' 2>&1 || { tail -20 '$work/rm.log'; false; }"
 check "prerm unregistered: every engine file is byte-identical to before the package" same_as "$work/before"

@@ -170,6 +170,17 @@ run()
 cname() { local n=$TAG-$1; CONTAINERS+=("$n"); echo "$n"; }
 
 FETCH='timeout 10 wget -q -O - --no-check-certificate'
+# Fetches that must succeed. gVisor 2022-12 in host-network mode returns EAGAIN from a blocking
+# read() on a TCP socket before data has arrived (proxyd/README.md, "Known limits"), which breaks
+# busybox wget whatever sits behind the socket; busybox nc polls first and is not affected.
+http_get() # NAME
+{
+	if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+		printf '%s' "printf 'GET /index.html HTTP/1.0\\r\\nHost: $1\\r\\n\\r\\n' | timeout 10 nc $1 80"
+	else
+		printf '%s' "$FETCH http://$1/index.html"
+	fi
+}
 
 # refused DESC [ERE]: the container's script ran to its end and its output has no match for ERE
 # (default: the servers' page). A container that never ran proves nothing, so it fails.
@@ -207,10 +218,14 @@ check "the hook registered A with proxyd" registered "$A_ID"
 in_a "nslookup allowed.test 10.203.0.1"
 expect_match "$OUT" '10\.203\.0\.10' "allowed.test resolves (A) through proxyd"
 expect_match "$OUT" 'fd00:203::10' "allowed.test resolves (AAAA) through proxyd"
-in_a "$FETCH http://allowed.test/index.html"
+in_a "$(http_get allowed.test)"
 expect_match "$OUT" hello-world "HTTP fetch of allowed.test works"
-in_a "$FETCH https://allowed.test/index.html"
-expect_match "$OUT" hello-world "HTTPS fetch of allowed.test works"
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	skip "HTTPS fetch of allowed.test: no busybox TLS client avoids gVisor 2022-12's blocking-read bug (proxyd/README.md)"
+else
+	in_a "$FETCH https://allowed.test/index.html"
+	expect_match "$OUT" hello-world "HTTPS fetch of allowed.test works"
+fi
 
 in_a "nslookup denied.test 10.203.0.1"
 expect_match "$OUT" "NXDOMAIN|can't find" "denied.test gets NXDOMAIN"
@@ -252,7 +267,7 @@ in_a "nslookup rebind-priv.test 10.203.0.1"
 refused "a name pointing at a private address does not resolve to it" '192\.168\.77\.7'
 
 # ---- B: another project, another allow-list ----
-run "$RT_B" -- "nslookup other.test 10.203.0.1; $FETCH http://other.test/index.html"
+run "$RT_B" -- "nslookup other.test 10.203.0.1; $(http_get other.test)"
 expect_match "$OUT" hello-world "B (project b) reaches other.test"
 in_a "nslookup other.test 10.203.0.1"
 expect_match "$OUT" "NXDOMAIN|can't find" "A cannot resolve other.test, which only B may reach"
@@ -272,7 +287,7 @@ expect_eq "$(( $(arrived tcp) + $(arrived udp) + $(arrived other) ))" "$before" 
 rm -f "$E/proxyd/control.sock"
 start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not restart"; }
 sleep 1
-in_a "nslookup allowed.test 10.203.0.1 >/dev/null; $FETCH http://allowed.test/index.html"
+in_a "nslookup allowed.test 10.203.0.1 >/dev/null; $(http_get allowed.test)"
 expect_match "$OUT" hello-world "proxyd restarted: A's allowed traffic works again without restarting A"
 
 # ---- netlog ----
@@ -284,7 +299,7 @@ expect_match "$LOG" '10\.203\.0\.11' "netlog: a line for the direct connection t
 expect_match "$LOG" 'evil\.test' "netlog: a line for the mismatched Host header"
 expect_match "$LOG" 'other\.test' "netlog: a line for A's attempt at other.test"
 expect_match "$LOG" 'rebind-lo\.test' "netlog: a line for the rebinding name"
-NETLOG=$(HEZO_NETLOG_DIR=$E/netlog timeout 20 "$E/hezo-shim" netlog --blocked "$A" 2>&1)
+NETLOG=$(HEZO_NETLOG_DIR=$E/netlog timeout 20 "$E/hezo-shim" netlog --blocked "$A_ID" 2>&1)
 expect_match "$NETLOG" 'denied\.test' "hezo-shim netlog --blocked shows A's refusals"
 
 # ---- removal ----
