@@ -3,7 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+
 #include "hezo-config.h"
+#include "hezo-file.h"
 #include "hezo-install.h"
 #include "hezo-json.h"
 #include "hezo-policy.h"
@@ -83,11 +87,33 @@ static int policy_check(int argc, char **argv)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *buf = NULL;
+	char **msgs = NULL;
+	size_t len = 0, n = 0;
+	int r;
 
 	if (argc != 2 || argv[1][0] == '-') {
 		policy_usage(stderr);
 		return 2;
 	}
+	if (hezo_read_file_at(AT_FDCWD, argv[1], 1 << 20, &buf, &len, &e) < 0) {
+		fprintf(stderr, "hezo-shim: policy %s\n", e->msg);
+		return 1;
+	}
+	/* Every bad field, one line each, so an admin fixes a file in one pass. */
+	r = hezo_policy_check(buf, len, argv[1], &msgs, &n, &e);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stderr, "hezo-shim: %s\n", msgs[i]);
+		free(msgs[i]);
+	}
+	free(msgs);
+	if (r < 0) {
+		if (n == 0)
+			fprintf(stderr, "hezo-shim: %s\n", e->msg);
+		return 1;
+	}
+	/* Then the same load the shim does, so what passes here is what the shim accepts. */
+	hezo_error_free(TAKE_PTR(e));
 	if (hezo_policy_load(argv[1], &p, &e) < 0) {
 		fprintf(stderr, "hezo-shim: %s\n", e->msg);
 		return 1;

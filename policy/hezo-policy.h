@@ -44,6 +44,14 @@ static inline void hezo_policy_freep(struct hezo_policy **p)
 /* Parse and validate a policy document; name is used in messages only. Pure: fuzzable. */
 int hezo_policy_parse(const char *buf, size_t len, const char *name, struct hezo_policy **out,
 		      struct hezo_error **err);
+/*
+ * Validate a policy document without stopping at the first bad field: *msgs gets one line per
+ * field error ("policy NAME: field: reason"; free each and the array). Returns 0 when the document
+ * is a valid policy, else a negative errno with err holding the first error (a JSON syntax error,
+ * a cross-field rule or an unreadable seccomp profile appear only there).
+ */
+int hezo_policy_check(const char *buf, size_t len, const char *name, char ***msgs, size_t *nmsgs,
+		      struct hezo_error **err);
 /* Read and parse path. Errors read "policy PATH: field: reason". */
 int hezo_policy_load(const char *path, struct hezo_policy **out, struct hezo_error **err);
 

@@ -172,7 +172,24 @@ struct pctx {
 	const char *name;
 	bool project; /* a project file: restricted key set */
 	struct hezo_error **err;
+	/* policy check: every field error is kept here and parsing goes on to the next field */
+	char **all;
+	size_t nall;
+	bool collect;
 };
+
+/*
+ * In a loop over an object's keys: stop at the first error, or, when every error is being
+ * collected (`hezo-shim policy check`), remember it and go on with the next key.
+ */
+#define NEXT_KEY_OR_FAIL(c, r, bad)                                                                \
+	do {                                                                                       \
+		if ((r) < 0) {                                                                     \
+			if (!(c)->collect)                                                         \
+				return (r);                                                        \
+			(bad) = (r);                                                               \
+		}                                                                                  \
+	} while (0)
 
 static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -187,6 +204,20 @@ static int perr(struct pctx *c, const char *field, const char *fmt, ...)
 	va_end(ap);
 	if (r < 0)
 		return hezo_error_set(c->err, ENOMEM, "out of memory");
+	if (c->collect) {
+		char *line = NULL, **n;
+
+		if (asprintf(&line, "policy %s: %s%s%s", c->name, field ? field : "",
+			     field ? ": " : "", msg) < 0)
+			return hezo_error_set(c->err, ENOMEM, "out of memory");
+		n = realloc(c->all, (c->nall + 1) * sizeof(*n));
+		if (!n) {
+			free(line);
+			return hezo_error_set(c->err, ENOMEM, "out of memory");
+		}
+		c->all = n;
+		c->all[c->nall++] = line;
+	}
 	if (field)
 		return hezo_error_set(c->err, EINVAL, "policy %s: %s: %s", c->name, field, msg);
 	return hezo_error_set(c->err, EINVAL, "policy %s: %s", c->name, msg);
@@ -682,6 +713,7 @@ static int unknown_key(struct pctx *c, const char *prefix, const char *key)
 static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_backend b,
 			     const struct hezo_json *v)
 {
+	int bad = 0;
 	char field[64];
 	int r;
 
@@ -719,27 +751,29 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 		} else {
 			r = unknown_key(c, field, k);
 		}
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_backends(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
+	int bad = 0;
 	int r = expect_type(c, "backends", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
 		return r;
 	HEZO_JSON_FOREACH (i, v) {
 		enum hezo_backend b;
-		if (hezo_backend_from_name(v->keys[i], &b) < 0)
-			return unknown_key(c, "backends", v->keys[i]);
+		if (hezo_backend_from_name(v->keys[i], &b) < 0) {
+			r = unknown_key(c, "backends", v->keys[i]);
+			NEXT_KEY_OR_FAIL(c, r, bad);
+			continue;
+		}
 		r = parse_backend_obj(c, p, b, v->items[i]);
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_tmpfs(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
@@ -778,6 +812,7 @@ static int parse_tmpfs(struct pctx *c, struct hezo_policy *p, const struct hezo_
 
 static int parse_resources(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
+	int bad = 0;
 	int r = expect_type(c, "resources", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
@@ -806,10 +841,9 @@ static int parse_resources(struct pctx *c, struct hezo_policy *p, const struct h
 		} else {
 			r = unknown_key(c, "resources", k);
 		}
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
@@ -839,6 +873,7 @@ static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hez
 
 static int parse_mounts(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
+	int bad = 0;
 	int r = expect_type(c, "mounts", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
@@ -854,14 +889,14 @@ static int parse_mounts(struct pctx *c, struct hezo_policy *p, const struct hezo
 			r = get_strv(c, f, v->items[i], elem_abs_path, &p->engine_roots);
 		else
 			r = unknown_key(c, "mounts", k);
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_namespaces(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
+	int bad = 0;
 	int r = expect_type(c, "namespaces", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
@@ -886,14 +921,14 @@ static int parse_namespaces(struct pctx *c, struct hezo_policy *p, const struct 
 		} else {
 			r = unknown_key(c, "namespaces", k);
 		}
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_egress(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
+	int bad = 0;
 	int r = expect_type(c, "egress", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
@@ -926,10 +961,9 @@ static int parse_egress(struct pctx *c, struct hezo_policy *p, const struct hezo
 		} else {
 			r = unknown_key(c, "egress", k);
 		}
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
-	return 0;
+	return bad;
 }
 
 static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
@@ -1036,16 +1070,18 @@ static int validate(struct pctx *c, const struct hezo_policy *p)
 
 static int parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)
 {
-	int r;
+	int r, bad = 0;
 
 	if (doc->type != HEZO_JSON_OBJECT)
 		return perr(c, NULL, "expected a JSON object, got %s",
 			    hezo_json_type_name(doc->type));
 	HEZO_JSON_FOREACH (i, doc) {
 		r = parse_top_key(c, p, doc->keys[i], doc->items[i]);
-		if (r < 0)
-			return r;
+		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
+	/* Cross-field rules read parsed values: after a field error they would judge defaults. */
+	if (bad < 0)
+		return bad;
 	return validate(c, p);
 }
 
@@ -1067,6 +1103,35 @@ int hezo_policy_parse(const char *buf, size_t len, const char *name, struct hezo
 		return r;
 	*out = TAKE_PTR(p);
 	return 0;
+}
+
+int hezo_policy_check(const char *buf, size_t len, const char *name, char ***msgs, size_t *nmsgs,
+		      struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	struct pctx c = {.name = name ? name : "(policy)", .err = err, .collect = true};
+	int r;
+
+	*msgs = NULL;
+	*nmsgs = 0;
+	r = hezo_json_parse(buf, len, &doc, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "policy %s", c.name);
+	if (policy_new_default(&p) < 0)
+		return oom(&c);
+	r = parse_into(&c, p, doc);
+	/* A path seccomp profile is part of the file's meaning: check that it loads, too. */
+	if (r >= 0 && p->seccomp_path) {
+		_cleanup_json_ struct hezo_json *profile = NULL;
+
+		r = hezo_policy_seccomp_load(p->seccomp_path, &profile, err);
+		if (r < 0)
+			hezo_error_prefix(err, "policy %s: seccomp", c.name);
+	}
+	*msgs = TAKE_PTR(c.all);
+	*nmsgs = c.nall;
+	return r < 0 ? r : 0;
 }
 
 int hezo_policy_load(const char *path, struct hezo_policy **out, struct hezo_error **err)

@@ -691,7 +691,54 @@ static void test_production_backend_annotation(void **state)
 			    "backend not in allowBackends");
 }
 
+/* policy check names every bad field in one pass, and only field errors stop the cross-field
+ * rules (which would otherwise judge defaults). */
+static void test_check_collects_every_error(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	const char *doc = "{\"version\":1,\"mode\":\"dev\",\"backend\":\"runc\","
+			  "\"allowBackends\":[\"runc\"],"
+			  "\"resources\":{\"memory\":\"2 GB\",\"pids\":-1,\"bogus\":1},"
+			  "\"capabilities\":[\"CAP_NOPE\"],\"egress\":{\"mode\":\"sideways\"},"
+			  "\"typo\":true}";
+	static const char *const want[] = {
+		"policy t.json: resources.memory: \"2 GB\" is not a size",
+		"resources.pids:",
+		"resources: unknown key \"bogus\"",
+		"capabilities[0]:",
+		"egress.mode:",
+		"unknown key \"typo\"",
+	};
+	char **msgs = NULL;
+	size_t n = 0;
+
+	assert_true(hezo_policy_check(doc, strlen(doc), "t.json", &msgs, &n, &err) < 0);
+	assert_int_equal(n, HEZO_ARRAY_SIZE(want));
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(strstr(msgs[i], want[i]));
+		free(msgs[i]);
+	}
+	free(msgs);
+	/* The first one is also the ordinary error. */
+	assert_non_null(strstr(err->msg, want[0]));
+	hezo_error_free(TAKE_PTR(err));
+
+	/* A good file: nothing collected. */
+	doc = "{\"version\":1,\"mode\":\"dev\",\"backend\":\"runc\",\"allowBackends\":[\"runc\"]}";
+	assert_int_equal(hezo_policy_check(doc, strlen(doc), "t.json", &msgs, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(msgs);
+	/* A cross-field rule is reported once the fields themselves are fine. */
+	doc = "{\"version\":1,\"backend\":\"runc\"}";
+	assert_true(hezo_policy_check(doc, strlen(doc), "t.json", &msgs, &n, &err) < 0);
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(msgs[0], "backend: runc is not in allowBackends"));
+	free(msgs[0]);
+	free(msgs);
+}
+
 const struct CMUnitTest policy_parse_tests[] = {
+	cmocka_unit_test(test_check_collects_every_error),
 	cmocka_unit_test(test_defaults),
 	cmocka_unit_test(test_shipped_file_is_defaults),
 	cmocka_unit_test(test_every_key),
