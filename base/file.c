@@ -1,5 +1,7 @@
 /* Bounded file reads and atomic file replacement. */
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -169,4 +171,44 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 fail:
 	(void)unlinkat(dirfd, tmp, 0);
 	return r;
+}
+
+int hezo_clean_stale_temps_at(int dir, const char *name)
+{
+	char prefix[512];
+	struct dirent *de;
+	int fd, removed = 0;
+	size_t plen;
+	DIR *d;
+
+	if (strchr(name, '/'))
+		return 0;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.hezo-", name);
+	if (plen >= sizeof(prefix))
+		return 0;
+	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, prefix, plen) != 0)
+			continue;
+		pid = strtol(de->d_name + plen, &end, 10);
+		if (end == de->d_name + plen || *end != '-' || pid <= 0)
+			continue;
+		/* A writer that still runs owns its file; only the dead leave litter. */
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(dir, de->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }

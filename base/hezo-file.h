@@ -26,6 +26,12 @@ int hezo_read_fd(int fd, size_t max, char **out, size_t *len, struct hezo_error 
 int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
 			      mode_t mode, struct hezo_error **err);
 
+/*
+ * Remove temporary files that hezo_write_file_atomic_at left next to dirfd/name when its writer
+ * was killed (".NAME.hezo-PID-N" whose PID no longer runs). Returns how many were removed.
+ */
+int hezo_clean_stale_temps_at(int dirfd, const char *name);
+
 /* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int hezo_write_all(int fd, const void *buf, size_t len);
 

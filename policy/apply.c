@@ -338,8 +338,17 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 				    (unsigned __int128)p->cpus_milli * per)
 					q = p->cpus_milli * per / 1000;
 			}
-			if (q < 1000)
-				q = 1000; /* the kernel's minimum quota */
+			if (q < 1000) {
+				/*
+				 * The kernel's minimum quota is 1 ms: stretch the period to keep
+				 * the ratio, never raise the quota alone (that would hand out
+				 * more CPU than the policy or the engine allowed).
+				 */
+				uint64_t d = q ? q : 1, scaled = (per * 1000 + d - 1) / d;
+
+				per = scaled > 1000000 ? 1000000 : scaled;
+				q = 1000;
+			}
 			r = set_int(cpu, "period", (int64_t)per, err);
 			r = r ?: set_int(cpu, "quota", (int64_t)q, err);
 			if (r < 0)

@@ -327,6 +327,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = shim_record_write(ctx, id, rec, &err);
 	if (r < 0)
 		goto fail;
+	/* A shim killed mid-rewrite leaves its temporary file; the next create tidies up. */
+	(void)hezo_clean_stale_temps_at(bfd, "config.json");
 	r = hezo_spec_save_at(bfd, "config.json", spec, &err);
 	if (r < 0) {
 		shim_record_remove(ctx, id);

@@ -125,6 +125,28 @@ static void test_atomic_write_fails_clean(void **state)
 	}
 }
 
+static void test_clean_stale_temps(void **state)
+{
+	_cleanup_close_ int dfd = -1;
+	char live[64];
+	struct stat st;
+
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	/* pid 0x7ffffff0 does not run; our own pid does. */
+	snprintf(live, sizeof(live), ".c.json.hezo-%d-7", (int)getpid());
+	assert_int_equal(hezo_write_all(openat(dfd, ".c.json.hezo-2147483632-1",
+					       O_WRONLY | O_CREAT | O_CLOEXEC, 0600),
+					"x", 1),
+			 0);
+	close(openat(dfd, live, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	close(openat(dfd, ".other.hezo-2147483632-1", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	assert_int_equal(hezo_clean_stale_temps_at(dfd, "c.json"), 1);
+	assert_int_equal(fstatat(dfd, ".c.json.hezo-2147483632-1", &st, 0), -1);
+	assert_int_equal(fstatat(dfd, live, &st, 0), 0);
+	assert_int_equal(fstatat(dfd, ".other.hezo-2147483632-1", &st, 0), 0);
+}
+
 static void test_log_json(void **state)
 {
 	struct timespec ts = {.tv_sec = 1700000000, .tv_nsec = 5};
@@ -161,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_read_limit),
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_atomic_write_fails_clean),
+		cmocka_unit_test(test_clean_stale_temps),
 		cmocka_unit_test(test_log_json),
 		cmocka_unit_test(test_log_json_truncates),
 	};

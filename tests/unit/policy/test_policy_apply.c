@@ -797,6 +797,22 @@ static void test_update(void **state)
 	update_case(p, "{\"memory\":{\"limit\":8589934592}}",
 		    "{\"memory\":{\"limit\":2147483648,\"swap\":2147483648}}");
 	update_case(p, "{\"cpu\":{\"shares\":512}}", "{\"cpu\":{\"shares\":512}}");
+
+	/*
+	 * Under the kernel's 1 ms minimum quota the period stretches instead: raising the quota
+	 * alone would hand out a whole CPU (found by fuzz-resources).
+	 */
+	{
+		_cleanup_policy_ struct hezo_policy *half =
+			parse_ok("{\"resources\":{\"cpus\":0.5}}");
+
+		update_case(half, "{\"cpu\":{\"quota\":1000,\"period\":1000}}",
+			    "{\"cpu\":{\"quota\":1000,\"period\":2000}}");
+		update_case(half, "{\"cpu\":{\"period\":1000}}",
+			    "{\"cpu\":{\"period\":2000,\"quota\":1000}}");
+		update_case(half, "{\"cpu\":{\"quota\":500,\"period\":100000}}",
+			    "{\"cpu\":{\"quota\":1000,\"period\":200000}}");
+	}
 	update_case(p, "{\"blockIO\":{\"weight\":10}}", "{\"blockIO\":{\"weight\":10}}");
 	update_case(p, "{\"pids\":{\"limit\":0}}", "{\"pids\":{\"limit\":384}}");
 	update_case(p, "{\"pids\":{\"limit\":10}}", "{\"pids\":{\"limit\":138}}");

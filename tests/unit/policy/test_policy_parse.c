@@ -357,6 +357,7 @@ static void test_parse_errors(void **state)
 		} else {
 			/* "::1:53" is an IPv6 address, not ::1 port 53: accepted as such. */
 			_cleanup_policy_ struct hezo_policy *p = parse_ok(parse_errors[i].json);
+			assert_non_null(p);
 		}
 	}
 }
