@@ -28,7 +28,7 @@ PACKAGES=(
 	# backends and engines
 	runc crun runsc docker.io containerd podman docker-compose
 	# network, images, test tools
-	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps
+	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps python3 valgrind
 	# benchmarks
 	hyperfine iperf3 haproxy wrk
 	# packaging tests: the Debian package build, man page rendering, unit file checks
