@@ -236,19 +236,12 @@ static bool e_redirect(struct nftnl_rule *r, uint16_t port)
 	return add_expr(r, redir);
 }
 
-static bool e_ct_established(struct nftnl_rule *r)
+/* reg1 &= mask (4 bytes): the bitwise step before comparing a masked value. */
+static bool e_mask32(struct nftnl_rule *r, uint32_t mask)
 {
-	struct nftnl_expr *ct = nftnl_expr_alloc("ct");
-	struct nftnl_expr *bw;
-	uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+	struct nftnl_expr *bw = nftnl_expr_alloc("bitwise");
 	uint32_t zero = 0;
 
-	if (!ct)
-		return false;
-	nftnl_expr_set_u32(ct, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
-	nftnl_expr_set_u32(ct, NFTNL_EXPR_CT_DREG, NFT_REG_1);
-	nftnl_rule_add_expr(r, ct);
-	bw = nftnl_expr_alloc("bitwise");
 	if (!bw)
 		return false;
 	nftnl_expr_set_u32(bw, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
@@ -257,6 +250,22 @@ static bool e_ct_established(struct nftnl_rule *r)
 	nftnl_expr_set(bw, NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask));
 	nftnl_expr_set(bw, NFTNL_EXPR_BITWISE_XOR, &zero, sizeof(zero));
 	nftnl_rule_add_expr(r, bw);
+	return true;
+}
+
+static bool e_ct_established(struct nftnl_rule *r)
+{
+	struct nftnl_expr *ct = nftnl_expr_alloc("ct");
+	uint32_t mask = NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED);
+	uint32_t zero = 0;
+
+	if (!ct)
+		return false;
+	nftnl_expr_set_u32(ct, NFTNL_EXPR_CT_KEY, NFT_CT_STATE);
+	nftnl_expr_set_u32(ct, NFTNL_EXPR_CT_DREG, NFT_REG_1);
+	nftnl_rule_add_expr(r, ct);
+	if (!e_mask32(r, mask))
+		return false;
 	return e_cmp(r, NFT_CMP_NEQ, &zero, sizeof(zero));
 }
 
@@ -292,9 +301,8 @@ static bool e_ipv6_nd(struct nftnl_rule *r)
 static bool e_daddr_loopback(struct nftnl_rule *r, bool v6)
 {
 	static const uint8_t lo6[16] = {[15] = 1};
-	uint32_t mask = htonl(0xff000000), net = htonl(0x7f000000), zero = 0;
+	uint32_t mask = htonl(0xff000000), net = htonl(0x7f000000);
 	uint8_t nfproto = v6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
-	struct nftnl_expr *bw;
 
 	if (!e_meta(r, NFT_META_NFPROTO) || !e_cmp_u8(r, NFT_CMP_EQ, nfproto))
 		return false;
@@ -303,15 +311,8 @@ static bool e_daddr_loopback(struct nftnl_rule *r, bool v6)
 		       e_cmp(r, NFT_CMP_EQ, lo6, sizeof(lo6));
 	if (!e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4))
 		return false;
-	bw = nftnl_expr_alloc("bitwise");
-	if (!bw)
+	if (!e_mask32(r, mask))
 		return false;
-	nftnl_expr_set_u32(bw, NFTNL_EXPR_BITWISE_SREG, NFT_REG_1);
-	nftnl_expr_set_u32(bw, NFTNL_EXPR_BITWISE_DREG, NFT_REG_1);
-	nftnl_expr_set_u32(bw, NFTNL_EXPR_BITWISE_LEN, sizeof(uint32_t));
-	nftnl_expr_set(bw, NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask));
-	nftnl_expr_set(bw, NFTNL_EXPR_BITWISE_XOR, &zero, sizeof(zero));
-	nftnl_rule_add_expr(r, bw);
 	return e_cmp(r, NFT_CMP_EQ, &net, sizeof(net));
 }
 
