@@ -317,7 +317,8 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		if (r < 0)
 			return r;
 		if (!update || has_quota || has_period) {
-			uint64_t per, q;
+			/* rnum/rden: the CPU ratio granted, exact (q may be rounded down). */
+			uint64_t per, q, rnum = p->cpus_milli, rden = 1000;
 
 			if (update && !has_quota && has_period && period > 0) {
 				/* A new period alone would change the ratio: pair it with a quota.
@@ -335,16 +336,20 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 				q = (uint64_t)quota;
 				/* quota/period <= cpus, compared without division. */
 				if ((unsigned __int128)q * 1000 >
-				    (unsigned __int128)p->cpus_milli * per)
+				    (unsigned __int128)p->cpus_milli * per) {
 					q = p->cpus_milli * per / 1000;
+				} else {
+					rnum = q;
+					rden = per;
+				}
 			}
 			if (q < 1000) {
 				/*
 				 * The kernel's minimum quota is 1 ms: stretch the period to keep
-				 * the ratio, never raise the quota alone (that would hand out
-				 * more CPU than the policy or the engine allowed).
+				 * the granted ratio, never raise the quota alone (that would hand
+				 * out more CPU than the policy or the engine allowed).
 				 */
-				uint64_t d = q ? q : 1, scaled = (per * 1000 + d - 1) / d;
+				uint64_t scaled = (1000 * rden + rnum - 1) / rnum;
 
 				per = scaled > 1000000 ? 1000000 : scaled;
 				q = 1000;

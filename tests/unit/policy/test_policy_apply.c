@@ -810,6 +810,9 @@ static void test_update(void **state)
 			    "{\"cpu\":{\"quota\":1000,\"period\":2000}}");
 		update_case(half, "{\"cpu\":{\"period\":1000}}",
 			    "{\"cpu\":{\"period\":2000,\"quota\":1000}}");
+		/* Period 1 µs rounds the policy's quota down to 0: the ratio must still hold. */
+		update_case(half, "{\"cpu\":{\"period\":1}}",
+			    "{\"cpu\":{\"period\":2000,\"quota\":1000}}");
 		update_case(half, "{\"cpu\":{\"quota\":500,\"period\":100000}}",
 			    "{\"cpu\":{\"quota\":1000,\"period\":200000}}");
 	}
