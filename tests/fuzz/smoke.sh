@@ -5,11 +5,14 @@
 # did it is kept under the work directory and named in the output.
 # Usage: tests/fuzz/smoke.sh [WORK_DIR]   (default: a fresh /tmp/fuzz-smoke.XXXXXX)
 #   FUZZ_SMOKE_SECONDS=N  seconds per target       FUZZ_SMOKE_TARGETS="json dns"  only these
+#   FUZZ_RUNS=N           a campaign: N executions per target instead of a time limit
+#                         (the closing-note counts: FUZZ_RUNS=10000000)
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CORPUS=$SRC/tests/fuzz/corpus
 SECONDS_EACH=${FUZZ_SMOKE_SECONDS:-20}
+RUNS=${FUZZ_RUNS:-0}
 WORK=${1:-$(mktemp -d /tmp/fuzz-smoke.XXXXXX)}
 BUILD=$WORK/build
 CC=${FUZZ_CC:-clang-14}
@@ -49,11 +52,14 @@ for t in "${targets[@]}"; do
 	mkdir -p "$scratch" "$WORK/artifacts-$t"
 	dict=()
 	[ -f "$SRC/tests/fuzz/$t.dict" ] && dict=(-dict="$SRC/tests/fuzz/$t.dict")
-	if "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	limit=(-max_total_time="$SECONDS_EACH")
+	[ "$RUNS" -gt 0 ] && limit=(-runs="$RUNS")
+	start=$(date +%s)
+	if "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 		"${dict[@]}" -artifact_prefix="$WORK/artifacts-$t/" "$scratch" "$CORPUS/$t" \
 		>"$WORK/$t.log" 2>&1; then
 		echo "fuzz-$t: ok, $(grep -o 'stat::number_of_executed_units: [0-9]*' "$WORK/$t.log" |
-			awk '{print $2}') executions in ${SECONDS_EACH} s"
+			awk '{print $2}') executions in $(($(date +%s) - start)) s"
 	else
 		failed=$((failed + 1))
 		echo "fuzz-$t: FAILED (log $WORK/$t.log)"
