@@ -125,30 +125,30 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
-		return hezo_error_set_errno(err, errno, "create %s", tmp);
+		return hezo_error_set_errno(err, errno, "create a temporary file for %s", name);
 	r = hezo_write_all(fd, data, len);
 	if (r < 0) {
-		hezo_error_set_errno(err, -r, "write %s", tmp);
+		hezo_error_set_errno(err, -r, "write %s", name);
 		goto fail;
 	}
 	if (keep_owner && fchown(fd, st.st_uid, st.st_gid) < 0 && errno != EPERM) {
 		r = -errno;
-		hezo_error_set_errno(err, -r, "chown %s", tmp);
+		hezo_error_set_errno(err, -r, "chown %s", name);
 		goto fail;
 	}
 	if (fchmod(fd, mode) < 0) {
 		r = -errno;
-		hezo_error_set_errno(err, -r, "chmod %s", tmp);
+		hezo_error_set_errno(err, -r, "chmod %s", name);
 		goto fail;
 	}
 	if (fsync(fd) < 0) {
 		r = -errno;
-		hezo_error_set_errno(err, -r, "fsync %s", tmp);
+		hezo_error_set_errno(err, -r, "fsync %s", name);
 		goto fail;
 	}
 	if (close(TAKE_FD(fd)) < 0) {
 		r = -errno;
-		hezo_error_set_errno(err, -r, "close %s", tmp);
+		hezo_error_set_errno(err, -r, "close %s", name);
 		goto fail;
 	}
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
