@@ -80,100 +80,175 @@ static struct hezo_json *stats_json(const struct pd_stats *s)
 	return o;
 }
 
-static struct hezo_json *do_list(void)
+/*
+ * list and stats answer in pages: one SEQPACKET message each, so a reply never outgrows the
+ * socket buffer or a client's receive buffer whatever the number of containers. A page holds the
+ * containers after the request's cursor in id order, up to PAGE_BUDGET bytes of entries (at least
+ * one), and names its last id in "next" when more follow. Ids registered or removed between pages
+ * cannot make a client see an id twice or miss one that stayed registered throughout.
+ */
+#define PAGE_BUDGET (32 * 1024)
+
+static int by_id(const void *a, const void *b)
 {
-	struct hezo_json *r = ok_reply(), *arr = hezo_json_new_array();
+	return strcmp((*(struct pd_container *const *)a)->id,
+		      (*(struct pd_container *const *)b)->id);
+}
 
-	for (struct pd_container *c = pd_containers; c && arr; c = c->next) {
-		struct hezo_json *o = hezo_json_new_object();
-		struct hezo_json *allow = hezo_json_get_path(c->reg, "egress.allow");
+/* The containers after `after` ("": all) in id order; NULL only when out of memory. */
+static struct pd_container **sorted_after(const char *after, size_t *n)
+{
+	struct pd_container **v;
+	size_t total = 0;
 
-		if (!o)
-			break;
-		hezo_json_set(o, "id", hezo_json_new_string(c->id));
-		hezo_json_set(o, "project", hezo_json_new_string(c->project));
-		hezo_json_set(o, "allow", allow ? hezo_json_clone(allow) : hezo_json_new_array());
-		hezo_json_append(arr, o);
+	for (struct pd_container *c = pd_containers; c; c = c->next)
+		total++;
+	v = calloc(total ? total : 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	*n = 0;
+	for (struct pd_container *c = pd_containers; c; c = c->next)
+		if (!after[0] || strcmp(c->id, after) > 0)
+			v[(*n)++] = c;
+	qsort(v, *n, sizeof(*v), by_id);
+	return v;
+}
+
+static struct hezo_json *list_entry(const struct pd_container *c)
+{
+	struct hezo_json *o = hezo_json_new_object();
+	struct hezo_json *allow = hezo_json_get_path(c->reg, "egress.allow");
+
+	if (o && (hezo_json_set(o, "id", hezo_json_new_string(c->id)) < 0 ||
+		  hezo_json_set(o, "project", hezo_json_new_string(c->project)) < 0 ||
+		  hezo_json_set(o, "allow",
+				allow ? hezo_json_clone(allow) : hezo_json_new_array()) < 0)) {
+		hezo_json_free(o);
+		return NULL;
 	}
-	if (r)
-		hezo_json_set(r, "containers", arr);
-	else
-		hezo_json_free(arr);
+	return o;
+}
+
+static struct hezo_json *stats_entry(const struct pd_container *c)
+{
+	struct hezo_json *o = stats_json(&c->st);
+
+	if (o && hezo_json_set(o, "id", hezo_json_new_string(c->id)) < 0) {
+		hezo_json_free(o);
+		return NULL;
+	}
+	set_uint(o, "connsOpen", c->nconns);
+	set_uint(o, "dnsInFlight", c->ndnsq);
+	set_uint(o, "pins", c->pins.n);
+	return o;
+}
+
+/* Fill arr with one page of entries; returns the id to continue after, "" at the end, or NULL
+ * when out of memory. */
+static const char *fill_page(struct hezo_json *arr, const char *after,
+			     struct hezo_json *(*entry)(const struct pd_container *))
+{
+	_cleanup_free_ struct pd_container **v = NULL;
+	size_t n = 0, used = 0;
+
+	v = sorted_after(after, &n);
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		_cleanup_free_ char *text = NULL;
+		struct hezo_json *o = entry(v[i]);
+		size_t len;
+
+		if (!o || hezo_json_dump(o, false, &text, &len, &err) < 0) {
+			hezo_json_free(o);
+			return NULL;
+		}
+		if (i > 0 && used + len + 1 > PAGE_BUDGET) {
+			hezo_json_free(o);
+			return v[i - 1]->id;
+		}
+		if (hezo_json_append(arr, o) < 0)
+			return NULL;
+		used += len + 1;
+	}
+	return "";
+}
+
+static struct hezo_json *finish_page(struct hezo_json *r, const char *next)
+{
+	if (!next || (next[0] && hezo_json_set(r, "next", hezo_json_new_string(next)) < 0)) {
+		hezo_json_free(r);
+		return error_reply("out of memory");
+	}
 	return r;
 }
 
-static struct hezo_json *do_stats(void)
+static struct hezo_json *do_list(const char *after)
+{
+	struct hezo_json *r = ok_reply(), *arr = hezo_json_new_array();
+
+	if (!r || !arr || hezo_json_set(r, "containers", arr) < 0) {
+		hezo_json_free(r);
+		return error_reply("out of memory");
+	}
+	return finish_page(r, fill_page(arr, after, list_entry));
+}
+
+static struct hezo_json *do_stats(const char *after)
 {
 	struct hezo_json *r = ok_reply(), *arr = hezo_json_new_array();
 	unsigned n = 0;
 
-	for (struct pd_container *c = pd_containers; c && arr; c = c->next) {
-		struct hezo_json *o = stats_json(&c->st);
-
+	for (struct pd_container *c = pd_containers; c; c = c->next)
 		n++;
-		if (!o)
-			break;
-		hezo_json_set(o, "id", hezo_json_new_string(c->id));
-		set_uint(o, "connsOpen", c->nconns);
-		set_uint(o, "dnsInFlight", c->ndnsq);
-		set_uint(o, "pins", c->pins.n);
-		hezo_json_append(arr, o);
-	}
-	if (r) {
-		struct hezo_json *t = stats_json(&pd_stats);
-
-		hezo_json_set(r, "containers", hezo_json_new_uint(n));
-		set_uint(r, "connsOpen", pd_relay_active());
-		hezo_json_set(r, "total", t);
-		hezo_json_set(r, "perContainer", arr);
-	} else {
+	if (!r || !arr) {
+		hezo_json_free(r);
 		hezo_json_free(arr);
+		return error_reply("out of memory");
 	}
-	return r;
+	hezo_json_set(r, "containers", hezo_json_new_uint(n));
+	set_uint(r, "connsOpen", pd_relay_active());
+	hezo_json_set(r, "total", stats_json(&pd_stats));
+	if (hezo_json_set(r, "perContainer", arr) < 0) {
+		hezo_json_free(r);
+		return error_reply("out of memory");
+	}
+	return finish_page(r, fill_page(arr, after, stats_entry));
 }
 
 static struct hezo_json *handle(const char *buf, size_t len, int *fd)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_json_ struct hezo_json *req = NULL;
-	const char *op;
+	_cleanup_(hezo_ctl_request_clear) struct hezo_ctl_request q = {0};
+	struct hezo_json *r;
 
-	if (hezo_json_parse(buf, len, &req, &err) < 0 || req->type != HEZO_JSON_OBJECT)
-		return error_reply(err ? err->msg : "request is not a JSON object");
-	op = hezo_json_string(hezo_json_get(req, "op"));
-	if (!op)
-		return error_reply("op: missing");
-	if (strcmp(op, "register") == 0) {
-		struct hezo_json *r;
-		int nsfd = TAKE_FD(*fd);
-
-		if (pd_register(req, nsfd, &err) < 0) {
-			pd_log("warning", "register: %s", err->msg);
+	if (hezo_ctl_request_parse(buf, len, &q, &err) < 0) {
+		pd_log("warning", "request refused: %s", err->msg);
+		return error_reply(err->msg);
+	}
+	switch (q.op) {
+	case HEZO_CTL_REGISTER:
+		if (pd_register(&q, TAKE_FD(*fd), &err) < 0) {
+			pd_log("warning", "register %s: %s", q.id, err->msg);
 			return error_reply(err->msg);
 		}
-		pd_log("info", "registered %s", hezo_json_string(hezo_json_get(req, "id")));
+		pd_log("info", "registered %s", q.id);
 		r = ok_reply();
 		set_uint(r, "tcpPort", PD_TCP_PORT);
 		set_uint(r, "dnsPort", PD_DNS_PORT);
 		return r;
-	}
-	if (strcmp(op, "deregister") == 0) {
-		const char *id = hezo_json_string(hezo_json_get(req, "id"));
-
-		if (!id)
-			return error_reply("id: missing");
-		if (!pd_id_valid(id))
-			return error_reply("id: not 1-128 characters of [A-Za-z0-9_.-]");
-		if (pd_container_find(id))
-			pd_log("info", "deregistered %s", id);
-		pd_deregister(id);
+	case HEZO_CTL_DEREGISTER:
+		if (pd_container_find(q.id))
+			pd_log("info", "deregistered %s", q.id);
+		pd_deregister(q.id);
 		return ok_reply();
+	case HEZO_CTL_LIST:
+		return do_list(q.after);
+	case HEZO_CTL_STATS:
+		return do_stats(q.after);
 	}
-	if (strcmp(op, "list") == 0)
-		return do_list();
-	if (strcmp(op, "stats") == 0)
-		return do_stats();
-	return error_reply("op: unknown (register, deregister, list, stats)");
+	return error_reply("op: unknown");
 }
 
 static void on_conn(struct pd_watch *w, uint32_t events)

@@ -1,6 +1,7 @@
 /*
  * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, allow-list
- * matching and the per-container address pins. No I/O, no logging: unit-tested and fuzzed.
+ * matching, control requests and the per-container address pins. No I/O, no logging:
+ * unit-tested and fuzzed.
  */
 #ifndef HEZO_PROXYD_PARSE_H
 #define HEZO_PROXYD_PARSE_H
@@ -188,6 +189,42 @@ bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uin
  * -compatible, NAT64 and 6to4 forms of those. */
 bool hezo_addr_is_special(int family, const uint8_t *addr);
 bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
+
+/* ---- request.c ---- */
+
+/* Container ids as proxyd keeps them (they name state files and mounts): 1..128 of
+ * [A-Za-z0-9_+.-], not starting with '.' or '-'. */
+#define HEZO_CTL_ID_MAX	     129
+#define HEZO_CTL_PROJECT_MAX 65
+
+enum hezo_ctl_op {
+	HEZO_CTL_REGISTER = 1,
+	HEZO_CTL_DEREGISTER,
+	HEZO_CTL_LIST,
+	HEZO_CTL_STATS,
+};
+
+/* A control request that passed every check proxyd makes before acting on it. */
+struct hezo_ctl_request {
+	enum hezo_ctl_op op;
+	char id[HEZO_CTL_ID_MAX];	    /* register, deregister */
+	char project[HEZO_CTL_PROJECT_MAX]; /* register: "" when none */
+	struct hezo_json *egress;	    /* register: the section as it came (owned) */
+	struct hezo_egress eg;		    /* register: the section as proxyd enforces it */
+	char after[HEZO_CTL_ID_MAX];	    /* list, stats: page after this id; "": first page */
+};
+
+void hezo_ctl_request_clear(struct hezo_ctl_request *r);
+bool hezo_ctl_id_valid(const char *id);
+
+/* Parse and check one request message (docs/egress.md). Unknown ops and keys are refused. */
+int hezo_ctl_request_parse(const char *buf, size_t len, struct hezo_ctl_request *out,
+			   struct hezo_error **err);
+
+/* Check a registration document: a register request, or the state file proxyd keeps of one
+ * ({"id","project","egress"}). */
+int hezo_ctl_registration(const struct hezo_json *doc, struct hezo_ctl_request *out,
+			  struct hezo_error **err);
 
 /* ---- pin.c ---- */
 

@@ -72,20 +72,13 @@ bool pd_host_addr(int family, const uint8_t *addr)
 	return false;
 }
 
+/* proxyd.h's sizes are the request parser's: ids and projects are copied between them. */
+_Static_assert(PD_ID_MAX == HEZO_CTL_ID_MAX, "PD_ID_MAX");
+_Static_assert(PD_PROJECT_MAX == HEZO_CTL_PROJECT_MAX, "PD_PROJECT_MAX");
+
 bool pd_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	if (n == 0 || n >= PD_ID_MAX || id[0] == '.' || id[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '.' || c == '-'))
-			return false;
-	}
-	return true;
+	return hezo_ctl_id_valid(id);
 }
 
 struct pd_container *pd_container_find(const char *id)
@@ -138,31 +131,17 @@ static void state_name(const char *id, char *buf, size_t size)
 }
 
 /*
- * Validate a registration document and bring the container up. persist: write the state file
- * (false when restoring from it). Takes ownership of netns_fd in every case.
+ * Bring up a registration that hezo_ctl_registration() accepted, moving its egress into the
+ * container. persist: write the state file (false when restoring from it). Takes ownership of
+ * netns_fd in every case.
  */
-static int container_up(const struct hezo_json *req, int netns_fd, bool persist,
+static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 			struct hezo_error **err)
 {
 	_cleanup_close_ int nsfd = netns_fd;
-	const struct hezo_json *egress = hezo_json_get(req, "egress");
-	const char *id = hezo_json_string(hezo_json_get(req, "id"));
-	const struct hezo_json *pj = hezo_json_get(req, "project");
-	const char *project = NULL;
 	struct pd_container *c;
 	int fds[6], r;
 
-	if (!id || !pd_id_valid(id))
-		return hezo_error_set(err, EINVAL,
-				      "id: missing or not 1-128 characters of [A-Za-z0-9_.-]");
-	if (!pj)
-		pj = hezo_json_get(egress, "project");
-	if (pj && pj->type != HEZO_JSON_NULL) {
-		project = hezo_json_string(pj);
-		if (!project || strlen(project) >= PD_PROJECT_MAX)
-			return hezo_error_set(err, EINVAL,
-					      "project: not a string of at most 64 bytes");
-	}
 	if (nsfd < 0 || !pd_netns_is_net(nsfd))
 		return hezo_error_set(err, EINVAL,
 				      "no network namespace fd in SCM_RIGHTS (or not a netns)");
@@ -175,19 +154,16 @@ static int container_up(const struct hezo_json *req, int netns_fd, bool persist,
 		c->tcp[i].w.fd = c->udp[i].w.fd = c->dnstcp[i].w.fd = -1;
 		c->tcp[i].c = c->udp[i].c = c->dnstcp[i].c = c;
 	}
-	snprintf(c->id, sizeof(c->id), "%s", id);
-	snprintf(c->project, sizeof(c->project), "%s", project ? project : "");
+	memcpy(c->id, q->id, sizeof(c->id));
+	memcpy(c->project, q->project, sizeof(c->project));
 	c->tokens = 2.0 * pd_cfg.dns_rate;
 	c->tokens_ms = pd_now_ms();
-	r = hezo_egress_parse(egress, &c->eg, err);
-	if (r < 0) {
-		container_free(c);
-		return r;
-	}
+	c->eg = q->eg;
+	memset(&q->eg, 0, sizeof(q->eg));
 	c->reg = hezo_json_new_object();
 	if (!c->reg || hezo_json_set(c->reg, "id", hezo_json_new_string(c->id)) < 0 ||
 	    hezo_json_set(c->reg, "project", hezo_json_new_string(c->project)) < 0 ||
-	    hezo_json_set(c->reg, "egress", hezo_json_clone(egress)) < 0) {
+	    hezo_json_set(c->reg, "egress", TAKE_PTR(q->egress)) < 0) {
 		container_free(c);
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	}
@@ -242,14 +218,12 @@ static int container_up(const struct hezo_json *req, int netns_fd, bool persist,
 	return 0;
 }
 
-int pd_register(const struct hezo_json *req, int netns_fd, struct hezo_error **err)
+int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **err)
 {
-	const char *id = hezo_json_string(hezo_json_get(req, "id"));
-
 	/* A second registration of an id (a retrying hook) replaces the first. */
-	if (id && pd_container_find(id))
-		pd_deregister(id);
-	return container_up(req, netns_fd, true, err);
+	if (pd_container_find(q->id))
+		pd_deregister(q->id);
+	return container_up(q, netns_fd, true, err);
 }
 
 static void container_down(struct pd_container *c)
@@ -301,6 +275,7 @@ void pd_registry_restore(void)
 	while ((de = readdir(d))) {
 		_cleanup_error_ struct hezo_error *err = NULL;
 		_cleanup_json_ struct hezo_json *req = NULL;
+		_cleanup_(hezo_ctl_request_clear) struct hezo_ctl_request q = {0};
 		_cleanup_free_ char *buf = NULL;
 		char id[PD_ID_MAX];
 		size_t len = strlen(de->d_name), blen;
@@ -319,6 +294,13 @@ void pd_registry_restore(void)
 			forget_state(id);
 			continue;
 		}
+		/* Checked as a register request is, and it must be the file's own container. */
+		if (hezo_ctl_registration(req, &q, &err) < 0 || strcmp(q.id, id) != 0) {
+			pd_log("warning", "state %s: %s: dropped", de->d_name,
+			       err ? err->msg : "names another id");
+			forget_state(id);
+			continue;
+		}
 		fd = pd_netns_open_pinned(id, &err);
 		if (fd < 0) {
 			pd_log("info", "container %s: %s: dropped", id, err->msg);
@@ -332,7 +314,7 @@ void pd_registry_restore(void)
 			forget_state(id);
 			continue;
 		}
-		if (container_up(req, fd, false, &err) < 0) {
+		if (container_up(&q, fd, false, &err) < 0) {
 			pd_log("warning", "container %s: %s: dropped", id, err->msg);
 			forget_state(id);
 			continue;
