@@ -103,7 +103,7 @@ int hezo_hook_nft_send(const void *buf, size_t len, uint32_t seq, unsigned nacks
 int hezo_hook_netns_open_pid(int pid, int *out, struct hezo_error **err);
 /* Open a namespace path from config.json, same refusal. */
 int hezo_hook_netns_open_path(const char *path, int *out, struct hezo_error **err);
-/* setns() into it and bring lo up (rtnetlink via libnl-route). */
+/* setns() into it and bring lo up (one raw rtnetlink request). */
 int hezo_hook_netns_enter(int nsfd, struct hezo_error **err);
 int hezo_hook_link_lo_up(struct hezo_error **err);
 

@@ -1,4 +1,5 @@
-/* Entering the container's network namespace and bringing its loopback up (libnl-route). */
+/* Entering the container's network namespace and bringing its loopback up (one rtnetlink message).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
@@ -6,8 +7,11 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include <netlink/netlink.h>
-#include <netlink/route/link.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "hezo-hook.h"
 
@@ -59,40 +63,64 @@ int hezo_hook_netns_enter(int nsfd, struct hezo_error **err)
 	return 0;
 }
 
-static void nl_sock_freep(struct nl_sock **sk)
-{
-	if (*sk)
-		nl_socket_free(*sk);
-}
-static void link_putp(struct rtnl_link **l)
-{
-	if (*l)
-		rtnl_link_put(*l);
-}
-
+/*
+ * One RTM_NEWLINK naming lo with IFF_UP, one acknowledgement: no link dump first (setting an up
+ * link up is a no-op) and no netlink library, whose load and start-up cost more than the
+ * exchange itself.
+ */
 int hezo_hook_link_lo_up(struct hezo_error **err)
 {
-	_cleanup_(nl_sock_freep) struct nl_sock *sk = nl_socket_alloc();
-	_cleanup_(link_putp) struct rtnl_link *lo = NULL;
-	_cleanup_(link_putp) struct rtnl_link *change = NULL;
-	int r;
+	struct {
+		struct nlmsghdr nh;
+		struct ifinfomsg ifi;
+		struct rtattr name;
+		char ifname[8];
+	} req = {
+		.nh = {.nlmsg_len = sizeof(req),
+		       .nlmsg_type = RTM_NEWLINK,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+		       .nlmsg_seq = 1},
+		.ifi = {.ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP},
+		.name = {.rta_len = RTA_LENGTH(sizeof("lo")), .rta_type = IFLA_IFNAME},
+		.ifname = "lo",
+	};
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	struct timeval tv = {.tv_sec = 5};
+	_cleanup_close_ int fd = -1;
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ans;
+	ssize_t n;
 
-	if (!sk)
-		return hezo_error_set(err, ENOMEM, "loopback: out of memory");
-	r = nl_connect(sk, NETLINK_ROUTE);
-	if (r < 0)
-		return hezo_error_set(err, EIO, "loopback: rtnetlink: %s", nl_geterror(r));
-	r = rtnl_link_get_kernel(sk, 0, "lo", &lo);
-	if (r < 0)
-		return hezo_error_set(err, ENODEV, "loopback: %s", nl_geterror(r));
-	if (rtnl_link_get_flags(lo) & IFF_UP)
-		return 0;
-	change = rtnl_link_alloc();
-	if (!change)
-		return hezo_error_set(err, ENOMEM, "loopback: out of memory");
-	rtnl_link_set_flags(change, IFF_UP);
-	r = rtnl_link_change(sk, lo, change, 0);
-	if (r < 0)
-		return hezo_error_set(err, EIO, "loopback: setting lo up: %s", nl_geterror(r));
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "loopback: rtnetlink socket");
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return hezo_error_set_errno(err, errno, "loopback: SO_RCVTIMEO");
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return hezo_error_set_errno(err, errno, "loopback: sending the request");
+	for (;;) {
+		n = recv(fd, &ans, sizeof(ans), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return hezo_error_set_errno(err, errno == EAGAIN ? ETIMEDOUT : errno,
+						    "loopback: waiting for the answer");
+		break;
+	}
+	/* The only message sent asked for an acknowledgement; anything else is the kernel
+	 * misbehaving or not a kernel, and lo must be known up before the table goes in. */
+	if ((size_t)n < NLMSG_LENGTH(sizeof(struct nlmsgerr)) || ans.nh.nlmsg_len > (size_t)n ||
+	    ans.nh.nlmsg_type != NLMSG_ERROR || ans.nh.nlmsg_seq != req.nh.nlmsg_seq)
+		return hezo_error_set(err, EPROTO, "loopback: unexpected answer from rtnetlink");
+	{
+		const struct nlmsgerr *e = NLMSG_DATA(&ans.nh);
+
+		if (e->error == -ENODEV)
+			return hezo_error_set(err, ENODEV, "loopback: no device lo");
+		if (e->error < 0)
+			return hezo_error_set_errno(err, -e->error, "loopback: setting lo up");
+	}
 	return 0;
 }

@@ -446,7 +446,14 @@ int hezo_hook_nft_send(const void *buf, size_t len, uint32_t seq, unsigned nacks
 {
 	_cleanup_(mnl_closep) struct mnl_socket *nl = NULL;
 	struct timeval tv = {.tv_sec = 5};
-	char rbuf[8192];
+	/* The kernel has queued every acknowledgement by the time the send returns; one
+	 * recvmmsg() takes them all instead of a recvmsg() each, and syscalls are what a wire
+	 * costs once the batch is in. A slot holds an error ack even with the refused message
+	 * echoed whole (NETLINK_CAP_ACK not granted). */
+	enum { ACK_SLOTS = 32, ACK_SIZE = MSG_MAX + 1024 };
+	static char rbufs[ACK_SLOTS][ACK_SIZE];
+	struct mmsghdr msgs[ACK_SLOTS];
+	struct iovec iov[ACK_SLOTS];
 	unsigned seen = 0, failed_seq = 0;
 	int first_error = 0, one = 1;
 	uint32_t portid;
@@ -458,7 +465,7 @@ int hezo_hook_nft_send(const void *buf, size_t len, uint32_t seq, unsigned nacks
 		return hezo_error_set_errno(err, errno, "nftables: netlink bind");
 	if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
 		return hezo_error_set_errno(err, errno, "nftables: SO_RCVTIMEO");
-	/* Error acks then carry only the header of the refused message, never overflowing rbuf. */
+	/* Error acks then carry only the header of the refused message. */
 	(void)setsockopt(mnl_socket_get_fd(nl), SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
 	portid = mnl_socket_get_portid(nl);
 
@@ -468,11 +475,15 @@ int hezo_hook_nft_send(const void *buf, size_t len, uint32_t seq, unsigned nacks
 	/* The kernel answers each NLM_F_ACK message once, whether the batch committed or was
 	 * aborted, so the count is known; a short answer shows up as the receive timeout. */
 	while (seen < nacks) {
-		ssize_t n = mnl_socket_recvfrom(nl, rbuf, sizeof(rbuf));
-		const struct nlmsghdr *nlh = (const struct nlmsghdr *)rbuf;
-		int left = (int)n;
+		int got;
 
-		if (n < 0) {
+		for (unsigned i = 0; i < ACK_SLOTS; i++) {
+			iov[i] = (struct iovec){.iov_base = rbufs[i], .iov_len = ACK_SIZE};
+			msgs[i] =
+				(struct mmsghdr){.msg_hdr = {.msg_iov = &iov[i], .msg_iovlen = 1}};
+		}
+		got = recvmmsg(mnl_socket_get_fd(nl), msgs, ACK_SLOTS, MSG_WAITFORONE, NULL);
+		if (got < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -482,30 +493,39 @@ int hezo_hook_nft_send(const void *buf, size_t len, uint32_t seq, unsigned nacks
 			return hezo_error_set_errno(err, errno,
 						    "nftables: reading acknowledgements");
 		}
-		for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
-			const struct nlmsgerr *e;
+		for (int m = 0; m < got; m++) {
+			const struct nlmsghdr *nlh = (const struct nlmsghdr *)rbufs[m];
+			int left = (int)msgs[m].msg_len;
 
-			if (nlh->nlmsg_pid != portid || nlh->nlmsg_seq < seq ||
-			    nlh->nlmsg_seq > seq + nacks || nlh->nlmsg_type != NLMSG_ERROR)
-				continue;
-			if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+			if (msgs[m].msg_hdr.msg_flags & MSG_TRUNC)
 				return hezo_error_set(err, EPROTO,
-						      "nftables: short acknowledgement");
-			e = mnl_nlmsg_get_payload(nlh);
-			/* An answer to the batch header means the kernel refused the batch as a
-			 * whole (out of memory, bad subsystem) and nothing else will come. */
-			if (nlh->nlmsg_seq == seq) {
-				if (e->error == 0)
+						      "nftables: acknowledgement too long");
+			for (; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+				const struct nlmsgerr *e;
+
+				if (nlh->nlmsg_pid != portid || nlh->nlmsg_seq < seq ||
+				    nlh->nlmsg_seq > seq + nacks || nlh->nlmsg_type != NLMSG_ERROR)
 					continue;
-				return hezo_error_set_errno(err, -e->error,
-							    "nftables: batch refused");
-			}
-			seen++;
-			if (e->error == 0 || (enoent_ok && e->error == -ENOENT))
-				continue;
-			if (!first_error) {
-				first_error = -e->error;
-				failed_seq = nlh->nlmsg_seq - seq;
+				if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*e)))
+					return hezo_error_set(err, EPROTO,
+							      "nftables: short acknowledgement");
+				e = mnl_nlmsg_get_payload(nlh);
+				/* An answer to the batch header means the kernel refused the batch
+				 * as a whole (out of memory, bad subsystem) and nothing else will
+				 * come. */
+				if (nlh->nlmsg_seq == seq) {
+					if (e->error == 0)
+						continue;
+					return hezo_error_set_errno(err, -e->error,
+								    "nftables: batch refused");
+				}
+				seen++;
+				if (e->error == 0 || (enoent_ok && e->error == -ENOENT))
+					continue;
+				if (!first_error) {
+					first_error = -e->error;
+					failed_seq = nlh->nlmsg_seq - seq;
+				}
 			}
 		}
 	}

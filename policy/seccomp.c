@@ -385,7 +385,12 @@ static const uint64_t safe_personalities[] = {0x0, 0x8, 0x20000, 0x20008, 0xffff
 #define NAMESPACE_CLONE_FLAGS 0x7e020000ULL /* CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET} */
 
 #if defined(__x86_64__) || defined(__i386__)
-static const char *const default_arches[] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"};
+/*
+ * No x32: its syscalls then take the default action (a tighter box), and each extra architecture
+ * makes the backend's libseccomp build the whole allow-list again (x32 was a third of runc's
+ * filter-building time per container: docs/performance.md).
+ */
+static const char *const default_arches[] = {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86"};
 #elif defined(__aarch64__) || defined(__arm__)
 static const char *const default_arches[] = {"SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"};
 #else

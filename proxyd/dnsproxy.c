@@ -22,6 +22,8 @@
 #define DNS_TCP_IDLE_MS	   10000
 #define DNS_UDP_PER_WAKEUP 32
 #define DNS_UP_PER_WAKEUP  64
+#define DNS_BATCH	   32
+#define DNS_TX_SLOT	   (HEZO_DNS_EDNS_SIZE + 48)
 #define DNS_UP_BUCKETS	   256
 #define DNS_UP_IDLE_MS	   60000
 
@@ -58,7 +60,7 @@ struct pd_dnsconn {
 };
 
 struct pd_dnsq {
-	struct pd_dnsq *next;
+	struct pd_dnsq *next, **pprev;
 	struct pd_container *c;
 	struct upstream *up; /* where it waits for an answer; NULL: to be (re)sent at the tick */
 	struct pd_dnsq *idnext;
@@ -120,6 +122,103 @@ static void log_query(struct pd_container *c, const char *proto, const struct so
 	pd_netlog_write(c, &l);
 }
 
+/*
+ * ---- UDP batching ----
+ * Datagrams are received with recvmmsg() and answers sent with sendmmsg(): one system call per
+ * wake-up instead of one per datagram. Answers are queued only within one handler call and sent
+ * before it returns, while every listener they go to is certainly still open (a closed and
+ * reused fd number must never receive another container's answer). Where the kernel or a
+ * seccomp filter refuses the calls, one call per datagram as before.
+ */
+
+enum { MMSG_UNKNOWN, MMSG_YES, MMSG_NO };
+static int mmsg_state;
+
+static bool mmsg_ok(void)
+{
+	if (mmsg_state == MMSG_UNKNOWN) {
+		/* On an invalid fd the kernel says EBADF; a filter that forbids the call says
+		 * something else (EPERM, ENOSYS) before the fd is looked at. */
+		int r1 = recvmmsg(-1, NULL, 0, MSG_DONTWAIT, NULL) < 0 && errno == EBADF;
+		int r2 = sendmmsg(-1, NULL, 0, MSG_DONTWAIT) < 0 && errno == EBADF;
+
+		mmsg_state = r1 && r2 ? MMSG_YES : MMSG_NO;
+	}
+	return mmsg_state == MMSG_YES;
+}
+
+static struct {
+	unsigned n;
+	int fd[DNS_BATCH];
+	struct mmsghdr mh[DNS_BATCH];
+	struct iovec iov[DNS_BATCH];
+	struct sockaddr_storage to[DNS_BATCH];
+	uint8_t buf[DNS_BATCH][DNS_TX_SLOT];
+} tx;
+
+static struct {
+	struct mmsghdr mh[DNS_BATCH];
+	struct iovec iov[DNS_BATCH];
+	struct sockaddr_storage from[DNS_BATCH];
+	uint8_t buf[DNS_BATCH][DNS_MSG_MAX];
+} rx;
+
+/* Send the queued answers, a run of the same listener per sendmmsg(). A datagram that cannot
+ * be sent is lost, as a single sendto() would lose it. */
+static void tx_flush(void)
+{
+	unsigned i = 0;
+
+	while (i < tx.n) {
+		unsigned j = i + 1;
+
+		while (j < tx.n && tx.fd[j] == tx.fd[i])
+			j++;
+		while (i < j) {
+			int r = sendmmsg(tx.fd[i], &tx.mh[i], j - i, MSG_DONTWAIT);
+
+			i += r > 0 ? (unsigned)r : 1;
+		}
+	}
+	tx.n = 0;
+}
+
+static void udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_storage *to,
+		     socklen_t tolen)
+{
+	unsigned i;
+
+	if (len > DNS_TX_SLOT || tolen > sizeof(tx.to[0]) || !mmsg_ok()) {
+		sendto(fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)to, tolen);
+		return;
+	}
+	if (tx.n == DNS_BATCH)
+		tx_flush();
+	i = tx.n++;
+	memcpy(tx.buf[i], msg, len);
+	memcpy(&tx.to[i], to, tolen);
+	tx.fd[i] = fd;
+	tx.iov[i] = (struct iovec){.iov_base = tx.buf[i], .iov_len = len};
+	tx.mh[i] = (struct mmsghdr){.msg_hdr = {.msg_name = &tx.to[i],
+						.msg_namelen = tolen,
+						.msg_iov = &tx.iov[i],
+						.msg_iovlen = 1}};
+}
+
+/* Receive up to DNS_BATCH datagrams into rx; returns how many, or -1 with errno. */
+static int rx_batch(int fd, bool want_from)
+{
+	for (unsigned i = 0; i < DNS_BATCH; i++) {
+		rx.iov[i] = (struct iovec){.iov_base = rx.buf[i], .iov_len = sizeof(rx.buf[i])};
+		rx.mh[i] = (struct mmsghdr){
+			.msg_hdr = {.msg_name = want_from ? &rx.from[i] : NULL,
+				    .msg_namelen = want_from ? sizeof(rx.from[i]) : 0,
+				    .msg_iov = &rx.iov[i],
+				    .msg_iovlen = 1}};
+	}
+	return recvmmsg(fd, rx.mh, DNS_BATCH, MSG_DONTWAIT, NULL);
+}
+
 /* ---- sending answers ---- */
 
 static void dnsconn_close(struct pd_dnsconn *t);
@@ -145,7 +244,7 @@ static void send_answer(struct pd_listener *udp, const struct sockaddr_storage *
 	if (tc)
 		tcp_queue(tc, msg, len);
 	else if (udp && udp->w.fd >= 0)
-		sendto(udp->w.fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)client, clen);
+		udp_send(udp->w.fd, msg, len, client, clen);
 }
 
 static void answer_empty(struct pd_listener *udp, const struct sockaddr_storage *client,
@@ -210,12 +309,9 @@ static void dnsq_free(struct pd_dnsq *d)
 {
 	struct pd_container *c = d->c;
 
-	for (struct pd_dnsq **p = &c->queries; *p; p = &(*p)->next) {
-		if (*p == d) {
-			*p = d->next;
-			break;
-		}
-	}
+	*d->pprev = d->next;
+	if (d->next)
+		d->next->pprev = d->pprev;
 	c->ndnsq--;
 	if (d->tc && d->tc->pending == d)
 		d->tc->pending = NULL;
@@ -408,25 +504,47 @@ static void upstream_answer(struct upstream *up, const uint8_t *in, size_t n)
 		    &res);
 }
 
+static void upstream_error(struct upstream *up)
+{
+	/* ICMP unreachable from the resolver: whatever waits on it tries the next resolver at
+	 * the next tick. */
+	for (unsigned b = 0; b < DNS_UP_BUCKETS; b++)
+		while (up->byid[b])
+			dnsq_detach(up->byid[b]);
+}
+
 static void on_upstream_readable(struct pd_watch *w, uint32_t events)
 {
 	struct upstream *up = pd_container_of(w, struct upstream, w);
-	uint8_t in[DNS_MSG_MAX];
 
+	if (mmsg_ok()) {
+		for (int i = 0; i < DNS_UP_PER_WAKEUP; i += DNS_BATCH) {
+			int n = rx_batch(w->fd, false);
+
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				break;
+			if (n < 0) {
+				upstream_error(up);
+				continue;
+			}
+			for (int j = 0; j < n; j++)
+				upstream_answer(up, rx.buf[j], rx.mh[j].msg_len);
+			if (n < DNS_BATCH)
+				break; /* drained: no EAGAIN call needed to learn it */
+		}
+		tx_flush();
+		return;
+	}
 	for (int i = 0; i < DNS_UP_PER_WAKEUP; i++) {
-		ssize_t n = recv(w->fd, in, sizeof(in), 0);
+		ssize_t n = recv(w->fd, rx.buf[0], sizeof(rx.buf[0]), 0);
 
 		if (n >= 0) {
-			upstream_answer(up, in, (size_t)n);
+			upstream_answer(up, rx.buf[0], (size_t)n);
 			continue;
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			return;
-		/* ICMP unreachable from the resolver: whatever waits on it tries the next
-		 * resolver at the next tick. */
-		for (unsigned b = 0; b < DNS_UP_BUCKETS; b++)
-			while (up->byid[b])
-				dnsq_detach(up->byid[b]);
+		upstream_error(up);
 	}
 }
 
@@ -546,6 +664,9 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	memcpy(d->query, msg, q.qend);
 	d->start_ms = now;
 	d->next = c->queries;
+	d->pprev = &c->queries;
+	if (c->queries)
+		c->queries->pprev = &d->next;
 	c->queries = d;
 	c->ndnsq++;
 	if (tc)
@@ -561,15 +682,24 @@ void pd_dns_udp(struct pd_watch *w, uint32_t events)
 {
 	struct pd_listener *l = pd_container_of(w, struct pd_listener, w);
 
+	if (mmsg_ok()) {
+		int n = rx_batch(w->fd, true);
+
+		for (int i = 0; i < n && w->fd >= 0; i++)
+			handle_query(l->c, rx.buf[i], rx.mh[i].msg_len, l, &rx.from[i],
+				     rx.mh[i].msg_hdr.msg_namelen, NULL);
+		tx_flush();
+		return;
+	}
 	for (int i = 0; i < DNS_UDP_PER_WAKEUP && w->fd >= 0; i++) {
-		uint8_t buf[DNS_MSG_MAX];
 		struct sockaddr_storage client;
 		socklen_t clen = sizeof(client);
-		ssize_t n = recvfrom(w->fd, buf, sizeof(buf), 0, (struct sockaddr *)&client, &clen);
+		ssize_t n = recvfrom(w->fd, rx.buf[0], sizeof(rx.buf[0]), 0,
+				     (struct sockaddr *)&client, &clen);
 
 		if (n < 0)
 			return;
-		handle_query(l->c, buf, (size_t)n, l, &client, clen, NULL);
+		handle_query(l->c, rx.buf[0], (size_t)n, l, &client, clen, NULL);
 	}
 }
 
@@ -729,6 +859,7 @@ void pd_dns_tick(struct pd_container *c, uint64_t now)
 				d->sent_ms = now;
 		}
 	}
+	tx_flush();
 	for (t = c->dnsconns; t; t = tn) {
 		tn = t->next;
 		if (!t->pending && now - t->last_ms >= DNS_TCP_IDLE_MS)

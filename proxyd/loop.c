@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -23,6 +24,11 @@ static bool stopping;
 static bool ticked;
 static void **deferred;
 static size_t ndeferred, deferred_cap;
+static struct {
+	int fd;
+	bool reset;
+} * dclose;
+static size_t ndclose, dclose_cap;
 
 uint64_t pd_now_ms(void)
 {
@@ -136,6 +142,16 @@ void pd_watch_close(struct pd_watch *w)
 	w->added = false;
 }
 
+static void close_now(int fd, bool reset)
+{
+	if (reset) {
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	close(fd);
+}
+
 void pd_watch_drop(struct pd_watch *w)
 {
 	if (w->fd < 0)
@@ -144,6 +160,31 @@ void pd_watch_drop(struct pd_watch *w)
 	w->fd = -1;
 	w->events = 0;
 	w->added = false;
+}
+
+void pd_watch_drop_later(struct pd_watch *w, bool reset)
+{
+	int fd = w->fd;
+
+	if (fd < 0)
+		return;
+	w->fd = -1;
+	w->events = 0;
+	w->added = false;
+	if (ndclose == dclose_cap) {
+		size_t cap = dclose_cap ? dclose_cap * 2 : 64;
+		void *v = realloc(dclose, cap * sizeof(*dclose));
+
+		if (!v) {
+			close_now(fd, reset);
+			return;
+		}
+		dclose = v;
+		dclose_cap = cap;
+	}
+	dclose[ndclose].fd = fd;
+	dclose[ndclose].reset = reset;
+	ndclose++;
 }
 
 void pd_defer_free(void *p)
@@ -166,6 +207,11 @@ void pd_defer_free(void *p)
 
 static void run_deferred(void)
 {
+	/* Closes first: the objects freed below may be what these fds' epoll entries point at,
+	 * and a close takes an fd out of the set. */
+	for (size_t i = 0; i < ndclose; i++)
+		close_now(dclose[i].fd, dclose[i].reset);
+	ndclose = 0;
 	for (size_t i = 0; i < ndeferred; i++)
 		free(deferred[i]);
 	ndeferred = 0;

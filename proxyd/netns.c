@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,8 +75,11 @@ static int make_socket(int family, int type, uint16_t port)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 		setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof(one));
 	}
-	if (type == SOCK_STREAM)
+	if (type == SOCK_STREAM) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* Accepted sockets inherit it: no per-connection call for the client side. */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	if (bind(fd, (struct sockaddr *)&ss, len) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, 128) < 0)) {
 		int e = errno;

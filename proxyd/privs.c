@@ -91,6 +91,8 @@ static const char *const plain_syscalls[] = {
 	"recvfrom",
 	"sendmsg",
 	"recvmsg",
+	"sendmmsg",
+	"recvmmsg",
 	"shutdown",
 };
 

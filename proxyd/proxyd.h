@@ -14,7 +14,7 @@
 
 #define PD_TCP_PORT    15001
 #define PD_DNS_PORT    15053
-#define PD_ID_MAX      129 /* container ids: 1..128 of [A-Za-z0-9_.-], not starting with '.' */
+#define PD_ID_MAX      129 /* container ids: 1..128 of [A-Za-z0-9_+.-], not starting with '.' or '-' */
 #define PD_PROJECT_MAX 65
 #define PD_HEAD_MAX    16384
 
@@ -41,6 +41,9 @@ void pd_watch_close(struct pd_watch *w);
 /* Close an fd that no other process or descriptor shares (accepted or socket()ed here): its
  * close() takes it out of the epoll set, so the EPOLL_CTL_DEL is saved. */
 void pd_watch_drop(struct pd_watch *w);
+/* pd_watch_drop, with the close (a reset first when asked: SO_LINGER 0) done at the end of the
+ * current batch of events: work waiting in the same batch, such as a new connection, goes first. */
+void pd_watch_drop_later(struct pd_watch *w, bool reset);
 /* Free p after the current batch of events: later events of the batch may still point at it. */
 void pd_defer_free(void *p);
 /* Run until SIGTERM or SIGINT; tick() runs about once a second. */
@@ -133,7 +136,8 @@ bool pd_netns_alive(int netns_fd);
 /* ---- registry.c ---- */
 
 int pd_registry_init(struct hezo_error **err);
-int pd_register(const struct hezo_json *req, int netns_fd, struct hezo_error **err);
+/* q: checked by hezo_ctl_request_parse(); its egress moves into the container. */
+int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **err);
 void pd_deregister(const char *id);
 void pd_registry_restore(void);
 void pd_registry_tick(uint64_t now_ms);

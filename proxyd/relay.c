@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
 
 #include "proxyd.h"
@@ -20,8 +21,11 @@
 #endif
 #define IP6T_SO_ORIGINAL_DST_ 80
 
-#define PUMP_ROUNDS  8
-#define SPLICE_CHUNK (64 * 1024)
+#define PUMP_ROUNDS 8
+/* Pipes are grown to this (when the pipe quota allows) so one splice() moves a whole socket
+ * queue: fewer system calls per byte on bulk transfers. Pages are only held while bytes are. */
+#define PIPE_SIZE    (256 * 1024)
+#define PIPE_DEFAULT (64 * 1024)
 /* Spare head buffers and pipes kept for the next connection instead of freed and re-created. */
 #define HEAD_POOL 16
 #define PIPE_POOL 64
@@ -35,19 +39,21 @@ enum conn_state { ST_HEAD, ST_CONNECTING, ST_RELAY };
  */
 struct dir {
 	int pipe[2];
+	uint32_t pipe_cap;
+	bool pipe_full, eof, shut; /* packed with pipe_cap: a relay is mostly these structs */
 	size_t inpipe;
-	bool pipe_full;
 	uint8_t *buf; /* PD_HEAD_MAX bytes when set */
 	size_t off, len;
-	bool eof, shut;
 	uint64_t bytes;
 };
 
 struct pd_conn {
-	struct pd_conn *next;
+	struct pd_conn *next, **pprev;
 	struct pd_container *c;
 	struct pd_watch cw, uw;
 	enum conn_state st;
+	/* A side whose peer already reset it: no SO_LINGER needed there. */
+	bool c_dead, u_dead;
 	struct sockaddr_storage src, dst;
 	char name[HEZO_NAME_MAX];
 	const char *reason;
@@ -66,7 +72,10 @@ unsigned pd_relay_active(void)
 
 static uint8_t *head_pool[HEAD_POOL];
 static unsigned nhead_pool;
-static int pipe_pool[PIPE_POOL][2];
+static struct {
+	int fd[2];
+	uint32_t cap;
+} pipe_pool[PIPE_POOL];
 static unsigned npipe_pool;
 
 static uint8_t *head_get(void)
@@ -88,16 +97,22 @@ static void head_put(uint8_t *buf)
 
 static int pipe_get(struct dir *d)
 {
+	int r;
+
 	if (npipe_pool) {
 		npipe_pool--;
-		d->pipe[0] = pipe_pool[npipe_pool][0];
-		d->pipe[1] = pipe_pool[npipe_pool][1];
+		d->pipe[0] = pipe_pool[npipe_pool].fd[0];
+		d->pipe[1] = pipe_pool[npipe_pool].fd[1];
+		d->pipe_cap = pipe_pool[npipe_pool].cap;
 		return 0;
 	}
 	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
 		d->pipe[0] = d->pipe[1] = -1;
 		return -errno;
 	}
+	/* Over the user's pipe quota this fails and the pipe keeps its default size. */
+	r = fcntl(d->pipe[1], F_SETPIPE_SZ, PIPE_SIZE);
+	d->pipe_cap = r > 0 ? (uint32_t)r : PIPE_DEFAULT;
 	return 0;
 }
 
@@ -110,8 +125,9 @@ static void pipe_put(struct dir *d)
 	if (d->pipe[0] < 0)
 		return;
 	if (d->inpipe == 0 && npipe_pool < PIPE_POOL) {
-		pipe_pool[npipe_pool][0] = d->pipe[0];
-		pipe_pool[npipe_pool][1] = d->pipe[1];
+		pipe_pool[npipe_pool].fd[0] = d->pipe[0];
+		pipe_pool[npipe_pool].fd[1] = d->pipe[1];
+		pipe_pool[npipe_pool].cap = d->pipe_cap;
 		npipe_pool++;
 	} else {
 		close(d->pipe[0]);
@@ -172,12 +188,9 @@ static void conn_end(struct pd_conn *k, const char *verdict, const char *reason,
 {
 	struct pd_container *c = k->c;
 
-	for (struct pd_conn **p = &c->conns; *p; p = &(*p)->next) {
-		if (*p == k) {
-			*p = k->next;
-			break;
-		}
-	}
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
 	c->nconns--;
 	nactive--;
 	log_conn(k, verdict, reason);
@@ -189,15 +202,10 @@ static void conn_end(struct pd_conn *k, const char *verdict, const char *reason,
 		c->st.conns_refused++;
 		pd_stats.conns_refused++;
 	}
-	if (rst) {
-		if (k->cw.fd >= 0)
-			rst_close(k->cw.fd);
-		if (k->uw.fd >= 0)
-			rst_close(k->uw.fd);
-	}
-	/* Both sockets are this process's alone: close() also takes them out of epoll. */
-	pd_watch_drop(&k->cw);
-	pd_watch_drop(&k->uw);
+	/* Both sockets are this process's alone: close() also takes them out of epoll. A peer
+	 * that reset its side needs no reset back. */
+	pd_watch_drop_later(&k->cw, rst && !k->c_dead);
+	pd_watch_drop_later(&k->uw, rst && !k->u_dead);
 	dir_release(&k->up);
 	dir_release(&k->down);
 	pd_defer_free(k);
@@ -220,20 +228,21 @@ static bool dir_can_fill(const struct dir *d)
 	if (d->eof)
 		return false;
 	if (d->pipe[0] >= 0)
-		return !d->pipe_full && d->inpipe < SPLICE_CHUNK;
+		return !d->pipe_full && d->inpipe < d->pipe_cap;
 	return !d->buf || d->off + d->len < PD_HEAD_MAX || d->off > 0;
 }
 
-/* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had. */
-static ssize_t dir_fill(struct dir *d, int src)
+/* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had.
+ * *want: how much was asked for. */
+static ssize_t dir_fill(struct dir *d, int src, size_t *want)
 {
 	ssize_t n;
 
 	if (d->pipe[0] < 0)
 		pipe_get(d);
 	if (d->pipe[0] >= 0) {
-		n = splice(src, NULL, d->pipe[1], NULL, SPLICE_CHUNK - d->inpipe,
-			   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		*want = d->pipe_cap - d->inpipe;
+		n = splice(src, NULL, d->pipe[1], NULL, *want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 		if (n > 0)
 			d->inpipe += (size_t)n;
 		else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
@@ -252,7 +261,8 @@ static ssize_t dir_fill(struct dir *d, int src)
 		memmove(d->buf, d->buf + d->off, d->len);
 		d->off = 0;
 	}
-	n = read(src, d->buf + d->off + d->len, PD_HEAD_MAX - d->off - d->len);
+	*want = PD_HEAD_MAX - d->off - d->len;
+	n = read(src, d->buf + d->off + d->len, *want);
 	if (n > 0)
 		d->len += (size_t)n;
 	return n;
@@ -260,23 +270,28 @@ static ssize_t dir_fill(struct dir *d, int src)
 
 /*
  * Move what we can from src to dst. readable: src reported data (or may have some); without it
- * src is not read, so no read is spent on an EAGAIN epoll already predicted. Returns -errno on a
- * fatal error, else 0.
+ * src is not read, so no read is spent on an EAGAIN epoll already predicted. A short read means
+ * src's queue is drained and a short write that dst is full: neither is tried again until epoll
+ * says so, which saves the EAGAIN call each would cost. Returns -errno on a fatal error (and
+ * marks the side that failed), else 0.
  */
-static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable)
+static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
+		bool *dst_failed)
 {
-	bool moved = false;
+	bool moved = false, writable = true;
 
 	/* Freeing room in a full pipe makes room for what src may still hold. */
 	if (d->pipe_full)
 		readable = true;
 	for (int round = 0; round < PUMP_ROUNDS; round++) {
 		bool progress = false;
+		size_t want;
 		ssize_t n;
 
 		/* Drain first: the buffer (the request head) goes before anything in the pipe. */
-		if (d->len > 0) {
-			n = write(dst, d->buf + d->off, d->len);
+		if (d->len > 0 && writable) {
+			want = d->len;
+			n = write(dst, d->buf + d->off, want);
 			if (n > 0) {
 				d->off += (size_t)n;
 				d->len -= (size_t)n;
@@ -284,32 +299,46 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readabl
 				if (d->len == 0)
 					d->off = 0;
 				progress = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				return -errno;
+			}
+			if (n < (ssize_t)want) {
+				if (n < 0 && errno != EAGAIN && errno != EINTR) {
+					*dst_failed = true;
+					return -errno;
+				}
+				writable = false;
 			}
 		}
-		if (d->len == 0 && d->inpipe > 0) {
-			n = splice(d->pipe[0], NULL, dst, NULL, d->inpipe,
+		if (d->len == 0 && d->inpipe > 0 && writable) {
+			want = d->inpipe;
+			n = splice(d->pipe[0], NULL, dst, NULL, want,
 				   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
 			if (n > 0) {
 				d->inpipe -= (size_t)n;
 				d->bytes += (uint64_t)n;
 				d->pipe_full = false;
 				progress = true;
-			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-				return -errno;
+			}
+			if (n < (ssize_t)want) {
+				if (n < 0 && errno != EAGAIN && errno != EINTR) {
+					*dst_failed = true;
+					return -errno;
+				}
+				writable = false;
 			}
 		}
 		if (readable && dir_can_fill(d)) {
-			n = dir_fill(d, src);
+			n = dir_fill(d, src, &want);
 			if (n > 0) {
 				progress = true;
+				if ((size_t)n < want)
+					readable = false;
 			} else if (n == 0) {
 				d->eof = true;
 				progress = true;
 			} else if (errno == EAGAIN) {
 				readable = false;
 			} else if (errno != EINTR) {
+				*src_failed = true;
 				return -errno;
 			}
 		}
@@ -327,7 +356,8 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readabl
 		d->buf = NULL;
 		d->off = 0;
 	}
-	if (d->eof && !dir_has_data(d) && !d->shut) {
+	/* Not before the upstream connect completed: a shutdown then would abort it. */
+	if (d->eof && !dir_has_data(d) && !d->shut && k->st == ST_RELAY) {
 		shutdown(dst, SHUT_WR);
 		d->shut = true;
 	}
@@ -354,11 +384,14 @@ static void relay_interest(struct pd_conn *k)
 
 static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 {
-	int r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE);
+	bool cfail = false, ufail = false;
+	int r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
 
 	if (r == 0)
-		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uev & EV_READABLE);
+		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uev & EV_READABLE, &ufail, &cfail);
 	if (r < 0) {
+		k->c_dead = cfail && r == -ECONNRESET;
+		k->u_dead = ufail && r == -ECONNRESET;
 		conn_end(k, "allow", k->reason, true);
 		return;
 	}
@@ -392,11 +425,21 @@ static void relay_start(struct pd_conn *k)
 static void on_upstream(struct pd_watch *w, uint32_t events);
 static void on_client(struct pd_watch *w, uint32_t events);
 
+static void connect_failed(struct pd_conn *k, int e)
+{
+	conn_end(k, "error",
+		 e == ECONNREFUSED ? "upstream refused the connection"
+		 : e == ETIMEDOUT  ? "upstream timed out"
+				   : "upstream connect failed",
+		 true);
+}
+
 static void connect_upstream(struct pd_conn *k, const char *reason)
 {
 	socklen_t len = k->dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
 						    : sizeof(struct sockaddr_in6);
-	int fd;
+	bool cfail = false, ufail = false;
+	int fd, r, one = 1;
 
 	k->reason = reason;
 	k->c->st.conns_allowed++;
@@ -412,13 +455,35 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 		conn_end(k, "error", "upstream connect failed", true);
 		return;
 	}
-	if (pd_watch_add(&k->uw, fd, EPOLLOUT, on_upstream) < 0) {
-		conn_end(k, "error", "epoll", true);
-		return;
-	}
+	pd_watch_init(&k->uw, fd, on_upstream);
 	k->st = ST_CONNECTING;
 	k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.connect_timeout_s * 1000;
-	pd_watch_set(&k->cw, 0);
+	/*
+	 * On a local path (a veth, a bridge) the handshake has usually completed inside connect():
+	 * send what the client has sent (the head, or bytes waiting on its socket) right away
+	 * instead of a loop turn later. A send that gets EAGAIN means "still connecting"; the
+	 * bytes then wait in the pipe or buffer for EPOLLOUT.
+	 */
+	r = pump(k, &k->up, k->cw.fd, fd, k->up.len == 0, &cfail, &ufail);
+	if (r < 0) {
+		k->c_dead = cfail && r == -ECONNRESET;
+		if (cfail)
+			conn_end(k, "allow", "client left while connecting", true);
+		else
+			connect_failed(k, -r);
+		return;
+	}
+	/* A transparent proxy must not add Nagle delays the client did not ask for; the client
+	 * side inherits TCP_NODELAY from its listener. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (k->up.bytes > 0) {
+		k->st = ST_RELAY;
+		k->last_ms = pd_now_ms();
+		relay_run(k, 0, 0);
+		return;
+	}
+	if (pd_watch_set(&k->uw, EPOLLOUT) < 0 || pd_watch_set(&k->cw, 0) < 0)
+		conn_end(k, "error", "epoll", true);
 }
 
 static void on_upstream(struct pd_watch *w, uint32_t events)
@@ -435,11 +500,7 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 		} else {
 			if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
 				e = errno;
-			conn_end(k, "error",
-				 e == ECONNREFUSED ? "upstream refused the connection"
-				 : e == ETIMEDOUT  ? "upstream timed out"
-						   : "upstream connect failed",
-				 true);
+			connect_failed(k, e);
 		}
 		return;
 	}
@@ -564,6 +625,9 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 	 * for its upstream connect only. */
 	pd_watch_init(&k->cw, fd, on_client);
 	k->next = c->conns;
+	k->pprev = &c->conns;
+	if (c->conns)
+		c->conns->pprev = &k->next;
 	c->conns = k;
 	c->nconns++;
 	nactive++;
