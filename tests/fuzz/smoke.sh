@@ -6,6 +6,8 @@
 # Usage: tests/fuzz/smoke.sh [WORK_DIR]   (default: a fresh /tmp/fuzz-smoke.XXXXXX)
 #   FUZZ_SMOKE_SECONDS=N  seconds per target       FUZZ_SMOKE_TARGETS="json dns"  only these
 #   FUZZ_RUNS=N           a campaign: N executions per target instead of a time limit
+#   FUZZ_TIMEOUT=S        seconds one input may take (10); raise it for a campaign that shares
+#                         the machine, where a starved process would trip it without a real hang
 #                         (the closing-note counts: FUZZ_RUNS=10000000)
 set -uo pipefail
 
@@ -13,6 +15,7 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CORPUS=$SRC/tests/fuzz/corpus
 SECONDS_EACH=${FUZZ_SMOKE_SECONDS:-20}
 RUNS=${FUZZ_RUNS:-0}
+TIMEOUT=${FUZZ_TIMEOUT:-10}
 WORK=${1:-$(mktemp -d /tmp/fuzz-smoke.XXXXXX)}
 BUILD=$WORK/build
 CC=${FUZZ_CC:-clang-14}
@@ -55,7 +58,7 @@ for t in "${targets[@]}"; do
 	limit=(-max_total_time="$SECONDS_EACH")
 	[ "$RUNS" -gt 0 ] && limit=(-runs="$RUNS")
 	start=$(date +%s)
-	if "$bin" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	if "$bin" "${limit[@]}" -timeout="$TIMEOUT" -rss_limit_mb=2048 -print_final_stats=1 \
 		"${dict[@]}" -artifact_prefix="$WORK/artifacts-$t/" "$scratch" "$CORPUS/$t" \
 		>"$WORK/$t.log" 2>&1; then
 		echo "fuzz-$t: ok, $(grep -o 'stat::number_of_executed_units: [0-9]*' "$WORK/$t.log" |

@@ -6,6 +6,8 @@
 # a backend that cannot be executed is checked with LeakSanitizer instead: run
 # tests/fault/backend.sh with a -Db_sanitize=address,undefined build. Not part of `meson test`.
 # Usage: tests/load/valgrind-shim.sh [BUILD_DIR]   (TAP on stdout; needs root and valgrind)
+# memcheck replaces malloc through the dynamic loader, so it cannot see into the fully static
+# hezo-shim that static_deps builds: use a build configured with -Dstatic_deps=false.
 set -uo pipefail
 
 # shellcheck source=tests/fault/fault-lib.sh
@@ -13,6 +15,8 @@ set -uo pipefail
 
 hezo_require_root
 hezo_require_tools valgrind jq runc
+readelf -l "$HEZO_SHIM_BIN" 2>/dev/null | grep -q 'Requesting program interpreter' ||
+	bail_out "$HEZO_SHIM_BIN is statically linked: memcheck cannot track its heap; build with -Dstatic_deps=false"
 fault_setup valgrind
 VG=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite
 	--error-exitcode=99 --trace-children=no --track-fds=no)
