@@ -53,6 +53,8 @@ for t in hyperfine jq cc runc ip nft iperf3 haproxy dnsmasq busybox taskset; do
 done
 DOCKER=${HEZO_DOCKER:-/usr/bin/docker}
 
+# Absolute: the paths end up in runtime wrappers that dockerd runs from its own directory.
+BUILD=$(realpath -m "$BUILD")
 SHIM=$BUILD/shim/hezo-shim
 HOOK=$BUILD/hooks/hezo-hook
 PROXYD=$BUILD/proxyd/hezo-proxyd
