@@ -25,8 +25,10 @@ trap 'rm -rf "$work"' EXIT
 tree=$work/hezo-shim-$version
 mkdir -p "$tree"
 if git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+	# One tar reading the whole list: xargs would split a long list over several tars, and the
+	# extracting tar stops at the first archive's end.
 	(cd "$src" && git ls-files -z --cached --others --exclude-standard |
-		xargs -0 tar --no-recursion -cf - 2>/dev/null) | tar -C "$tree" -xf -
+		tar --null --no-recursion -T - -cf -) | tar -C "$tree" -xf -
 else
 	(cd "$src" && tar --exclude='./build*' --exclude='./.git' --exclude='./obj-*' -cf - .) |
 		tar -C "$tree" -xf -
