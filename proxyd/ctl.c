@@ -87,6 +87,21 @@ static int send_request(int fd, struct hezo_json *req, int nsfd)
 	return 0;
 }
 
+/* Send one request and receive its reply; a missing reply is reported here. */
+static ssize_t exchange(int fd, const char *socket_path, struct hezo_json *req, int nsfd,
+			char **buf)
+{
+	ssize_t n;
+
+	if (send_request(fd, req, nsfd) < 0)
+		return -1;
+	n = recv_message(fd, buf);
+	if (n < 0)
+		fprintf(stderr, "hezo-proxyd: no reply from %s: %s\n", socket_path,
+			strerror((int)-n));
+	return n;
+}
+
 /* One request, one reply: printed as it came. */
 static int call_once(int fd, const char *socket_path, struct hezo_json *req, int nsfd)
 {
@@ -95,14 +110,9 @@ static int call_once(int fd, const char *socket_path, struct hezo_json *req, int
 	_cleanup_free_ char *buf = NULL;
 	ssize_t n;
 
-	if (send_request(fd, req, nsfd) < 0)
+	n = exchange(fd, socket_path, req, nsfd, &buf);
+	if (n < 0)
 		return 1;
-	n = recv_message(fd, &buf);
-	if (n < 0) {
-		fprintf(stderr, "hezo-proxyd: no reply from %s: %s\n", socket_path,
-			strerror((int)-n));
-		return 1;
-	}
 	printf("%s\n", buf);
 	if (hezo_json_parse(buf, (size_t)n, &rep, &err) < 0 ||
 	    !hezo_json_is_true(hezo_json_get(rep, "ok")))
@@ -133,14 +143,9 @@ static int call_paged(int fd, const char *socket_path, const char *op, const cha
 			fprintf(stderr, "hezo-proxyd: out of memory\n");
 			return 1;
 		}
-		if (send_request(fd, req, -1) < 0)
+		n = exchange(fd, socket_path, req, -1, &buf);
+		if (n < 0)
 			return 1;
-		n = recv_message(fd, &buf);
-		if (n < 0) {
-			fprintf(stderr, "hezo-proxyd: no reply from %s: %s\n", socket_path,
-				strerror((int)-n));
-			return 1;
-		}
 		if (hezo_json_parse(buf, (size_t)n, &rep, &err) < 0 ||
 		    !hezo_json_is_true(hezo_json_get(rep, "ok"))) {
 			/* A refusal is shown as proxyd gave it. */
