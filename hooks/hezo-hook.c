@@ -160,12 +160,12 @@ static int cmd_wire(int argc, char **argv)
 		{},
 	};
 	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_close_ int nsfd = -1, ctl = -1;
+	_cleanup_close_ int nsfd = -1, ctl = -1, lock = -1;
 	struct hezo_hook_state st = {0};
 	struct hezo_hook_egress eg = {0};
 	struct hezo_hook_nft_params p = {0};
 	const char *egress_arg = NULL;
-	bool registered = false, entered = false;
+	bool registered = false;
 	double t_reg = 0, t_lo = 0;
 	int c, r;
 
@@ -194,6 +194,8 @@ static int cmd_wire(int argc, char **argv)
 	p.mode = eg.mode;
 
 	r = hezo_hook_netns_open_pid(st.pid, &nsfd, &err);
+	if (r >= 0)
+		r = hezo_hook_netns_lock(nsfd, &lock, &err);
 	if (r < 0)
 		goto out;
 
@@ -212,7 +214,6 @@ static int cmd_wire(int argc, char **argv)
 	r = hezo_hook_netns_enter(nsfd, &err);
 	if (r < 0)
 		goto out;
-	entered = true;
 	r = hezo_hook_link_lo_up(&err);
 	if (r < 0)
 		goto out;
@@ -228,13 +229,12 @@ static int cmd_wire(int argc, char **argv)
 
 out:
 	if (r < 0) {
-		/* Undo in reverse; the first error is the one reported. The table batch is atomic,
-		 * so the delete only matters when something after it is added one day. */
-		if (entered) {
-			struct hezo_error *e2 = NULL;
-			nft_apply(false, NULL, &e2);
-			hezo_error_free(e2);
-		}
+		/*
+		 * Undo the registration; the first error is the one reported. The table is left
+		 * as it was: the batch is atomic, so a failed one changed nothing, and a table
+		 * already there is another container's that shares this namespace (deleting it
+		 * would unfilter that container).
+		 */
 		if (registered) {
 			struct hezo_error *e2 = NULL;
 			if (deregister(ctl, st.id, &e2) < 0)
@@ -291,12 +291,16 @@ static int bundle_netns_path(const char *bundle, char **out, struct hezo_error *
  * down): it drops registrations whose namespace no process uses any more.
  * The state's pid is never used here: by poststop the container's processes are gone and the
  * number may already belong to someone else's container.
+ * The table goes only with the namespace's last process: while another container (a pod's
+ * other containers, the one this container joined) still runs in it, the table is theirs too.
+ * A namespace the runtime created for this container alone dies with it, table and all.
  */
 static int cmd_unwire(int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *nspath = NULL;
-	_cleanup_close_ int nsfd = -1;
+	_cleanup_close_ int nsfd = -1, lock = -1;
+	bool used = true;
 	struct hezo_hook_state st = {0};
 	int r;
 
@@ -323,8 +327,12 @@ static int cmd_unwire(int argc, char **argv)
 		if (r == -ENOENT) {
 			r = 0;
 		} else if (r >= 0) {
-			r = hezo_hook_netns_enter(nsfd, &err);
+			r = hezo_hook_netns_lock(nsfd, &lock, &err);
 			if (r >= 0)
+				r = hezo_hook_netns_in_use(nsfd, &used, &err);
+			if (r >= 0 && !used)
+				r = hezo_hook_netns_enter(nsfd, &err);
+			if (r >= 0 && !used)
 				r = nft_apply(false, NULL, &err);
 		}
 	}

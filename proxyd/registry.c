@@ -140,11 +140,30 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 {
 	_cleanup_close_ int nsfd = netns_fd;
 	struct pd_container *c;
+	struct stat nst;
 	int fds[6], r;
 
 	if (nsfd < 0 || !pd_netns_is_net(nsfd))
 		return hezo_error_set(err, EINVAL,
 				      "no network namespace fd in SCM_RIGHTS (or not a netns)");
+	/*
+	 * The listener that accepts a connection is the container's identity, so one namespace
+	 * has one registration. A second container in it (a pod's, --network=container:) would
+	 * otherwise fail on a busy port; say what is wrong instead.
+	 */
+	if (fstat(nsfd, &nst) < 0)
+		return hezo_error_set_errno(err, errno, "network namespace");
+	for (const struct pd_container *o = pd_containers; o; o = o->next) {
+		struct stat ost;
+
+		if (fstat(o->netns_fd, &ost) == 0 && ost.st_dev == nst.st_dev &&
+		    ost.st_ino == nst.st_ino)
+			return hezo_error_set(err, EBUSY,
+					      "network namespace already registered for container "
+					      "%s: proxy mode does not support containers that "
+					      "share a network namespace",
+					      o->id);
+	}
 
 	c = calloc(1, sizeof(*c));
 	if (!c)

@@ -12,6 +12,8 @@ PROXYD=${HEZO_PROXYD_BIN:-$BUILD/proxyd/hezo-proxyd}
 
 # shellcheck source=tests/lib/tap.sh
 . "$SRC/tests/lib/tap.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$SRC/tests/lib/netns.sh"
 
 cannot_run()
 {
@@ -79,14 +81,22 @@ arrived()
 }
 
 # The "container": a process living in C.
-bg ip netns exec "$C" sleep 1000
-CPID=""
-for _ in $(seq 50); do
-	CPID=$(ip netns pids "$C" | head -n1)
-	[ -n "$CPID" ] && break
-	sleep 0.1
-done
-[ -n "$CPID" ] || bail_out "no process in $C"
+sleeper()
+{
+	bg ip netns exec "$C" sleep 1000
+	CPID=$(hezo_netns_wait_pid "$C") || bail_out "no process in $C"
+}
+# The namespace's last process leaves (the pod's last container stops).
+leave_c()
+{
+	ip netns pids "$C" | xargs -r kill -KILL
+	for _ in $(seq 50); do
+		[ -z "$(ip netns pids "$C")" ] && return 0
+		sleep 0.1
+	done
+	bail_out "processes stay in $C"
+}
+sleeper
 
 # A bundle whose config.json names the namespace, as a pod or --network=container would.
 mkdir -p "$WORK/bundle"
@@ -147,12 +157,20 @@ hook wire --egress '{"mode":"deny"}' <<<"$(state "$CPID")"
 expect_eq "$RC:$(in_c nft -j list tables | jq '[.nftables[].table? // empty | select(.name=="hezo")] | length')" \
 	"0:1" "deny: wiring again replaces the table (still exactly one)"
 
+# One container of several in the namespace stops (a pod's, or one that joined another's with
+# --network=container:): the others still run in it and must stay filtered.
 hook unwire <<<"$(state "$CPID")"
-expect_eq "$RC" 0 "unwire exits 0"
-check_fails "unwire deletes the table in the namespace config.json names" has_table
-check "after unwire the container reaches 10.202.0.2:8080 again" tcp_ok 10.202.0.2 8080
+expect_eq "$RC:$ERR" "0:" "unwire exits 0, silent"
+check "unwire while other processes are in the namespace keeps the table" has_table
+check_fails "... and they still cannot reach 10.202.0.2:8080" tcp_ok 10.202.0.2 8080
+leave_c
+hook unwire <<<"$(state "$CPID")"
+expect_eq "$RC" 0 "unwire after the last process left exits 0"
+check_fails "unwire deletes the table once no process is left in the namespace config.json names" has_table
+check "after unwire the namespace reaches 10.202.0.2:8080 again" tcp_ok 10.202.0.2 8080
 hook unwire <<<"$(state "$CPID")"
 expect_eq "$RC:$ERR" "0:" "unwire twice: exit 0, silent"
+sleeper
 hook unwire <<<'{"ociVersion":"1.0.2","id":"wire-test","status":"stopped","pid":-1,"bundle":"/nonexistent"}'
 expect_eq "$RC:$ERR" "0:" "unwire with runsc's poststop state (pid -1, bundle gone): exit 0, silent"
 
@@ -183,6 +201,13 @@ one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *"cannot reach hezo-proxyd"* ]] &
 	ok "proxy without proxyd: exit 1, one line naming proxyd" ||
 	{ not_ok "proxy without proxyd: exit 1, one line naming proxyd"; diag "rc=$RC $ERR"; }
 check_fails "proxy without proxyd: no table left" has_table
+# A container joining a namespace another container wired, whose own wiring fails: the runtime
+# refuses it, and the first container keeps its table.
+hook wire --egress '{"mode":"deny"}' <<<"$(state "$CPID")"
+HEZO_PROXYD_SOCKET=$WORK/absent.sock hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"project":"p"}' <<<"$(state "$CPID" wire-join)"
+expect_eq "$RC" 1 "a joining container's failed wire exits 1"
+check "... and leaves the table of the container already in the namespace" has_table
 
 # ---- proxy with the real proxyd ----
 if [ ! -x "$PROXYD" ]; then
@@ -217,10 +242,23 @@ TABLE=$(in_c nft list table inet hezo 2>&1)
 expect_match "$TABLE" 'meta l4proto tcp redirect to :15001' "with proxyd: redirect rules installed"
 check "with proxyd: the registration exists" registered wire-proxy
 expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "with proxyd: proxyd listens inside the namespace"
+# A second container in the same namespace: refused with one line saying why; the first keeps
+# its registration and its table.
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"resolvers":[],"allowRanges":[],"project":"p"}' \
+	<<<"$(state "$CPID" wire-second)"
+one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *"share a network namespace"* ]] &&
+	ok "with proxyd: a second container in the namespace is refused with one line" ||
+	{ not_ok "with proxyd: a second container in the namespace is refused with one line"; diag "rc=$RC $ERR"; }
+check_fails "... it is not registered" registered wire-second
+check "... the first keeps its registration" registered wire-proxy
+expect_match "$(in_c nft list table inet hezo 2>&1)" 'redirect to :15001' "... and its table"
 
+leave_c
 HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 wire-proxy)"
 check_fails "with proxyd: unwire removes the registration" registered wire-proxy
 check_fails "with proxyd: unwire removes the table" has_table
+sleeper
 
 # Killed between registering and installing the table (the test-only pause makes the moment).
 HEZO_PROXYD_SOCKET=$SOCK HEZO_HOOK_TEST_PAUSE_AFTER_REGISTER=10 \

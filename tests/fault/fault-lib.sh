@@ -12,6 +12,8 @@ fi
 export HEZO_BUILD_DIR
 # shellcheck source=tests/lib/common.sh
 . "$FAULT_DIR/../lib/common.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$FAULT_DIR/../lib/netns.sh"
 
 HEZO_HOOK_BIN=${HEZO_HOOK_BIN:-$HEZO_BUILD_DIR/hooks/hezo-hook}
 HEZO_PROXYD_BIN=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}

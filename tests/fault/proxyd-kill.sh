@@ -71,13 +71,7 @@ counter()
 
 in_c sleep 100000 &
 PIDS+=($!)
-CPID=""
-for _ in $(seq 50); do
-	CPID=$(ip netns pids "$C" | head -n1)
-	[ -n "$CPID" ] && break
-	sleep 0.1
-done
-[ -n "$CPID" ] || bail_out "no process in $C"
+CPID=$(hezo_netns_wait_pid "$C") || bail_out "no process in $C"
 sleep 0.3
 check "without the jail the container reaches the server directly" \
 	in_c curl -sS --max-time 3 http://10.210.9.2:8080/

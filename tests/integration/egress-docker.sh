@@ -133,6 +133,12 @@ sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project b \"\\\$@\"|" "$E/hezo-sh
 chmod 0755 "$E/hezo-shim-b"
 grep -q -- '--hezo-project b' "$E/hezo-shim-b" || bail_out "cannot write the project b wrapper"
 hezo_docker_register_runtime "$RT_B" "$E/hezo-shim-b" || bail_out "cannot register $RT_B"
+# Project d: egress deny, where containers may share a namespace (no proxyd registration).
+jq -n '{egress:{mode:"deny"}}' >"$E/projects/d.json"
+sed 's|--hezo-project b|--hezo-project d|' "$E/hezo-shim-b" >"$E/hezo-shim-d"
+chmod 0755 "$E/hezo-shim-d"
+RT_D=hezo-egress-d-$HEZO_TEST_BACKEND
+hezo_docker_register_runtime "$RT_D" "$E/hezo-shim-d" || bail_out "cannot register $RT_D"
 
 # A network of our own: the test must not depend on docker0 (nor disturb it).
 NET=$TAG-net
@@ -275,6 +281,45 @@ run "$RT_A" --add-host other.test:10.203.0.12 -- "$FETCH http://other.test/index
 refused "A cannot reach other.test at its address"
 run "$RT_B" -- "nslookup allowed.test 10.203.0.1"
 expect_match "$OUT" "NXDOMAIN|can't find" "B cannot resolve allowed.test, which only A may reach"
+
+# ---- C joins A's network namespace (--network=container:A) ----
+# One namespace has one registration, so C is refused; its failed start and removal (poststop
+# unwire) must leave A registered and jailed: A still runs in the namespace.
+OUT=$(timeout 90 "$HEZO_DOCKER" run --rm --runtime "$RT_A" --network "container:$A" "$IMG" true 2>&1) &&
+	RC=0 || RC=$?
+expect_ne "$RC" 0 "a container joining A's network namespace is refused"
+expect_match "$OUT" "share a network namespace" "... and docker shows why"
+sleep 1
+check "... A is still registered" registered "$A_ID"
+before=$(arrived tcp)
+in_a "$FETCH http://10.203.0.11/index.html"
+refused "... A is still jailed: its direct connection is refused"
+expect_eq "$(arrived tcp)" "$before" "... and no packet of A's reached the internet namespace"
+in_a "$(http_get allowed.test)"
+expect_match "$OUT" hello-world "... and A's allowed traffic still works"
+
+# ---- deny: F joins D's namespace, runs and is removed; D stays jailed ----
+D=$(cname d)
+OUT=$(timeout 90 "$HEZO_DOCKER" run -d --name "$D" --runtime "$RT_D" --network "$NET" "$IMG" \
+	sleep 3600 2>&1) && RC=0 || RC=$?
+expect_eq "$RC" 0 "deny: a jailed container D starts"
+in_d() { OUT=$(timeout 60 "$HEZO_DOCKER" exec "$D" sh -c "$1; echo __ran__" 2>&1) && RC=0 || RC=$?; }
+in_d "$FETCH http://10.203.0.10/index.html"
+refused "deny: D's connection to 10.203.0.10 is refused"
+F=$(cname f)
+OUT=$(timeout 90 "$HEZO_DOCKER" run --rm --name "$F" --runtime "$RT_D" --network "container:$D" \
+	"$IMG" sh -c "$FETCH http://10.203.0.10/index.html; echo __ran__" 2>&1) && RC=0 || RC=$?
+refused "deny: F, in D's namespace (--network=container:D), is refused too"
+# dockerd removes a --rm container (runtime delete, poststop hooks) after the client returns.
+for _ in $(seq 50); do
+	hezo_docker inspect "$F" >/dev/null 2>&1 || break
+	sleep 0.2
+done
+before=$(arrived tcp)
+in_d "$FETCH http://10.203.0.10/index.html"
+refused "deny: after F's removal (its poststop unwire) D is still jailed"
+expect_eq "$(arrived tcp)" "$before" "... and no packet of D's reached the internet namespace"
+hezo_docker rm -f "$D" >/dev/null 2>&1
 
 # ---- proxyd killed and restarted ----
 kill -KILL "$PROXYD_PID"
