@@ -39,7 +39,7 @@ if [ "$QUICK" = 1 ]; then
 	ROUNDS=2 START_RUNS=5 SHIM_RUNS=30 DOCKER_RUNS=3 HOOK_RUNS=10 IPERF_SECS=2
 	LAT_N=300 IDLE_N=10000 DNS_SECS=2
 else
-	ROUNDS=5 START_RUNS=10 SHIM_RUNS=100 DOCKER_RUNS=6 HOOK_RUNS=30 IPERF_SECS=5
+	ROUNDS=5 START_RUNS=10 SHIM_RUNS=100 DOCKER_RUNS=10 HOOK_RUNS=30 IPERF_SECS=5
 	LAT_N=2000 IDLE_N=10000 DNS_SECS=5
 fi
 
@@ -187,6 +187,8 @@ ulimit -n 1048576 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 # shellcheck source=tests/lib/image.sh
 . "$SRC/tests/lib/image.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$SRC/tests/lib/netns.sh"
 
 MACHINE="$(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
 log "machine: $MACHINE; rounds $ROUNDS; quick $QUICK"
@@ -226,14 +228,9 @@ netns_add()
 # netns_sleeper NAME: a process living in the namespace (the "container"); its pid in SLEEPER.
 netns_sleeper()
 {
-	SLEEPER=""
 	ip netns exec "$1" sleep 3600 </dev/null >/dev/null 2>&1 &
 	PIDS+=($!)
-	for _ in $(seq 50); do
-		SLEEPER=$(ip netns pids "$1" | head -n 1)
-		[ -n "$SLEEPER" ] && break
-		sleep 0.1
-	done
+	SLEEPER=$(hezo_netns_wait_pid "$1")
 }
 
 ###########################################################################################
@@ -426,10 +423,13 @@ docker_restore()
 	DOCKER_RUNTIMES=()
 }
 
-# docker_register NAME PATH: merge runtimes.NAME into daemon.json (other keys kept), SIGHUP.
+# docker_register NAME PATH [ARG...]: merge runtimes.NAME (path and runtimeArgs) into
+# daemon.json, other keys kept; SIGHUP.
 docker_register()
 {
-	local cur pid
+	local cur pid name=$1 path=$2 args
+	shift 2
+	args=$(for a in "$@"; do printf '%s\n' "$a"; done | jq -R . | jq -sc .)
 	if [ -z "$DAEMON_SAVED" ] && [ -e "$DAEMON_JSON" ]; then
 		DAEMON_SAVED=$T/daemon.json.orig
 		cp -p "$DAEMON_JSON" "$DAEMON_SAVED"
@@ -438,17 +438,18 @@ docker_register()
 	[ -n "$cur" ] || cur='{}'
 	jq -e 'type == "object"' <<<"$cur" >/dev/null || { log "$DAEMON_JSON is not a JSON object"; return 1; }
 	mkdir -p "$(dirname "$DAEMON_JSON")"
-	jq --arg n "$1" --arg p "$2" '.runtimes = ((.runtimes // {}) + {($n): {path: $p}})' \
+	jq --arg n "$name" --arg p "$path" --argjson a "$args" \
+		'.runtimes = ((.runtimes // {}) + {($n): ({path: $p} + if $a == [] then {} else {runtimeArgs: $a} end)})' \
 		<<<"$cur" >"$DAEMON_JSON.bench-tmp" && mv -f "$DAEMON_JSON.bench-tmp" "$DAEMON_JSON"
-	DOCKER_RUNTIMES+=("$1")
+	DOCKER_RUNTIMES+=("$name")
 	pid=$(cat /var/run/docker.pid 2>/dev/null) || { log "dockerd is not running"; return 1; }
 	kill -HUP "$pid"
 	for _ in $(seq 30); do
 		"$DOCKER" info --format '{{json .Runtimes}}' 2>/dev/null |
-			jq -e --arg n "$1" --arg p "$2" '.[$n].path == $p' >/dev/null && return 0
+			jq -e --arg n "$name" --arg p "$path" '.[$n].path == $p' >/dev/null && return 0
 		sleep 0.5
 	done
-	log "dockerd did not pick up runtime $1"
+	log "dockerd did not pick up runtime $name"
 	return 1
 }
 
@@ -463,23 +464,32 @@ bench_docker()
 	hezo_image_docker "$img" || { row docker "docker run" n/a n/a n/a "≤ 1.05" "n/a: cannot import $img"; return; }
 	start_proxyd || note "hezo-proxyd does not start: proxy mode cannot be measured"
 	local cmds=() names=()
+	# Installed the way packaging/ installs it: dockerd execs the shim binary itself, with its
+	# paths compiled in, and the egress mode comes from a project named in runtimeArgs. A wrapper
+	# script setting HEZO_POLICY would add a shell exec (about 6 ms here) to every verb, which
+	# the runc baseline does not pay.
+	local ib=$T/build-installed dd=$T/docker
+	mkdir -p "$dd/projects" "$dd/state"
+	if ! { meson setup "$ib" "$SRC" --buildtype=release -Dwerror=false -Dtests=false \
+		-Dpolicy_path="$dd/policy.json" -Dstate_dir="$dd/state" -Dhook_path="$HOOK" \
+		-Dproxyd_socket="$T/proxyd/control.sock" && ninja -C "$ib" shim/hezo-shim; } \
+		>"$T/build-installed.log" 2>&1; then
+		tail -n 5 "$T/build-installed.log" >&2
+		row docker "docker run" n/a n/a n/a "≤ 1.05" "n/a: the installed-paths build failed"
+		return
+	fi
+	jq --arg p "$dd/projects" '.projectsDir = $p' <<<"$POLICY_DEV" >"$dd/policy.json"
 	for mode in off deny proxy; do
 		if [ "$mode" = proxy ] && [ -z "$PROXYD_PID" ]; then
 			continue
 		fi
-		jq --arg m "$mode" '.egress = {mode: $m}' <<<"$POLICY_DEV" >"$T/policy-docker-$mode.json"
-		mkdir -p "$T/state-docker-$mode"
-		cat >"$T/hezo-bench-$mode" <<-EOF
-			#!/bin/sh
-			# tests/bench/run.sh: hezo-shim with the benchmark's egress-$mode policy.
-			export HEZO_POLICY='$T/policy-docker-$mode.json'
-			export HEZO_STATE_DIR='$T/state-docker-$mode'
-			export HEZO_HOOK_PATH='$HOOK'
-			export HEZO_PROXYD_SOCKET='$T/proxyd/control.sock'
-			exec '$SHIM' "\$@"
-		EOF
-		chmod 0755 "$T/hezo-bench-$mode"
-		docker_register "$TAG-$mode" "$T/hezo-bench-$mode" || continue
+		# off is the policy's own default; deny and proxy are projects.
+		local pa=()
+		if [ "$mode" != off ]; then
+			jq -n --arg m "$mode" '{egress: {mode: $m}}' >"$dd/projects/$mode.json"
+			pa=(--hezo-project "$mode")
+		fi
+		docker_register "$TAG-$mode" "$ib/shim/hezo-shim" "${pa[@]}" || continue
 		names+=("$mode")
 	done
 	for net in none bridge; do
