@@ -198,7 +198,15 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 	const char *const env[] = {env0, NULL};
 
 	r = hezo_spec_add_hook(spec, "prestart", ctx->hook_path, wire, env, HOOK_TIMEOUT, err);
-	if (r == 0)
+	/*
+	 * unwire undoes a proxyd registration, and a table in a namespace that outlives the
+	 * container (one named by path: a pod's, another container's). deny in a namespace the
+	 * runtime creates leaves neither: the table dies with the namespace, and the poststop
+	 * hook would be one more exec per container for nothing.
+	 */
+	const struct hezo_json *ns = hezo_spec_namespace(spec, "network");
+	const char *ns_path = ns ? hezo_json_string(hezo_json_get(ns, "path")) : NULL;
+	if (r == 0 && (mode == HEZO_EGRESS_PROXY || (ns_path && ns_path[0] == '/')))
 		r = hezo_spec_add_hook(spec, "poststop", ctx->hook_path, unwire, env, HOOK_TIMEOUT,
 				       err);
 	if (r < 0)

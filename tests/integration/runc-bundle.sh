@@ -95,6 +95,11 @@ cgpath=$(jq -r '.linux.cgroupsPath // empty' "$B/config.json")
 expect_eq "$cgpath" "/hezo-test/$ID" "[life] cgroupsPath kept"
 hezo_assert_cgroup life "$cgpath" $((2048 * MIB))
 hezo_assert_spec life "$B/config.json"
+# hooks NAME VERB: how many hezo-hook VERB entries hooks.NAME of the bundle's config.json has.
+hooks() { jq --arg v "$2" "[.hooks.$1[]? | select(.args[1] == \$v)] | length" "$B/config.json"; }
+expect_eq "$(hooks prestart wire)" 1 "[life] egress deny: hezo-hook wire at prestart"
+expect_eq "$(hooks poststop unwire)" 0 \
+	"[life] egress deny in a namespace of its own: no unwire at poststop (nothing outlives it)"
 
 check "[life] start" hezo_shim --root "$ROOT" start "$ID"
 check "[life] state says running" hezo_wait_status "$ROOT" "$ID" running 10
@@ -137,6 +142,26 @@ hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/modest.out" 2>"$WORK/modes
 expect_eq "$rc" 0 "[512m] create exits 0" || diag "stderr: $(cat "$WORK/modest.err")"
 hezo_assert_cgroup 512m "/hezo-test/$ID" $((512 * MIB)) "$(hezo_expected_pids 100)"
 hezo_bundle_cleanup "$ROOT" "$ID"
+
+# --- egress deny in a namespace named by path (a pod's): unwire at poststop ----------------------
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	new_id joined
+	B=$WORK/joined
+	NS=hezo-it-ns-$(hezo_rand)
+	ip netns add "$NS" && tap_cleanup "ip netns del '$NS'"
+	hezo_make_bundle "$B" "$ID" '["true"]' \
+		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS"'" else . end)' ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/joined.out" 2>"$WORK/joined.err" </dev/null &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "[joined] create exits 0" || diag "stderr: $(cat "$WORK/joined.err")"
+	expect_eq "$(hooks prestart wire):$(hooks poststop unwire)" 1:1 \
+		"[joined] a namespace that outlives the container: wire at prestart, unwire at poststop"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+else
+	skip "[joined] wire and unwire hooks for a namespace named by path" \
+		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
+fi
 
 # --- nothing left behind ---------------------------------------------------------------------
 left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-" || true)
