@@ -163,7 +163,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..55"
+echo "1..56"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -362,6 +362,28 @@ for l in open(\"$T/log/c1.jsonl\"):
     for k in (\"time\", \"container\", \"project\", \"proto\", \"src\", \"dst\", \"name\", \"verdict\", \"reason\", \"durationMs\"):
         assert k in o, (k, l)
     assert o[\"container\"] == \"c1\" and o[\"project\"] == \"projA\"
+'"
+# Addresses, ports and times are formatted by hand (no printf): each must read back as itself.
+check "netlog: times, addresses and answers are canonical" \
+	bash -c "python3 -c '
+import ipaddress, json, re
+n6 = 0
+for l in open(\"$T/log/c1.jsonl\"):
+    o = json.loads(l)
+    assert re.fullmatch(r\"\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z\", o[\"time\"]), l
+    for k in (\"src\", \"dst\"):
+        if o[k] == \"-\":
+            continue
+        m = re.fullmatch(r\"(?:\\[([0-9a-f:.]+)\\]|([0-9.]+)):(\\d+)\", o[k])
+        assert m, (k, l)
+        ip = m.group(1) or m.group(2)
+        assert str(ipaddress.ip_address(ip)) == ip and 0 < int(m.group(3)) < 65536, (k, l)
+        assert str(int(m.group(3))) == m.group(3), (k, l)
+        n6 += m.group(1) is not None
+    for a in o.get(\"answers\", []):
+        assert str(ipaddress.ip_address(a)) == a, (a, l)
+    assert isinstance(o[\"durationMs\"], int)
+assert n6 > 0, \"no IPv6 address in the log\"
 '"
 if [ -x "$NETLOG" ]; then
 	check "netlog CLI --blocked prints only refused lines" \
