@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -95,8 +96,8 @@ int hezo_read_file_at(int dirfd, const char *path, size_t max, char **out, size_
 	return 0;
 }
 
-int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
-			      mode_t mode, struct hezo_error **err)
+static int write_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			bool sync, struct hezo_error **err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_close_ int parent = -1;
@@ -141,7 +142,7 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 		hezo_error_set_errno(err, -r, "chmod %s", name);
 		goto fail;
 	}
-	if (fsync(fd) < 0) {
+	if (sync && fsync(fd) < 0) {
 		r = -errno;
 		hezo_error_set_errno(err, -r, "fsync %s", name);
 		goto fail;
@@ -157,6 +158,8 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 		goto fail;
 	}
 	/* Make the rename itself durable. */
+	if (!sync)
+		return 0;
 	if (slash) {
 		char dir[4096];
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - name), name);
@@ -171,6 +174,18 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 fail:
 	(void)unlinkat(dirfd, tmp, 0);
 	return r;
+}
+
+int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
+			      mode_t mode, struct hezo_error **err)
+{
+	return write_atomic(dirfd, name, data, len, mode, true, err);
+}
+
+int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len,
+			     mode_t mode, struct hezo_error **err)
+{
+	return write_atomic(dirfd, name, data, len, mode, false, err);
 }
 
 int hezo_clean_stale_temps_at(int dir, const char *name)

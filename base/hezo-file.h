@@ -27,6 +27,16 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 			      mode_t mode, struct hezo_error **err);
 
 /*
+ * The same, without the two fsync() calls: for runtime state that is meaningless after a reboot
+ * (the shim's container records, proxyd's registrations, both under /run). The rename still
+ * makes the replacement atomic for every reader and against a killed writer; only a machine
+ * crash can lose it, and that takes the containers it describes with it. Where /run is a disk
+ * filesystem each fsync is a real device wait.
+ */
+int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len,
+			     mode_t mode, struct hezo_error **err);
+
+/*
  * Remove temporary files that hezo_write_file_atomic_at left next to dirfd/name when its writer
  * was killed (".NAME.hezo-PID-N" whose PID no longer runs). Returns how many were removed.
  */

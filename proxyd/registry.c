@@ -224,7 +224,7 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 		state_name(c->id, name, sizeof(name));
 		r = hezo_json_dump(c->reg, false, &doc, &len, err);
 		if (r >= 0)
-			r = hezo_write_file_atomic_at(containers_dir, name, doc, len, 0600, err);
+			r = hezo_write_state_file_at(containers_dir, name, doc, len, 0600, err);
 		if (r < 0) {
 			pd_netns_unpin(c->id);
 			container_free(c);

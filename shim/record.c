@@ -111,7 +111,7 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
 	if (r < 0)
 		return hezo_error_prefix(err, "container record");
 	record_name(id, name, sizeof(name));
-	r = hezo_write_file_atomic_at(dir, name, data, len, 0600, err);
+	r = hezo_write_state_file_at(dir, name, data, len, 0600, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "container record %s/%s", ctx->state_dir, name);
 	return 0;

@@ -107,6 +107,31 @@ static void test_atomic_write(void **state)
 	assert_string_equal(buf, "newer");
 }
 
+/* The state-file variant skips only the fsyncs: same replacement, same mode rule, no litter. */
+static void test_state_write(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	size_t len;
+	char cmd[256];
+
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(hezo_write_state_file_at(dfd, "s.json", "one", 3, 0600, &err), 0);
+	assert_int_equal(hezo_write_state_file_at(dfd, "s.json", "second", 6, 0644, &err), 0);
+	assert_int_equal(fstatat(dfd, "s.json", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(hezo_read_file_at(dfd, "s.json", 100, &buf, &len, &err), 0);
+	assert_string_equal(buf, "second");
+	assert_int_equal(mkdirat(dfd, "sd", 0700), 0);
+	assert_true(hezo_write_state_file_at(dfd, "sd", "x", 1, 0600, &err) < 0);
+	assert_non_null(strstr(err->msg, "sd"));
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' | grep hezo-)\"", tmpdir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void test_atomic_write_fails_clean(void **state)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -182,6 +207,7 @@ int main(void)
 		cmocka_unit_test(test_error_errno),
 		cmocka_unit_test(test_read_limit),
 		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_state_write),
 		cmocka_unit_test(test_atomic_write_fails_clean),
 		cmocka_unit_test(test_clean_stale_temps),
 		cmocka_unit_test(test_log_json),
