@@ -169,6 +169,8 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 	_cleanup_json_ struct hezo_json *eg = NULL;
 	_cleanup_free_ char *egress = NULL, *env0 = NULL;
 	enum hezo_egress_mode mode = hezo_policy_egress_mode(p);
+	const struct hezo_json *ns;
+	const char *ns_path;
 	struct stat st;
 	size_t len;
 	int r;
@@ -204,8 +206,8 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 	 * runtime creates leaves neither: the table dies with the namespace, and the poststop
 	 * hook would be one more exec per container for nothing.
 	 */
-	const struct hezo_json *ns = hezo_spec_namespace(spec, "network");
-	const char *ns_path = ns ? hezo_json_string(hezo_json_get(ns, "path")) : NULL;
+	ns = hezo_spec_namespace(spec, "network");
+	ns_path = ns ? hezo_json_string(hezo_json_get(ns, "path")) : NULL;
 	if (r == 0 && (mode == HEZO_EGRESS_PROXY || (ns_path && ns_path[0] == '/')))
 		r = hezo_spec_add_hook(spec, "poststop", ctx->hook_path, unwire, env, HOOK_TIMEOUT,
 				       err);
