@@ -182,8 +182,8 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 	return write_atomic(dirfd, name, data, len, mode, true, err);
 }
 
-int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len,
-			     mode_t mode, struct hezo_error **err)
+int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			     struct hezo_error **err)
 {
 	return write_atomic(dirfd, name, data, len, mode, false, err);
 }

@@ -33,8 +33,8 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
  * crash can lose it, and that takes the containers it describes with it. Where /run is a disk
  * filesystem each fsync is a real device wait.
  */
-int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len,
-			     mode_t mode, struct hezo_error **err);
+int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			     struct hezo_error **err);
 
 /*
  * Remove temporary files that hezo_write_file_atomic_at left next to dirfd/name when its writer
