@@ -12,6 +12,7 @@
 #include "hezo-config.h"
 #include "hezo-file.h"
 #include "hezo-hook.h"
+#include "hezo-netns.h"
 
 #define PROXYD_TIMEOUT_MS 5000
 #define CONFIG_MAX	  (16 * 1024 * 1024)
@@ -329,7 +330,7 @@ static int cmd_unwire(int argc, char **argv)
 		} else if (r >= 0) {
 			r = hezo_hook_netns_lock(nsfd, &lock, &err);
 			if (r >= 0)
-				r = hezo_hook_netns_in_use(nsfd, &used, &err);
+				r = hezo_netns_in_use(nsfd, &used, &err);
 			if (r >= 0 && !used)
 				r = hezo_hook_netns_enter(nsfd, &err);
 			if (r >= 0 && !used)

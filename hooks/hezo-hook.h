@@ -108,12 +108,6 @@ int hezo_hook_netns_open_path(const char *path, int *out, struct hezo_error **er
  * flock on a fresh open of nsfd, held until *out is closed (or the process dies).
  */
 int hezo_hook_netns_lock(int nsfd, int *out, struct hezo_error **err);
-/*
- * Whether a process other than this one is in the namespace (scans /proc). A namespace that
- * outlives a container (a pod's, one joined with --network=container:) is still another
- * container's while any of its processes are in it.
- */
-int hezo_hook_netns_in_use(int nsfd, bool *used, struct hezo_error **err);
 /* setns() into it and bring lo up (one raw rtnetlink request). */
 int hezo_hook_netns_enter(int nsfd, struct hezo_error **err);
 int hezo_hook_link_lo_up(struct hezo_error **err);

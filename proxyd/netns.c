@@ -4,7 +4,6 @@
  * It runs in a small helper process forked at start, which alone keeps CAP_SYS_ADMIN; the daemon
  * that parses container traffic asks it over a socketpair and keeps no capability at all.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/nsfs.h>
@@ -21,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hezo-netns.h"
 #include "proxyd.h"
 
 static int host_netns = -1;
@@ -188,27 +188,11 @@ int pd_netns_open_pinned(const char *id, struct hezo_error **err)
 
 bool pd_netns_alive(int netns_fd)
 {
-	struct stat want, st;
-	struct dirent *de;
-	DIR *d;
-	bool found = false;
+	bool used;
+	int r = hezo_netns_in_use(netns_fd, &used, NULL);
 
-	if (fstat(netns_fd, &want) < 0)
-		return false;
-	d = opendir("/proc");
-	if (!d)
-		return true; /* cannot tell: keep it */
-	while (!found && (de = readdir(d))) {
-		char path[300];
-
-		if (de->d_name[0] < '1' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/ns/net", de->d_name);
-		if (stat(path, &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino)
-			found = true;
-	}
-	closedir(d);
-	return found;
+	/* A namespace /proc cannot be read for is kept (used stays true); a bad fd names none. */
+	return r == -EBADF ? false : used;
 }
 
 /* ---- the helper and its protocol ---- */
