@@ -77,34 +77,30 @@ static size_t format_port(unsigned port, char *out)
 	return o;
 }
 
-void pd_format_addr(const struct sockaddr_storage *ss, char *buf, size_t size)
+/* "1.2.3.4:80", "[::1]:80" or "-" into out (INET6_ADDRSTRLEN + 8 bytes); returns the length.
+ * Nothing in it needs JSON escaping. */
+static size_t format_addr(const struct sockaddr_storage *ss, char *out)
 {
-	char tmp[INET6_ADDRSTRLEN + 8];
 	size_t o = 0;
 
 	if (!ss || ss->ss_family == AF_UNSPEC) {
-		tmp[o++] = '-';
-		tmp[o] = '\0';
+		out[o++] = '-';
+		out[o] = '\0';
 	} else if (ss->ss_family == AF_INET) {
 		const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
 
-		o = format_ip4((const uint8_t *)&s->sin_addr, tmp);
-		o += format_port(ntohs(s->sin_port), tmp + o);
+		o = format_ip4((const uint8_t *)&s->sin_addr, out);
+		o += format_port(ntohs(s->sin_port), out + o);
 	} else {
 		const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
 
-		tmp[o++] = '[';
-		inet_ntop(AF_INET6, &s->sin6_addr, tmp + o, INET6_ADDRSTRLEN);
-		o += strlen(tmp + o);
-		tmp[o++] = ']';
-		o += format_port(ntohs(s->sin6_port), tmp + o);
+		out[o++] = '[';
+		inet_ntop(AF_INET6, &s->sin6_addr, out + o, INET6_ADDRSTRLEN);
+		o += strlen(out + o);
+		out[o++] = ']';
+		o += format_port(ntohs(s->sin6_port), out + o);
 	}
-	if (size) {
-		if (o >= size)
-			o = size - 1;
-		memcpy(buf, tmp, o);
-		buf[o] = '\0';
-	}
+	return o;
 }
 
 int pd_netlog_open(struct pd_container *c, struct hezo_error **err)
@@ -143,11 +139,9 @@ static void put(struct line *l, const char *s, size_t n)
 
 #define PUT_LIT(l, s) put((l), (s), sizeof(s) - 1)
 
-/* ,"key":"escaped value" */
-static void add_str(struct line *l, const char *key, const char *val)
+/* ,"key":"value", value already safe inside a JSON string */
+static void add_raw(struct line *l, const char *key, const char *val, size_t n)
 {
-	char esc[1024];
-	size_t n = hezo_json_escape(esc, sizeof(esc), val ? val : "");
 	size_t k = strlen(key);
 
 	if (!fits(l, k + n + 6))
@@ -155,8 +149,17 @@ static void add_str(struct line *l, const char *key, const char *val)
 	PUT_LIT(l, ",\"");
 	put(l, key, k);
 	PUT_LIT(l, "\":\"");
-	put(l, esc, n);
+	put(l, val, n);
 	PUT_LIT(l, "\"");
+}
+
+/* ,"key":"escaped value" */
+static void add_str(struct line *l, const char *key, const char *val)
+{
+	char esc[1024];
+	size_t n = hezo_json_escape(esc, sizeof(esc), val ? val : "");
+
+	add_raw(l, key, esc, n);
 }
 
 /* ,"key":decimal */
@@ -274,10 +277,8 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 	add_str(&ln, "container", c->id);
 	add_str(&ln, "project", c->project);
 	add_str(&ln, "proto", l->proto);
-	pd_format_addr(l->src, addr, sizeof(addr));
-	add_str(&ln, "src", addr);
-	pd_format_addr(l->dst, addr, sizeof(addr));
-	add_str(&ln, "dst", addr);
+	add_raw(&ln, "src", addr, format_addr(l->src, addr));
+	add_raw(&ln, "dst", addr, format_addr(l->dst, addr));
 	add_str(&ln, "name", l->name);
 	if (l->qtype)
 		add_str(&ln, "qtype", l->qtype);

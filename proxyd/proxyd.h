@@ -180,8 +180,6 @@ void pd_netlog_flush(struct pd_container *c);
 void pd_netlog_flush_all(void);
 /* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. */
 int pd_netlog_poll(uint64_t now_ms);
-/* Format addr (IPv4/IPv6 with port) as "1.2.3.4:80" / "[::1]:80". */
-void pd_format_addr(const struct sockaddr_storage *ss, char *buf, size_t size);
 
 /* Daemon messages on stderr, one JSON line each. */
 void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
