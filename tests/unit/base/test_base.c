@@ -86,7 +86,12 @@ static void test_read_limit(void **state)
 	assert_non_null(strstr(err->msg, "larger than 9 bytes"));
 }
 
-static void test_atomic_write(void **state)
+typedef int (*write_fn)(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+			struct hezo_error **err);
+
+/* What both atomic writers promise: a replacement keeps the existing file's mode whatever mode is
+ * asked for. */
+static void check_replace(write_fn write, const char *name)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *buf = NULL;
@@ -96,58 +101,49 @@ static void test_atomic_write(void **state)
 
 	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
-	assert_int_equal(hezo_write_file_atomic_at(dfd, "c.json", "old", 3, 0640, &err), 0);
-	assert_int_equal(fstatat(dfd, "c.json", &st, 0), 0);
+	assert_int_equal(write(dfd, name, "old", 3, 0640, &err), 0);
+	assert_int_equal(fstatat(dfd, name, &st, 0), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
-	/* Replacing keeps the existing mode, whatever mode is asked for. */
-	assert_int_equal(hezo_write_file_atomic_at(dfd, "c.json", "newer", 5, 0600, &err), 0);
-	assert_int_equal(fstatat(dfd, "c.json", &st, 0), 0);
+	assert_int_equal(write(dfd, name, "newer", 5, 0600, &err), 0);
+	assert_int_equal(fstatat(dfd, name, &st, 0), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
-	assert_int_equal(hezo_read_file_at(dfd, "c.json", 100, &buf, &len, &err), 0);
+	assert_int_equal(hezo_read_file_at(dfd, name, 100, &buf, &len, &err), 0);
 	assert_string_equal(buf, "newer");
 }
 
-/* The state-file variant skips only the fsyncs: same replacement, same mode rule, no litter. */
-static void test_state_write(void **state)
+/* ... and a write that fails (a directory named like the target: the rename fails) reports the
+ * target by name and leaves no temporary file. */
+static void check_fails_clean(write_fn write, const char *dirname)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int dfd = -1;
-	struct stat st;
-	size_t len;
 	char cmd[256];
 
 	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
-	assert_int_equal(hezo_write_state_file_at(dfd, "s.json", "one", 3, 0600, &err), 0);
-	assert_int_equal(hezo_write_state_file_at(dfd, "s.json", "second", 6, 0644, &err), 0);
-	assert_int_equal(fstatat(dfd, "s.json", &st, 0), 0);
-	assert_int_equal(st.st_mode & 07777, 0600);
-	assert_int_equal(hezo_read_file_at(dfd, "s.json", 100, &buf, &len, &err), 0);
-	assert_string_equal(buf, "second");
-	assert_int_equal(mkdirat(dfd, "sd", 0700), 0);
-	assert_true(hezo_write_state_file_at(dfd, "sd", "x", 1, 0600, &err) < 0);
-	assert_non_null(strstr(err->msg, "sd"));
+	assert_int_equal(mkdirat(dfd, dirname, 0700), 0);
+	assert_true(write(dfd, dirname, "x", 1, 0600, &err) < 0);
+	assert_non_null(err);
+	assert_non_null(strstr(err->msg, dirname));
 	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' | grep hezo-)\"", tmpdir);
 	assert_int_equal(system(cmd), 0);
 }
 
+static void test_atomic_write(void **state)
+{
+	check_replace(hezo_write_file_atomic_at, "c.json");
+}
+
+/* The state-file variant skips only the fsyncs. */
+static void test_state_write(void **state)
+{
+	check_replace(hezo_write_state_file_at, "s.json");
+}
+
 static void test_atomic_write_fails_clean(void **state)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_close_ int dfd = -1;
-
-	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
-	/* A directory named like the target: rename fails, temp file must be gone. */
-	assert_int_equal(mkdirat(dfd, "d", 0700), 0);
-	assert_true(hezo_write_file_atomic_at(dfd, "d", "x", 1, 0600, &err) < 0);
-	assert_non_null(err);
-	{
-		char cmd[256];
-		snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' | grep hezo-)\"", tmpdir);
-		assert_int_equal(system(cmd), 0);
-	}
+	check_fails_clean(hezo_write_file_atomic_at, "d");
+	check_fails_clean(hezo_write_state_file_at, "sd");
 }
 
 static void test_clean_stale_temps(void **state)
