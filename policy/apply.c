@@ -772,7 +772,7 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 }
 
 int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
-			   struct hezo_error **err)
+			   const struct hezo_apply_env *env, struct hezo_error **err)
 {
 	struct hezo_json *process, *root, *linux_, *res;
 	int r;

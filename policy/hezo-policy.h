@@ -66,12 +66,32 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      struct hezo_error **err);
 
 /*
- * Rewrite a parsed config.json in place so the container is in the box. bundle_dir resolves a
- * relative root.path. Errors name the offending field, e.g. "mounts[3] (/host): bind source / is
- * not under an allowed root".
+ * What apply needs to know about the container beyond its config.json, supplied by the caller
+ * (the shim) so that policy/ stays free of the shim's records and the backends' state.
+ */
+struct hezo_apply_env {
+	const char *id;	    /* the container's ID as the engine gave it; NULL: unknown */
+	const char *bundle; /* the bundle directory, resolved; NULL: unknown */
+	/*
+	 * Who holds the namespace at path (kind as in /proc/PID/ns: "net", "ipc", "uts", "pid",
+	 * "mnt", "user", "cgroup", "time")? Returns 0 with *owner set to the ID (malloc'd) of one
+	 * of hezo-shim's own live containers whose processes are in it; 0 with *owner NULL when no
+	 * process at all is in it (a namespace the engine made for this container); -ESRCH when
+	 * processes of no container hezo-shim knows are in it; another -errno (with err) when it
+	 * cannot tell. NULL: nothing is known, every path-named namespace counts as foreign.
+	 */
+	int (*ns_owner)(void *data, const char *kind, const char *path, char **owner,
+			struct hezo_error **err);
+	void *data;
+};
+
+/*
+ * Rewrite a parsed config.json in place so the container is in the box. env may be NULL (pure
+ * callers: tests, fuzzers); then nothing outside the document is trusted. Errors name the
+ * offending field, e.g. "mounts[3] (/host): bind source / is not under an allowed root".
  */
 int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
-			   struct hezo_error **err);
+			   const struct hezo_apply_env *env, struct hezo_error **err);
 /* Clamp an exec process JSON object (capabilities, noNewPrivileges). */
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
 			      struct hezo_error **err);

@@ -249,9 +249,11 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1;
+	struct hezo_apply_env env = {0};
 	struct shim_target t = {0};
 	struct shim_argv av = {0};
 	struct shim_args a = {0};
+	char bundle_real[PATH_MAX];
 	const char *id, *bundle;
 	bool engine_seccomp;
 	size_t len;
@@ -305,7 +307,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		goto fail;
 
 	engine_seccomp = hezo_json_get_type(hezo_spec_linux(spec), "seccomp", HEZO_JSON_OBJECT);
-	r = hezo_policy_apply_spec(p, spec, &err);
+	if (!realpath(bundle, bundle_real)) {
+		r = hezo_error_set_errno(&err, errno, "bundle %s", bundle);
+		goto fail;
+	}
+	env.id = id;
+	env.bundle = bundle_real;
+	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;
 	if (t.backend == HEZO_BACKEND_RUNSC) {

@@ -66,7 +66,7 @@ static void fuzz_spec(const char *buf, size_t len, int mode)
 		return;
 	}
 	if (mode == 1) {
-		(void)hezo_policy_apply_spec(default_policy(), v, &err);
+		(void)hezo_policy_apply_spec(default_policy(), v, NULL, &err);
 	} else {
 		(void)hezo_policy_apply_process(default_policy(), v, &err);
 		hezo_error_free(err);

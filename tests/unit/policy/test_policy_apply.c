@@ -122,7 +122,7 @@ static struct hezo_policy *policy_for(const char *root, const char *allowed, con
 static void apply_ok(const struct hezo_policy *p, struct hezo_json *spec)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	int r = hezo_policy_apply_spec(p, spec, &err);
+	int r = hezo_policy_apply_spec(p, spec, NULL, &err);
 
 	if (r < 0)
 		print_error("apply failed: %s\n", err ? err->msg : "?");
@@ -132,7 +132,7 @@ static void apply_ok(const struct hezo_policy *p, struct hezo_json *spec)
 static void apply_fails(const struct hezo_policy *p, struct hezo_json *spec, const char *want)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	int r = hezo_policy_apply_spec(p, spec, &err);
+	int r = hezo_policy_apply_spec(p, spec, NULL, &err);
 
 	if (r == 0 || !err || !strstr(err->msg, want))
 		print_error("apply: got %s, want %s\n", r == 0 ? "success" : err->msg, want);
@@ -841,7 +841,7 @@ static void test_spec_shape_errors(void **state)
 	struct hezo_json *spec;
 	_cleanup_error_ struct hezo_error *err = NULL;
 
-	assert_true(hezo_policy_apply_spec(p, arr, &err) < 0);
+	assert_true(hezo_policy_apply_spec(p, arr, NULL, &err) < 0);
 	assert_non_null(strstr(err->msg, "config.json: expected an object"));
 
 	spec = minimal_spec();

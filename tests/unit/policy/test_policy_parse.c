@@ -419,7 +419,7 @@ static void test_load_errors(void **state)
 		/* Installed as read, less the names no listed architecture knows. */
 		_cleanup_json_ struct hezo_json *spec = minimal_spec();
 		_cleanup_free_ char *got = NULL;
-		assert_int_equal(hezo_policy_apply_spec(p, spec, &err), 0);
+		assert_int_equal(hezo_policy_apply_spec(p, spec, NULL, &err), 0);
 		got = json_text(hezo_json_get_path(spec, "linux.seccomp"));
 		assert_string_equal(got,
 				    "{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":"
