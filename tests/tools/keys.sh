@@ -1,7 +1,8 @@
 #!/bin/bash
 # Differential test of key spelling against Go itself: every document the shim's policy accepts
 # must read the same to runc's decoder (encoding/json into the runtime-spec types, built here as
-# tests/tools/specdiff) as its exactly spelled keys say; every hostile spelling in
+# tests/tools/specdiff) as its exactly spelled keys say; every field of those Go types, spelled
+# with one letter's case flipped, must be refused; every hostile spelling in
 # tests/data/keys/*-bad-* must be refused, and on the raw document Go must disagree (so a shim
 # that let it through would fail this test). Benign inputs: the engine captures in tests/data,
 # tests/data/keys/*-ok-*, and the fuzz corpora of exec process, update resources and config.json.
@@ -111,6 +112,24 @@ for f in "$HEZO_SOURCE_DIR"/tests/data/keys/*-bad-*.json; do
 	diag "$out"
 done
 [ "$bad" -ge 20 ] || not_ok "at least 20 hostile documents (found $bad)"
+
+# The schema against Go's types: each field of specs.Spec, Process and LinuxResources, at any
+# depth, alone in a document with the case of its first letter flipped, must be refused.
+for kind in spec process resources; do
+	n=0 missed=()
+	while IFS=$'\t' read -r path doc; do
+		n=$((n + 1))
+		printf '%s\n' "$doc" >"$work/field.json"
+		out=$("$apply" "$kind" "$work/field.json" 2>&1)
+		grep -q "differs from the spec's field" <<<"$out" || missed+=("$path: $out")
+	done < <("$work/specdiff" fields "$kind")
+	if [ "$n" -gt 0 ] && [ "${#missed[@]}" = 0 ]; then
+		ok "every field of the Go type for $kind ($n), spelled with its first letter flipped, is refused"
+	else
+		not_ok "every field of the Go type for $kind ($n), spelled with its first letter flipped, is refused"
+		diag "${#missed[@]} accepted or refused for another reason, e.g.: ${missed[*]:0:5}"
+	fi
+done
 
 # The fuzz corpora: whatever policy accepts must read the same to Go, or not decode at all (runc
 # refuses a document it cannot decode). One assertion per corpus, with counts. Each input starts

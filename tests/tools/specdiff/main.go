@@ -5,6 +5,11 @@
 // or "disagree: PATH: runc reads X, the exact keys say Y" for the first path that differs (exit 1).
 // Usage: specdiff spec|process|resources FILE   (exit 2: usage, unreadable file, or a document
 // runc itself would refuse to decode, printed as "undecodable: ...").
+//
+//	specdiff fields spec|process|resources   one line per field of the Go type, at any
+//
+// depth: PATH, a tab, and a document that holds only that field with its first letter's case
+// flipped (the schema test: the shim must refuse every one).
 // Build offline: GO111MODULE=off GOPATH=/usr/share/gocode go build -o specdiff .
 package main
 
@@ -187,7 +192,67 @@ func diff(path string, a, b interface{}) string {
 	return fmt.Sprintf("%s: runc reads %s, the exact keys say %s", path, show(a), show(b))
 }
 
+// flip changes the case of the first letter of name.
+func flip(name string) string {
+	c := name[0]
+	switch {
+	case c >= 'a' && c <= 'z':
+		c -= 'a' - 'A'
+	case c >= 'A' && c <= 'Z':
+		c += 'a' - 'A'
+	}
+	return string(c) + name[1:]
+}
+
+// fields calls emit for every field reachable from type t: the path to it, and the document
+// wrap(a one-key object holding the field with its name flipped).
+func fields(t reflect.Type, path string, wrap func(interface{}) interface{},
+	emit func(string, interface{})) {
+	for t.Kind() == reflect.Ptr {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		fields(t.Elem(), path+"[0]", func(v interface{}) interface{} {
+			return wrap([]interface{}{v})
+		}, emit)
+	case reflect.Map:
+		fields(t.Elem(), path+"[\"k\"]", func(v interface{}) interface{} {
+			return wrap(map[string]interface{}{"k": v})
+		}, emit)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if f.Anonymous && f.Tag.Get("json") == "" {
+				fields(f.Type, path, wrap, emit)
+				continue
+			}
+			name := jsonName(f)
+			if f.PkgPath != "" || name == "" {
+				continue
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			emit(p, wrap(map[string]interface{}{flip(name): nil}))
+			fields(f.Type, p, func(v interface{}) interface{} {
+				return wrap(map[string]interface{}{name: v})
+			}, emit)
+		}
+	}
+}
+
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "fields" && newTarget(os.Args[2]) != nil {
+		fields(reflect.TypeOf(newTarget(os.Args[2])), "",
+			func(v interface{}) interface{} { return v },
+			func(path string, doc interface{}) {
+				b, _ := json.Marshal(doc)
+				fmt.Printf("%s\t%s\n", path, b)
+			})
+		return
+	}
 	if len(os.Args) != 3 || newTarget(os.Args[1]) == nil {
 		fmt.Fprintln(os.Stderr, "usage: specdiff spec|process|resources FILE")
 		os.Exit(2)
