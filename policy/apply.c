@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "policy-internal.h"
+#include "hezo-spec.h"
 
 #define DEFAULT_CFS_PERIOD 100000ULL
 
@@ -213,8 +214,13 @@ static int clamp_process(const struct hezo_policy *p, struct hezo_json *process,
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
 			      struct hezo_error **err)
 {
+	int r;
+
 	if (!process || process->type != HEZO_JSON_OBJECT)
 		return ferr(err, "process: expected an object");
+	r = hezo_spec_check_keys(process, HEZO_SPEC_DOC_PROCESS, "process", err);
+	if (r < 0)
+		return r;
 	return clamp_process(p, process, "process", err);
 }
 
@@ -366,8 +372,13 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *resources,
 				struct hezo_error **err)
 {
+	int r;
+
 	if (!resources || resources->type != HEZO_JSON_OBJECT)
 		return ferr(err, "resources: expected an object");
+	r = hezo_spec_check_keys(resources, HEZO_SPEC_DOC_RESOURCES, "resources", err);
+	if (r < 0)
+		return r;
 	return clamp_resources(p, resources, "resources", true, err);
 }
 
@@ -779,6 +790,10 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 
 	if (!spec || spec->type != HEZO_JSON_OBJECT)
 		return ferr(err, "config.json: expected an object");
+	/* First, so that every rule below reads the fields runc will read. */
+	r = hezo_spec_check_keys(spec, HEZO_SPEC_DOC_CONFIG, "config.json", err);
+	if (r < 0)
+		return r;
 
 	process = want_object(spec, "process", "process", err);
 	if (!process)

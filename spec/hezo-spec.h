@@ -35,6 +35,24 @@ int hezo_spec_add_hook(struct hezo_json *spec, const char *stage, const char *pa
 		       const char *const *args, const char *const *env, int timeout_sec,
 		       struct hezo_error **err);
 
+/* The documents the shim hands the backend, each decoded by runc into its own Go type. */
+enum hezo_spec_doc {
+	HEZO_SPEC_DOC_CONFIG,	 /* config.json: specs.Spec */
+	HEZO_SPEC_DOC_PROCESS,	 /* exec --process: specs.Process */
+	HEZO_SPEC_DOC_RESOURCES, /* update --resources: specs.LinuxResources */
+};
+
+/*
+ * Refuse the key spellings that runc's Go decoder reads differently from the shim: a key, at any
+ * depth, that folds (ASCII case, U+017F, U+212A) to a runtime-spec field of its object without
+ * being spelled exactly as the spec spells it, and two keys of one field object that fold to one
+ * another. Keys of maps (annotations, sysctl, ...) are data and stay exact. -EINVAL with one line,
+ * e.g. 'config.json: "Process": differs from the spec's field "process" only in case (runc would
+ * read it as "process")'; name ("config.json", "process", "resources") starts it. Pure.
+ */
+int hezo_spec_check_keys(const struct hezo_json *doc, enum hezo_spec_doc kind, const char *name,
+			 struct hezo_error **err);
+
 /* Look-ups; NULL when absent or of another type. */
 const char *hezo_spec_root_path(const struct hezo_json *spec);
 struct hezo_json *hezo_spec_annotations(const struct hezo_json *spec);

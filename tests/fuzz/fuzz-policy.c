@@ -3,10 +3,12 @@
  *   0: a policy file for hezo_policy_parse (and, when it parses, its JSON dump parsed again);
  *   1: a config.json put in the default box by hezo_policy_apply_spec;
  *   2: an exec process JSON, then an update resources JSON (same bytes), clamped.
+ * Whatever apply accepts must leave no key that runc's Go decoder would fold onto a spec field
+ * without its exact spelling, and no two keys of one object that fold together.
  * Build and run from the source root:
  *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Ipolicy \
  *     tests/fuzz/fuzz-policy.c policy/parse.c policy/apply.c policy/seccomp.c policy/util.c \
- *     spec/json.c base/error.c base/file.c base/log.c \
+ *     spec/json.c spec/keys.c base/error.c base/file.c base/log.c \
  *     $(pkg-config --cflags --libs yajl libcap libseccomp) -o fuzz-policy
  *   mkdir -p corpus && ./fuzz-policy -max_total_time=60 corpus
  * Seeds: etc/policy.json behind a 0x00 byte, tests/data/config-*.json behind 0x01.
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "hezo-policy.h"
+#include "hezo-spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -56,6 +59,15 @@ static void fuzz_policy(const char *buf, size_t len)
 	hezo_policy_free(p);
 }
 
+/* What apply let through (and what it added) reads to runc as it reads to the shim. */
+static void keys_spelled_exactly(const struct hezo_json *v, enum hezo_spec_doc kind)
+{
+	struct hezo_error *err = NULL;
+
+	if (hezo_spec_check_keys(v, kind, "(fuzz)", &err) < 0)
+		abort();
+}
+
 static void fuzz_spec(const char *buf, size_t len, int mode)
 {
 	struct hezo_json *v = NULL;
@@ -66,12 +78,15 @@ static void fuzz_spec(const char *buf, size_t len, int mode)
 		return;
 	}
 	if (mode == 1) {
-		(void)hezo_policy_apply_spec(default_policy(), v, NULL, &err);
+		if (hezo_policy_apply_spec(default_policy(), v, NULL, &err) == 0)
+			keys_spelled_exactly(v, HEZO_SPEC_DOC_CONFIG);
 	} else {
-		(void)hezo_policy_apply_process(default_policy(), v, &err);
+		if (hezo_policy_apply_process(default_policy(), v, &err) == 0)
+			keys_spelled_exactly(v, HEZO_SPEC_DOC_PROCESS);
 		hezo_error_free(err);
 		err = NULL;
-		(void)hezo_policy_apply_resources(default_policy(), v, &err);
+		if (hezo_policy_apply_resources(default_policy(), v, &err) == 0)
+			keys_spelled_exactly(v, HEZO_SPEC_DOC_RESOURCES);
 	}
 	hezo_error_free(err);
 	hezo_json_free(v);

@@ -183,6 +183,107 @@ policy_case policy-missing "$HEZO_TEST_POLICY"
 : >"$HEZO_TEST_POLICY"
 policy_case policy-empty "$HEZO_TEST_POLICY"
 
+# --- key spelling: keys runc's Go decoder folds onto a spec field ----------------------------------
+# encoding/json matches keys case-insensitively (and U+017F, U+212A) with the later one winning;
+# the shim reads exact keys only. Each document must be refused naming the key (docs/policy.md).
+KEY_EVIL_PROC='{capabilities: {bounding: ["CAP_SYS_ADMIN"], effective: ["CAP_SYS_ADMIN"],
+	permitted: ["CAP_SYS_ADMIN"]}, noNewPrivileges: false}'
+fresh_bundle key-Process
+jq ". + {Process: (.process + $KEY_EVIL_PROC)}" <<<"$VALID" >"$B/config.json"
+expect_refused key-Process '"Process": differs from the spec.s field "process" only in case' \
+	"$B" create -b "$B"
+fresh_bundle key-Process-run
+jq ". + {Process: (.process + $KEY_EVIL_PROC)}" <<<"$VALID" >"$B/config.json"
+expect_refused key-Process-run '"Process": differs from the spec.s field "process"' "$B" run -b "$B"
+fresh_bundle key-Mounts
+jq '. + {Mounts: (.mounts + [{destination: "/host", type: "bind", source: "/",
+	options: ["rbind", "ro"]}])}' <<<"$VALID" >"$B/config.json"
+expect_refused key-Mounts '"Mounts": differs from the spec.s field "mounts"' "$B" create -b "$B"
+fresh_bundle key-Linux
+jq '. + {Linux: (.linux + {namespaces: [{type: "mount"}, {type: "network"}], seccomp: null})}' \
+	<<<"$VALID" >"$B/config.json"
+expect_refused key-Linux '"Linux": differs from the spec.s field "linux"' "$B" create -b "$B"
+fresh_bundle key-long-s
+jq ". + {\"proce\u017fs\": (.process + $KEY_EVIL_PROC)}" <<<"$VALID" >"$B/config.json"
+expect_refused key-long-s 'differs from the spec.s field "process"' "$B" create -b "$B"
+
+# exec --process and update --resources need a container: one that runs, from the same keys
+# spelled exactly (which must still work).
+KEY_ID="hezo-bad-keys-$(hezo_rand)"
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$KEY_ID'"
+KB=$WORK/keys-live
+hezo_make_bundle "$KB" "$KEY_ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$KB" "$KEY_ID" >"$WORK/keys-live.out" 2>"$WORK/keys-live.err" \
+	</dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[keys] the same keys spelled exactly: create works" ||
+	diag "$(head -c 2000 "$WORK/keys-live.err")"
+check "[keys] start" hezo_shim --root "$ROOT" start "$KEY_ID"
+hezo_wait_status "$ROOT" "$KEY_ID" running 20 ||
+	not_ok "[keys] container running (status $(hezo_backend_status "$ROOT" "$KEY_ID"))"
+
+# expect_key_refused NAME REASON_ERE FILE SHIM_ARGS...: one line naming the key, FILE unchanged.
+expect_key_refused()
+{
+	local name=$1 reason=$2 file=$3 rc
+	shift 3
+	cp "$file" "$WORK/$name.orig"
+	hezo_shim --root "$ROOT" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" </dev/null &&
+		rc=0 || rc=$?
+	expect_ne "$rc" 0 "[$name] non-zero exit"
+	expect_eq "$(wc -l <"$WORK/$name.err" | tr -d ' ')" 1 "[$name] exactly one line on stderr" ||
+		diag "$(head -c 2000 "$WORK/$name.err")"
+	expect_match "$(head -n 1 "$WORK/$name.err")" "^hezo-shim: .*$reason" \
+		"[$name] the line names the key: /$reason/"
+	expect_eq "$(wc -c <"$WORK/$name.out" | tr -d ' ')" 0 "[$name] nothing on stdout (nothing ran)"
+	check "[$name] the document is unchanged" cmp "$WORK/$name.orig" "$file"
+}
+
+KP=$WORK/keys-proc.json
+jq -n '{user: {uid: 0, gid: 0}, args: ["echo", "ran"], env: ["PATH=/bin"], cwd: "/",
+	capabilities: {bounding: [], effective: [], permitted: []}, noNewPrivileges: true,
+	Capabilities: {bounding: ["CAP_SYS_ADMIN"], effective: ["CAP_SYS_ADMIN"],
+		permitted: ["CAP_SYS_ADMIN"]}, NoNewPrivileges: false}' >"$KP"
+expect_key_refused exec-Capabilities \
+	'process: "Capabilities": differs from the spec.s field "capabilities"' "$KP" \
+	exec --process "$KP" "$KEY_ID"
+jq -n '{user: {uid: 0, gid: 0}, args: ["echo", "ran"], env: ["PATH=/bin"], cwd: "/",
+	noNewPrivileges: true, NoNewPrivileges: false}' >"$KP"
+expect_key_refused exec-NoNewPrivileges \
+	'process: "NoNewPrivileges": differs from the spec.s field "noNewPrivileges"' "$KP" \
+	exec --process "$KP" "$KEY_ID"
+jq -n '{user: {uid: 0, gid: 0}, args: ["echo", "ran"], env: ["PATH=/bin"], cwd: "/",
+	capabilities: {bounding: [], effective: [], permitted: []}, noNewPrivileges: true}' >"$KP"
+out=$(hezo_shim --root "$ROOT" exec --process "$KP" "$KEY_ID" 2>"$WORK/keys-exec.err" </dev/null)
+expect_eq "$out" ran "[keys] exec --process with the keys spelled exactly works" ||
+	diag "$(head -c 2000 "$WORK/keys-exec.err")"
+
+# The container's limits, as the host's cgroups hold them.
+key_limits()
+{
+	local p=/hezo-test/$KEY_ID
+	echo "mem=$(hezo_read "$(hezo_cgroup_dir memory "$p")/memory.limit_in_bytes")" \
+		"memsw=$(hezo_read "$(hezo_cgroup_dir memory "$p")/memory.memsw.limit_in_bytes")" \
+		"pids=$(hezo_read "$(hezo_cgroup_dir pids "$p")/pids.max")" \
+		"quota=$(hezo_read "$(hezo_cgroup_dir cpu "$p")/cpu.cfs_quota_us")"
+}
+before=$(key_limits)
+diag "limits before: $before"
+KR=$WORK/keys-res.json
+echo '{"Memory": {"limit": 8589934592, "swap": -1}, "Pids": {"limit": -1}, "CPU": {"quota": -1}}' >"$KR"
+expect_key_refused update-Memory 'resources: "Memory": differs from the spec.s field "memory"' \
+	"$KR" update --resources "$KR" "$KEY_ID"
+echo '{"memory": {"limit": 268435456, "Limit": 8589934592}, "pids": {"limit": 64, "LIMIT": -1}}' >"$KR"
+expect_key_refused update-Limit 'resources: memory."Limit": differs from the spec.s field "limit"' \
+	"$KR" update --resources "$KR" "$KEY_ID"
+expect_eq "$(key_limits)" "$before" "[keys] limits unchanged after the refused updates"
+echo '{"memory": {"limit": 268435456, "swap": 268435456}}' >"$KR"
+check "[keys] update --resources with the keys spelled exactly works" \
+	hezo_shim --root "$ROOT" update --resources "$KR" "$KEY_ID"
+expect_match "$(key_limits)" '^mem=268435456 ' "[keys] and the memory limit is 256 MiB now"
+check "[keys] delete --force" hezo_shim --root "$ROOT" delete --force "$KEY_ID"
+expect_eq "$(hezo_backend_status "$ROOT" "$KEY_ID")" absent "[keys] container removed"
+expect_eq "$(hezo_state_records "$KEY_ID")" "" "[keys] state record removed"
+
 # --- nothing left behind ----------------------------------------------------------------------------
 expect_eq "$(hezo_backend_ids "$ROOT" | grep -F hezo-bad- || true)" "" "no test container left under --root"
 

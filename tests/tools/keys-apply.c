@@ -1,0 +1,60 @@
+/*
+ * Test driver: put one OCI document through the policy as the shim does (hezo_policy_apply_spec,
+ * _process or _resources, with no environment) and print the result, for tests/tools/keys.sh.
+ * Usage: keys-apply spec|process|resources FILE [POLICY_FILE]   (default policy: "{}")
+ * Exit 0: the applied document on stdout; 1: "refused: MESSAGE" on stdout; 2: usage or I/O.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hezo-file.h"
+#include "hezo-policy.h"
+#include "hezo-spec.h"
+
+int main(int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	_cleanup_free_ char *data = NULL, *out = NULL;
+	size_t len;
+	int r;
+
+	if (argc < 3 || argc > 4 ||
+	    (strcmp(argv[1], "spec") && strcmp(argv[1], "process") &&
+	     strcmp(argv[1], "resources"))) {
+		fprintf(stderr, "usage: keys-apply spec|process|resources FILE [POLICY_FILE]\n");
+		return 2;
+	}
+	r = argc == 4 ? hezo_policy_load(argv[3], &p, &err)
+		      : hezo_policy_parse("{}", 2, "(default)", &p, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err->msg);
+		return 2;
+	}
+	r = hezo_read_file_at(AT_FDCWD, argv[2], HEZO_SPEC_MAX_SIZE, &data, &len, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", argv[2], err->msg);
+		return 2;
+	}
+	r = hezo_spec_parse(data, len, argv[1], &doc, &err);
+	if (r == 0) {
+		if (strcmp(argv[1], "spec") == 0)
+			r = hezo_policy_apply_spec(p, doc, NULL, &err);
+		else if (strcmp(argv[1], "process") == 0)
+			r = hezo_policy_apply_process(p, doc, &err);
+		else
+			r = hezo_policy_apply_resources(p, doc, &err);
+	}
+	if (r < 0) {
+		printf("refused: %s\n", err->msg);
+		return 1;
+	}
+	r = hezo_json_dump(doc, false, &out, &len, &err);
+	if (r < 0) {
+		fprintf(stderr, "%s\n", err->msg);
+		return 2;
+	}
+	return fwrite(out, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : 2;
+}
