@@ -97,4 +97,8 @@ int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct he
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
 struct hezo_json *hezo_policy_seccomp_default(void);
 
+/* paths.c: linux.namespaces, each kind new, another container's or (if allowed) the host's. */
+int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
+				 struct hezo_error **err);
+
 #endif
