@@ -705,6 +705,9 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return -EINVAL;
 	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
 		return nomem(err);
+	r = hezo_policy_check_root(spec, env, err);
+	if (r < 0)
+		return r;
 
 	r = apply_mounts(p, spec, err);
 	if (r < 0)
@@ -713,7 +716,10 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	linux_ = want_object(spec, "linux", "linux", err);
 	if (!linux_)
 		return -EINVAL;
-	r = hezo_policy_check_namespaces(p, linux_, err);
+	r = hezo_policy_check_namespaces(p, linux_, env, err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
 	if (r < 0)
 		return r;
 	res = want_object(linux_, "resources", "linux.resources", err);
@@ -731,6 +737,9 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return r;
 	r = union_paths(linux_, "readonlyPaths", default_readonly,
 			HEZO_ARRAY_SIZE(default_readonly), err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_check_hooks(p, spec, env, err);
 	if (r < 0)
 		return r;
 	return apply_seccomp(p, linux_, err);
