@@ -1,17 +1,25 @@
-/* Network namespaces as /proc shows them. */
+/* Namespaces as /proc shows them: which processes are in one. */
 #ifndef HEZO_NETNS_H
 #define HEZO_NETNS_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "hezo-error.h"
 
 /*
- * Whether a process other than the caller is in the namespace nsfd names: a scan of /proc comparing
- * each process's ns/net with nsfd's nsfs inode. Processes that are gone meanwhile, or that root
- * may not inspect (a security module's own agent), are skipped: a container's processes are always
- * visible to the runtime's root. On error *used is true (cannot tell) and -errno is returned.
+ * Call fn for every process other than the caller whose /proc/PID/ns/KIND (kind: "net", "ipc",
+ * "uts", "pid", "mnt", "user", "cgroup", "time") is the namespace nsfd names, compared by nsfs
+ * inode. Processes that are gone meanwhile, or that root may not inspect (a security module's own
+ * agent, this machine's PID 1), are skipped: a container's processes are always visible to the
+ * runtime's root. A non-zero return of fn stops the scan and is returned; -errno (with err) when
+ * /proc cannot be read.
  */
+int hezo_ns_foreach_pid(int nsfd, const char *kind, int (*fn)(pid_t pid, void *data), void *data,
+			struct hezo_error **err);
+/* Whether a process other than the caller is in it. On error *used is true (cannot tell). */
+int hezo_ns_in_use(int nsfd, const char *kind, bool *used, struct hezo_error **err);
+/* The same for a network namespace. */
 int hezo_netns_in_use(int nsfd, bool *used, struct hezo_error **err);
 
 #endif

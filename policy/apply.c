@@ -56,22 +56,6 @@ static const struct {
 	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
 };
 
-static const struct {
-	const char *type;
-	const char *proc;
-	bool required; /* absent or the host's is refused unless allowHost says so */
-	unsigned host_bit;
-} ns_kinds[] = {
-	{"pid", "pid", true, HEZO_NS_PID},
-	{"network", "net", true, HEZO_NS_NETWORK},
-	{"mount", "mnt", true, 0},
-	{"ipc", "ipc", true, HEZO_NS_IPC},
-	{"uts", "uts", true, HEZO_NS_UTS},
-	{"user", "user", false, 0},
-	{"cgroup", "cgroup", false, HEZO_NS_CGROUP},
-	{"time", "time", false, 0},
-};
-
 static int ferr(struct hezo_error **err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static int ferr(struct hezo_error **err, const char *fmt, ...)
@@ -579,77 +563,6 @@ static int apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
 	return 0;
 }
 
-/* ---- namespaces ---- */
-
-static int check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
-			    struct hezo_error **err)
-{
-	struct hezo_json *nss = want_array(linux_, "namespaces", "linux.namespaces", err);
-	bool own[HEZO_ARRAY_SIZE(ns_kinds)] = {0};
-
-	if (!nss)
-		return -EINVAL;
-	HEZO_JSON_FOREACH (i, nss) {
-		const struct hezo_json *n = nss->items[i];
-		const char *type = hezo_json_string(hezo_json_get(n, "type"));
-		const struct hezo_json *pathv = hezo_json_get(n, "path");
-		size_t k;
-		bool host = false;
-
-		if (!type)
-			return ferr(err, "linux.namespaces[%zu]: type: expected a string", i);
-		for (k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++)
-			if (strcmp(type, ns_kinds[k].type) == 0)
-				break;
-		if (k == HEZO_ARRAY_SIZE(ns_kinds)) {
-			char q[256];
-			hezo_policy_quote(q, sizeof(q), type);
-			return ferr(err, "linux.namespaces[%zu]: unknown namespace type %s", i, q);
-		}
-		if (pathv && pathv->type != HEZO_JSON_NULL) {
-			const char *path = hezo_json_string(pathv);
-			char self[64];
-			struct stat a, b;
-
-			if (!path)
-				return ferr(err,
-					    "linux.namespaces[%zu] (%s): path: expected a string",
-					    i, type);
-			if (path[0]) {
-				/* Joining the shim's own namespace is joining the host's. */
-				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
-				if (stat(path, &a) < 0)
-					return hezo_error_set_errno(
-						err, errno, "linux.namespaces[%zu] (%s): path %s",
-						i, type, path);
-				if (stat(self, &b) == 0 && a.st_dev == b.st_dev &&
-				    a.st_ino == b.st_ino)
-					host = true;
-			}
-		}
-		if (host) {
-			/* The host's user or time namespace is the same as having none. */
-			if (!ns_kinds[k].required && !ns_kinds[k].host_bit)
-				continue;
-			if (!(ns_kinds[k].host_bit & p->allow_host_ns))
-				return ferr(err, "linux.namespaces: host %s namespace not allowed",
-					    type);
-			continue;
-		}
-		own[k] = true;
-	}
-	for (size_t k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++) {
-		if (own[k])
-			continue;
-		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns))
-			return ferr(err, "linux.namespaces: host %s namespace not allowed",
-				    ns_kinds[k].type);
-		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user)
-			return ferr(err, "linux.namespaces: a user namespace is required");
-	}
-	return 0;
-}
-
 /* ---- devices, masks, seccomp ---- */
 
 static struct hezo_json *device_rule(bool allow, const char *type, int64_t major, int64_t minor,
@@ -807,6 +720,9 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return -EINVAL;
 	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
 		return nomem(err);
+	r = hezo_policy_check_root(spec, env, err);
+	if (r < 0)
+		return r;
 
 	r = apply_mounts(p, spec, err);
 	if (r < 0)
@@ -815,7 +731,10 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	linux_ = want_object(spec, "linux", "linux", err);
 	if (!linux_)
 		return -EINVAL;
-	r = check_namespaces(p, linux_, err);
+	r = hezo_policy_check_namespaces(p, linux_, env, err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
 	if (r < 0)
 		return r;
 	res = want_object(linux_, "resources", "linux.resources", err);
@@ -833,6 +752,9 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return r;
 	r = union_paths(linux_, "readonlyPaths", default_readonly,
 			HEZO_ARRAY_SIZE(default_readonly), err);
+	if (r < 0)
+		return r;
+	r = hezo_policy_check_hooks(p, spec, env, err);
 	if (r < 0)
 		return r;
 	return apply_seccomp(p, linux_, err);

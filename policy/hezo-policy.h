@@ -116,6 +116,13 @@ struct hezo_json *hezo_policy_egress_json(const struct hezo_policy *p);
 /* The whole effective policy as JSON, for `hezo-shim policy show`. */
 struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
 
+/*
+ * The cgroup an OCI linux.cgroupsPath names, relative to a hierarchy's root: absolute paths as
+ * they are, the systemd form "slice:prefix:name" as /a.slice/a-b.slice/prefix-name.scope. -EINVAL
+ * for relative paths and empty, "." or ".." components.
+ */
+int hezo_policy_cgroup_path(const char *cgroups_path, char *buf, size_t size);
+
 const char *hezo_backend_name(enum hezo_backend b);
 int hezo_backend_from_name(const char *name, enum hezo_backend *out);
 

@@ -32,6 +32,12 @@ static const char *const default_engine_roots[] = {
 	"/var/run/containers/storage", "/var/lib/containerd",	      "/run/containerd",
 };
 
+/* Where engines put a container's cgroup: "/" is the top level (CRI's "/<id>"). */
+static const char *const default_cgroup_parents[] = {
+	"/",	     "/docker",		"/system.slice", "/machine.slice", "/libpod_parent",
+	"/kubepods", "/kubepods.slice", "/default",	 "/k8s.io",
+};
+
 static const struct {
 	const char *dest;
 	uint64_t size;
@@ -85,6 +91,8 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->devices);
 	hezo_strv_done(&p->allowed_sources);
 	hezo_strv_done(&p->engine_roots);
+	hezo_strv_done(&p->cgroup_parents);
+	hezo_strv_done(&p->allowed_hooks);
 	hezo_strv_done(&p->egress_allow);
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
@@ -153,6 +161,9 @@ static int policy_new_default(struct hezo_policy **out)
 	r = r ?: hezo_strv_init(&p->engine_roots);
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_engine_roots); i++)
 		r = r ?: hezo_strv_push(&p->engine_roots, default_engine_roots[i]);
+	r = r ?: hezo_strv_init(&p->cgroup_parents) ?: hezo_strv_init(&p->allowed_hooks);
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_cgroup_parents); i++)
+		r = r ?: hezo_strv_push(&p->cgroup_parents, default_cgroup_parents[i]);
 	p->egress_mode = HEZO_EGRESS_PROXY;
 	r = r ?: hezo_strv_init(&p->egress_allow);
 	r = r ?: hezo_strv_init(&p->resolvers);
@@ -1038,6 +1049,10 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return parse_mounts(c, p, x);
 	if (strcmp(k, "namespaces") == 0)
 		return parse_namespaces(c, p, x);
+	if (strcmp(k, "cgroupParents") == 0)
+		return get_strv(c, "cgroupParents", x, elem_abs_path, &p->cgroup_parents);
+	if (strcmp(k, "allowedHooks") == 0)
+		return get_strv(c, "allowedHooks", x, elem_abs_path, &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
 		return parse_egress(c, p, x);
 	if (strcmp(k, "projectsDir") == 0)
@@ -1259,6 +1274,8 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 			r = hezo_json_append(allow_host,
 					     hezo_json_new_string(host_ns_names[i].name));
 	r = r ?: hezo_json_set(ns, "requireUser", hezo_json_new_bool(p->require_user));
+	r = r ?: hezo_json_set(o, "cgroupParents", strv_json(&p->cgroup_parents));
+	r = r ?: hezo_json_set(o, "allowedHooks", strv_json(&p->allowed_hooks));
 	r = r ?: hezo_json_set(o, "egress", hezo_policy_egress_json(p));
 	/* egress_json adds "project"; the file format has no such key. */
 	if (r == 0)
@@ -1376,6 +1393,16 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 	r = parse_into(&c, p, merged);
 	if (r < 0)
 		return r;
+	/* A project may narrow where cgroups go and which hooks run, never widen it. */
+	for (size_t i = 0; i < p->cgroup_parents.n; i++)
+		if (!hezo_policy_cgroup_parent_allowed(&base->cgroup_parents,
+						       p->cgroup_parents.v[i]))
+			return perr(&c, "cgroupParents", "%s is not allowed by the main policy",
+				    p->cgroup_parents.v[i]);
+	for (size_t i = 0; i < p->allowed_hooks.n; i++)
+		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
+			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
+				    p->allowed_hooks.v[i]);
 	if (p->seccomp_path) {
 		if (base->seccomp_path && base->seccomp_profile &&
 		    strcmp(base->seccomp_path, p->seccomp_path) == 0) {

@@ -54,6 +54,8 @@ struct hezo_policy {
 	struct hezo_strv devices;
 	struct hezo_strv allowed_sources;
 	struct hezo_strv engine_roots;
+	struct hezo_strv cgroup_parents;
+	struct hezo_strv allowed_hooks;
 	unsigned allow_host_ns;
 	bool require_user;
 
@@ -96,5 +98,27 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
 struct hezo_json *hezo_policy_seccomp_default(void);
+
+/*
+ * paths.c: fields that point outside the box. linux.namespaces: each kind new, the host's (if
+ * allowHost says so), one of hezo-shim's own containers' or one no process is in yet (asked of
+ * env->ns_owner; without it every path-named namespace is refused).
+ */
+int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
+				 const struct hezo_apply_env *env, struct hezo_error **err);
+/*
+ * linux.cgroupsPath: absent stays absent; else clean, its last component holding env->id, its
+ * parent allowed by cgroupParents, and no existing cgroup there with processes in it.
+ */
+int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
+				   const struct hezo_apply_env *env, struct hezo_error **err);
+/* Is parent (a clean cgroup path) allowed by the list? "/" admits only the top level. */
+bool hezo_policy_cgroup_parent_allowed(const struct hezo_strv *parents, const char *parent);
+/* root.path: inside the bundle, or Docker's or podman's overlay rootfs for container env->id. */
+int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply_env *env,
+			   struct hezo_error **err);
+/* hooks: only the policy's allowedHooks and Docker's libnetwork-setkey for this container. */
+int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json *spec,
+			    const struct hezo_apply_env *env, struct hezo_error **err);
 
 #endif

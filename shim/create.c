@@ -313,6 +313,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	}
 	env.id = id;
 	env.bundle = bundle_real;
+	env.ns_owner = shim_ns_owner;
+	env.data = ctx;
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;

@@ -68,6 +68,13 @@ int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struc
 int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,
 		       struct hezo_policy **out, struct hezo_error **err);
 
+/*
+ * owner.c: hezo_apply_env.ns_owner for create, data being the shim_ctx. A process belongs to a
+ * container when it is in the cgroup (or below) that one of the state directory's records names.
+ */
+int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
+		  struct hezo_error **err);
+
 /* run.c: hand over to the backend. */
 /* execve argv[0]; returns only on failure (-errno, err filled). */
 int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);

@@ -27,7 +27,9 @@ hezo_write_policy bundle
 # A template bundle that is fine: every case starts from a copy of its config.json.
 TEMPLATE=$WORK/template
 hezo_make_bundle "$TEMPLATE" hezo-bad-template '["true"]' || bail_out "cannot make bundle"
-VALID=$(cat "$TEMPLATE/config.json")
+# No cgroupsPath: it must name the container's ID, which every case makes up for itself (an
+# absent cgroupsPath is fine: the backend's default).
+VALID=$(jq 'del(.linux.cgroupsPath)' "$TEMPLATE/config.json")
 
 # fresh_bundle NAME [DIR]: sets B to a new bundle under DIR (default WORK) sharing the
 # template's rootfs, with the valid config.json.
@@ -36,7 +38,8 @@ fresh_bundle()
 	B=${2:-$WORK}/b-$1
 	rm -rf "$B"
 	mkdir -p "$B"
-	ln -s "$TEMPLATE/rootfs" "$B/rootfs"
+	# A copy: a symlink to another bundle's rootfs would itself be refused (root.path).
+	cp -a "$TEMPLATE/rootfs" "$B/rootfs"
 	printf '%s\n' "$VALID" >"$B/config.json"
 }
 
@@ -46,7 +49,8 @@ expect_refused()
 {
 	local name=$1 reason=$2 bdir=$3 id rc out err log lines orig="" files=""
 	shift 3
-	id="hezo-bad-$name-$(hezo_rand)"
+	# BAD_ID: a case whose config.json must name the container's ID (cgroupsPath).
+	id=${BAD_ID:-"hezo-bad-$name-$(hezo_rand)"}
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
 	if [ -f "$bdir/config.json" ]; then
 		orig=$WORK/$name.orig
@@ -147,6 +151,72 @@ fresh_bundle deepwellformed
 	printf '}\n'
 } >"$B/config.json"
 expect_refused deepwellformed 'config\.json' "$B" create -b "$B"
+
+# --- fields that point outside the box ------------------------------------------------------------
+# bad_spec NAME REASON JQ_FILTER: a fresh bundle edited by JQ_FILTER must be refused for REASON.
+bad_spec()
+{
+	fresh_bundle "$1"
+	jq "$3" <<<"$VALID" >"$B/config.json" || bail_out "jq failed for $1"
+	expect_refused "$1" "$2" "$B" create -b "$B"
+}
+
+# Namespaces other processes are in: a named netns with a process of no container in it, and the
+# IPC and UTS namespaces of such a process.
+FNS=hezo-bad-ns-$(hezo_rand)
+ip netns add "$FNS" && tap_cleanup "ip netns del '$FNS'"
+ip netns exec "$FNS" sleep 600 &
+FPID_NET=$!
+unshare --ipc --uts sleep 600 &
+FPID_IPC=$!
+tap_cleanup "kill $FPID_NET $FPID_IPC"
+sleep 0.5
+bad_spec nsnetforeign "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$FNS is a namespace that processes of no hezo-shim container are in \\(process $FPID_NET sleep" \
+	'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$FNS"'" else . end)'
+bad_spec nsipcforeign "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPID_IPC/ns/ipc is a namespace that processes of no hezo-shim container are in" \
+	'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$FPID_IPC"'/ns/ipc" else . end)'
+bad_spec nsutsforeign "linux\\.namespaces\\[[0-9]+\\] \\(uts\\): path /proc/$FPID_IPC/ns/uts is a namespace that processes" \
+	'.linux.namespaces |= map(if .type == "uts" then .path = "/proc/'"$FPID_IPC"'/ns/uts" else . end)'
+# The host's own namespaces by another name: the existing host rule.
+bad_spec nshostpid 'host pid namespace not allowed' \
+	'.linux.namespaces |= map(if .type == "pid" then .path = "/proc/'"$$"'/ns/pid" else . end)'
+
+# cgroupsPath: another cgroup, the root, a way up, a foreign parent, an existing busy cgroup.
+bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name does not contain the container.s ID' \
+	'.linux.cgroupsPath = "/some-other-cgroup"'
+bad_spec cgroot 'linux\.cgroupsPath "/": not a clean absolute path' '.linux.cgroupsPath = "/"'
+bad_spec cgdotdot 'linux\.cgroupsPath "/hezo-test/\.\./x": not a clean' '.linux.cgroupsPath = "/hezo-test/../x"'
+BAD_ID=hezo-bad-cgparent-$(hezo_rand)
+bad_spec cgparent "linux\\.cgroupsPath \"/user\\.slice/$BAD_ID\": parent /user\\.slice is not in the policy.s cgroupParents" \
+	".linux.cgroupsPath = \"/user.slice/$BAD_ID\""
+BAD_ID=hezo-bad-cgbusy-$(hezo_rand)
+BUSY=/sys/fs/cgroup/pids/hezo-test/$BAD_ID
+mkdir -p "$BUSY" && tap_cleanup "rmdir '$BUSY'"
+sleep 600 &
+BUSY_PID=$!
+echo "$BUSY_PID" >"$BUSY/cgroup.procs"
+tap_cleanup "kill $BUSY_PID"
+bad_spec cgbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has processes in it \\($BUSY/cgroup\\.procs\\)" \
+	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
+echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
+unset BAD_ID
+
+# root.path: the host's /, another bundle's rootfs, a symlink out of the bundle.
+bad_spec roothost 'root\.path /: neither inside the bundle nor the engine.s root filesystem' '.root.path = "/"'
+bad_spec rootother "root\\.path $TEMPLATE/rootfs: neither inside the bundle" ".root.path = \"$TEMPLATE/rootfs\""
+fresh_bundle rootlink
+ln -s "$TEMPLATE/rootfs" "$B/escape"
+jq '.root.path = "escape"' <<<"$VALID" >"$B/config.json"
+expect_refused rootlink "root\\.path escape resolves to $TEMPLATE/rootfs: neither inside the bundle" "$B" create -b "$B"
+
+# hooks: host root with every capability, in every stage; Docker's hook only from dockerd.
+for stage in prestart createRuntime createContainer startContainer poststart poststop; do
+	bad_spec "hook-$stage" "hooks\\.$stage\\[0\\] \\(\"/bin/sh\"\\): hooks run on the host as root" \
+		".hooks.$stage = [{path: \"/bin/sh\", args: [\"sh\", \"-c\", \"touch $WORK/pwned\"]}]"
+done
+bad_spec hook-setkey-fake 'hooks\.prestart\[0\] \("/proc/self/exe"\)' \
+	'.hooks.prestart = [{path: "/proc/self/exe", args: ["libnetwork-setkey", "-exec-root=/var/run/docker", "x", "y"]}]'
+check_fails "[hooks] no hook ran" test -e "$WORK/pwned"
 
 # --- bundle and verb ------------------------------------------------------------------------------
 expect_refused nobundle 'nonexistent' "$WORK" create -b "$WORK/nonexistent"

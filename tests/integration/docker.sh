@@ -220,6 +220,37 @@ check "[rm -f] docker rm -f" timeout 60 "$HEZO_DOCKER" rm -f "$NAME"
 expect_eq "$(hezo_docker ps -aq --filter "name=^$NAME\$")" "" "[rm -f] container gone"
 expect_eq "$(hezo_backend_ids "$DROOT" | grep -cxF "$CID")" 0 "[rm -f] backend has no container $CID"
 
+# --- Docker's own hook, and the namespaces of another hezo container ---------------------------------
+# ns_ino PID KIND: the namespace inode of a host process, from the host.
+ns_ino() { stat -L -c %i "/proc/$1/ns/$2" 2>/dev/null || echo "<no /proc/$1/ns/$2>"; }
+new_name nsa
+NA=$NAME
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --ipc=shareable --name "$NA" "$IMG" sleep 600 2>&1) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[ns] docker run -d on the default bridge exits 0" || diag "$out"
+b=$(hezo_docker_bundle "$NA" 2>/dev/null)
+expect_eq "$(jq -r '[.hooks.prestart[]? | select(.args[0] == "libnetwork-setkey")] | length' "$b/config.json" 2>&1)" 1 \
+	"[ns] Docker's libnetwork-setkey prestart hook is kept"
+expect_match "$(hezo_docker inspect -f '{{.NetworkSettings.IPAddress}}' "$NA" 2>&1)" '^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$' \
+	"[ns] the default bridge gave it an address (the hook ran)"
+new_name nsb
+NB=$NAME
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --network="container:$NA" --ipc="container:$NA" \
+	--name "$NB" "$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[ns] docker run --network=container:X --ipc=container:X of another hezo container exits 0" ||
+	diag "$out"
+PA=$(hezo_docker inspect -f '{{.State.Pid}}' "$NA" 2>/dev/null)
+PB=$(hezo_docker inspect -f '{{.State.Pid}}' "$NB" 2>/dev/null)
+expect_eq "$(ns_ino "$PB" net)" "$(ns_ino "$PA" net)" "[ns] from the host: the second container is in the first one's netns"
+expect_ne "$(ns_ino "$PB" net)" "$(ns_ino $$ net)" "[ns] from the host: that netns is not the host's"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(ns_ino "$PB" ipc)" "$(ns_ino "$PA" ipc)" "[ns] from the host: the second container is in the first one's IPC namespace"
+else
+	skip "[ns] from the host: the second container is in the first one's IPC namespace" \
+		"runsc keeps host IPC namespaces of its own per sandbox"
+fi
+hezo_docker rm -f "$NB" "$NA" >/dev/null 2>&1
+
 # --- run -it ---------------------------------------------------------------------------------------------
 new_name tty
 out=$(timeout 60 script -qec "$HEZO_DOCKER run --rm -it --runtime=$RT --name $NAME $IMG sh -c '[ -t 1 ] && echo isatty=yes; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status'" \

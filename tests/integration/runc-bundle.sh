@@ -163,6 +163,87 @@ else
 		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
 fi
 
+# --- namespaces of another hezo-shim container, and one no process is in yet ----------------------
+# ns_ino PID KIND: the namespace inode of a host process, from the host.
+ns_ino() { stat -L -c %i "/proc/$1/ns/$2" 2>/dev/null || echo "<no /proc/$1/ns/$2>"; }
+new_id nsowner
+A=$ID
+hezo_make_bundle "$WORK/nsowner" "$A" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/nsowner" --pid-file "$WORK/nsowner.pid" "$A" \
+	>"$WORK/nsowner.out" 2>"$WORK/nsowner.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[ns owner] create of the first container exits 0" || diag "$(cat "$WORK/nsowner.err")"
+check "[ns owner] start" hezo_shim --root "$ROOT" start "$A"
+APID=$(cat "$WORK/nsowner.pid" 2>/dev/null)
+new_id nsjoin
+JB=$WORK/nsjoin
+join='.linux.namespaces |= map(if .type == "ipc" or .type == "uts" then .path = "/proc/'"$APID"'/ns/\(.type)" else . end)'
+hezo_make_bundle "$JB" "$ID" '["sleep", "600"]' "$join" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$JB" --pid-file "$WORK/nsjoin.pid" "$ID" \
+	>"$WORK/nsjoin.out" 2>"$WORK/nsjoin.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[ns join] joining the IPC and UTS namespaces of a hezo-shim container is accepted" ||
+	diag "$(cat "$WORK/nsjoin.err")"
+BPID=$(cat "$WORK/nsjoin.pid" 2>/dev/null)
+for k in ipc uts; do
+	if [ "$HEZO_TEST_BACKEND" = runc ]; then
+		expect_eq "$(ns_ino "$BPID" $k)" "$(ns_ino "$APID" $k)" \
+			"[ns join] from the host: the second container is in the first one's $k namespace"
+	else
+		# Measured: runsc 2022-12 gives each sandbox host IPC/UTS namespaces of its own; the
+		# container's IPC and UTS live inside the Sentry.
+		skip "[ns join] from the host: the second container is in the first one's $k namespace" \
+			"runsc keeps host $k namespaces of its own per sandbox"
+	fi
+	expect_ne "$(ns_ino "$BPID" $k)" "$(ns_ino $$ $k)" "[ns join] from the host: that $k namespace is not the host's"
+done
+hezo_bundle_cleanup "$ROOT" "$ID"
+# A process of no container in a namespace of its own: refused.
+new_id nsforeign
+unshare --ipc --uts sleep 600 &
+FPID=$!
+tap_cleanup "kill $FPID"
+sleep 0.3
+hezo_make_bundle "$WORK/nsforeign" "$ID" '["true"]' \
+	'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$FPID"'/ns/ipc" else . end)' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/nsforeign" "$ID" >"$WORK/nsforeign.out" 2>"$WORK/nsforeign.err" </dev/null &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[ns foreign] joining the IPC namespace of a process that is no container's is refused"
+expect_match "$(cat "$WORK/nsforeign.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
+	"[ns foreign] one line naming the field and the reason"
+kill "$FPID" 2>/dev/null
+hezo_bundle_cleanup "$ROOT" "$A"
+
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	# A named network namespace no process is in yet (CNI's, podman's): accepted, and joined.
+	new_id nsfresh
+	NS2=hezo-it-ns2-$(hezo_rand)
+	ip netns add "$NS2" && tap_cleanup "ip netns del '$NS2'"
+	hezo_make_bundle "$WORK/nsfresh" "$ID" '["sleep", "600"]' \
+		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS2"'" else . end)' ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$WORK/nsfresh" --pid-file "$WORK/nsfresh.pid" "$ID" \
+		>"$WORK/nsfresh.out" 2>"$WORK/nsfresh.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[ns fresh] a named netns no process is in is accepted" || diag "$(cat "$WORK/nsfresh.err")"
+	expect_eq "$(ns_ino "$(cat "$WORK/nsfresh.pid" 2>/dev/null)" net)" "$(stat -L -c %i "/run/netns/$NS2")" \
+		"[ns fresh] from the host: the container is in that netns"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+else
+	skip "[ns fresh] a named netns no process is in is accepted" \
+		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
+	skip "[ns fresh] from the host: the container is in that netns" \
+		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
+fi
+
+# --- cgroupsPath absent, root.path absolute inside the bundle: both fine ----------------------------
+new_id cgabsent
+B=$WORK/cgabsent
+hezo_make_bundle "$B" "$ID" '["true"]' 'del(.linux.cgroupsPath) | .root.path = "'"$B"'/rootfs"' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/cgabsent.out" 2>"$WORK/cgabsent.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[no cgroupsPath, absolute root.path in the bundle] run exits 0" || diag "$(cat "$WORK/cgabsent.err")"
+expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" absent "[no cgroupsPath] it stays absent"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
 # --- nothing left behind ---------------------------------------------------------------------
 left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-" || true)
 expect_eq "$left" "" "no test container left under --root"

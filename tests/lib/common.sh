@@ -92,13 +92,18 @@ hezo_expected_pids()
 # bare OCI bundle with an unconfigured network namespace) or "docker" (an engine's network).
 # Egress is "deny": every container gets the hook's drop-all table (the proxy mode, with
 # hezo-proxyd, has its own tests in tests/integration/egress-docker.sh).
+# The default cgroupParents (docs/policy.md) plus the tests' own: bundles use /hezo-test/ID, ctr
+# runs in containerd namespaces hezo-test and hezo-engines (cgroupsPath /NAMESPACE/ID).
+HEZO_TEST_CGROUP_PARENTS='["/","/docker","/system.slice","/machine.slice","/libpod_parent",'\
+'"/kubepods","/kubepods.slice","/default","/k8s.io","/hezo-test","/hezo-engines"]'
+
 hezo_policy_json()
 {
 	local context=${1:-bundle} net
 	case "$HEZO_TEST_BACKEND" in
 	runc)
 		echo '{"version":1,"mode":"dev","backend":"runc","allowBackends":["runc","runsc"],' \
-			'"egress":{"mode":"deny"}}'
+			'"cgroupParents":'"$HEZO_TEST_CGROUP_PARENTS"',"egress":{"mode":"deny"}}'
 		;;
 	runsc)
 		# runsc's netstack mode fails on this kernel (shared/ENVIRONMENT.md): a bundle gets no
@@ -106,7 +111,8 @@ hezo_policy_json()
 		net=none
 		[ "$context" = docker ] && net=host
 		echo '{"version":1,"mode":"dev","backend":"runsc","allowBackends":["runc","runsc"],' \
-			'"backends":{"runsc":{"network":"'"$net"'"}},"egress":{"mode":"deny"}}'
+			'"backends":{"runsc":{"network":"'"$net"'"}},"cgroupParents":'"$HEZO_TEST_CGROUP_PARENTS"',' \
+			'"egress":{"mode":"deny"}}'
 		;;
 	*)
 		echo "unknown HEZO_TEST_BACKEND '$HEZO_TEST_BACKEND'" >&2

@@ -1,5 +1,7 @@
 /* Unit tests for base/: error objects, bounded reads, atomic replacement, log line format. */
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "hezo-error.h"
 #include "hezo-file.h"
 #include "hezo-log.h"
+#include "hezo-netns.h"
 
 static char tmpdir[64];
 
@@ -196,10 +201,72 @@ static void test_log_json_truncates(void **state)
 	assert_non_null(strstr(buf, "\"time\":\"1970-01-01T00:00:00.000000000Z\"}"));
 }
 
+static int count_pid(pid_t pid, void *data)
+{
+	struct {
+		pid_t want;
+		int seen;
+	} *c = data;
+
+	if (pid == c->want)
+		c->seen++;
+	return 0;
+}
+
+/* Any kind, not just net: a child in an IPC namespace of its own is found, and gone once reaped. */
+static void test_ns_in_use(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_close_ int fd = -1;
+	struct {
+		pid_t want;
+		int seen;
+	} c = {0};
+	int pipefd[2];
+	char path[64], ok = 0;
+	bool used = false;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char y = unshare(CLONE_NEWIPC) == 0 ? 'y' : 'n';
+		if (write(pipefd[1], &y, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &ok, 1), 1);
+	close(pipefd[0]);
+	assert_int_equal(ok, 'y');
+	snprintf(path, sizeof(path), "/proc/%d/ns/ipc", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hezo_ns_in_use(fd, "ipc", &used, &err), 0);
+	assert_true(used);
+	c.want = pid;
+	assert_int_equal(hezo_ns_foreach_pid(fd, "ipc", count_pid, &c, &err), 0);
+	assert_int_equal(c.seen, 1);
+	/* The same process is in the host's network namespace, not in this one. */
+	assert_int_equal(hezo_ns_in_use(fd, "net", &used, &err), 0);
+	assert_false(used);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(hezo_ns_in_use(fd, "ipc", &used, &err), 0);
+	assert_false(used);
+	assert_true(hezo_ns_in_use(fd, "../x", &used, &err) < 0);
+	assert_true(used);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_prefix),
+		cmocka_unit_test(test_ns_in_use),
 		cmocka_unit_test(test_error_errno),
 		cmocka_unit_test(test_read_limit),
 		cmocka_unit_test(test_atomic_write),

@@ -31,6 +31,23 @@ struct fix {
 	char *root;
 };
 
+/*
+ * What the shim would hand apply for the capture being tested (place_engine_files fills it):
+ * the container's ID, a bundle, an ns_owner that finds nobody in a namespace, and a stand-in
+ * dockerd for Docker's libnetwork-setkey hook. NULL env until then.
+ */
+static struct hezo_apply_env test_env;
+static const struct hezo_apply_env *cur_env;
+static char env_id[128], env_bundle[PATH_MAX];
+static pid_t fake_dockerd = -1;
+
+static int owner_nobody(void *data, const char *kind, const char *path, char **owner,
+			struct hezo_error **err)
+{
+	*owner = NULL;
+	return 0;
+}
+
 static int fix_setup(void **state)
 {
 	struct fix *f = calloc(1, sizeof(*f));
@@ -44,6 +61,12 @@ static int fix_teardown(void **state)
 {
 	struct fix *f = *state;
 
+	if (fake_dockerd > 0) {
+		kill(fake_dockerd, SIGKILL);
+		waitpid(fake_dockerd, NULL, 0);
+	}
+	fake_dockerd = -1;
+	cur_env = NULL;
 	remove_tree(f->root);
 	free(f->root);
 	free(f);
@@ -64,6 +87,104 @@ static void mkdir_p(const char *path)
 	}
 	if (mkdir(p, 0755) < 0)
 		assert_int_equal(errno, EEXIST);
+}
+
+/* A copy of sleep named dockerd, running: its /proc/PID/exe is what Docker's hook names. */
+static pid_t start_fake_dockerd(const char *root)
+{
+	_cleanup_free_ char *bin = NULL, *cmd = NULL;
+	char exe[PATH_MAX], link[64];
+	pid_t pid;
+
+	assert_true(asprintf(&bin, "%s/usr/bin/dockerd", root) > 0);
+	assert_true(asprintf(&cmd, "mkdir -p '%s/usr/bin' && cp /bin/sleep '%s'", root, bin) > 0);
+	assert_int_equal(system(cmd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(bin, "dockerd", "60", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	for (int i = 0; i < 200; i++) {
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+		if (n > 0 && (exe[n] = '\0', strcmp(exe, bin) == 0))
+			return pid;
+		usleep(10000);
+	}
+	fail_msg("fake dockerd did not start");
+	return -1;
+}
+
+/*
+ * The capture's root.path, cgroupsPath and hooks name this engine's files and processes:
+ * recreate them under root (Docker's layerdb mount-id, podman's containers.json, a bundle for a
+ * relative rootfs, a running dockerd) and hand apply the env the shim would.
+ */
+static void place_engine_root(struct hezo_json *spec, const char *root)
+{
+	const char *path = hezo_json_string(hezo_json_get_path(spec, "root.path"));
+	const char *cg = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"));
+	struct hezo_json *pre = hezo_json_get_path(spec, "hooks.prestart");
+	_cleanup_free_ char *moved = NULL, *file = NULL;
+	const char *id = cg ? strrchr(cg, '/') + 1 : "none";
+
+	if (strncmp(id, "libpod-", 7) == 0)
+		id += 7;
+	snprintf(env_id, sizeof(env_id), "%s", id);
+	snprintf(env_bundle, sizeof(env_bundle), "%s/bundle", root);
+	mkdir_p(env_bundle);
+	if (path && path[0] == '/') {
+		const char *docker = "/var/lib/docker/overlay2/",
+			   *podman = "/var/lib/containers/storage/overlay/";
+		char layer[256];
+
+		assert_true(asprintf(&moved, "%s%s", root, path) > 0);
+		mkdir_p(moved);
+		if (strncmp(path, docker, strlen(docker)) == 0) {
+			snprintf(layer, sizeof(layer), "%s", path + strlen(docker));
+			*strchr(layer, '/') = '\0';
+			assert_true(asprintf(&file,
+					     "%s/var/lib/docker/image/overlay2/layerdb/mounts/%s",
+					     root, id) > 0);
+			mkdir_p(file);
+			write_file_at(file, "mount-id", layer);
+		} else if (strncmp(path, podman, strlen(podman)) == 0) {
+			_cleanup_free_ char *list = NULL;
+
+			snprintf(layer, sizeof(layer), "%s", path + strlen(podman));
+			*strchr(layer, '/') = '\0';
+			assert_true(asprintf(&file,
+					     "%s/var/lib/containers/storage/overlay-containers",
+					     root) > 0);
+			mkdir_p(file);
+			assert_true(asprintf(&list,
+					     "[{\"id\":\"other\",\"layer\":\"x\"},"
+					     "{\"id\":\"%s\",\"layer\":\"%s\"}]",
+					     id, layer) > 0);
+			write_file_at(file, "containers.json", list);
+		}
+		assert_int_equal(hezo_json_set(hezo_json_get(spec, "root"), "path",
+					       hezo_json_new_string(moved)),
+				 0);
+	} else if (path) {
+		_cleanup_free_ char *rootfs = NULL;
+
+		assert_true(asprintf(&rootfs, "%s/%s", env_bundle, path) > 0);
+		mkdir_p(rootfs);
+	}
+	HEZO_JSON_FOREACH (i, pre) {
+		char exe[64];
+
+		if (fake_dockerd < 0)
+			fake_dockerd = start_fake_dockerd(root);
+		snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)fake_dockerd);
+		assert_int_equal(hezo_json_set(pre->items[i], "path", hezo_json_new_string(exe)),
+				 0);
+	}
+	test_env = (struct hezo_apply_env){
+		.id = env_id, .bundle = env_bundle, .ns_owner = owner_nobody};
+	cur_env = &test_env;
 }
 
 /*
@@ -97,6 +218,7 @@ static void place_engine_files(struct hezo_json *spec, const char *root)
 			write_file(moved, "x\n");
 		assert_int_equal(hezo_json_set(m, "source", hezo_json_new_string(moved)), 0);
 	}
+	place_engine_root(spec, root);
 }
 
 /* A policy whose engine roots live under root; extra is more top-level keys (or ""). */
@@ -110,10 +232,12 @@ static struct hezo_policy *policy_for(const char *root, const char *allowed, con
 		snprintf(roots + n, sizeof(roots) - n, "%s\"%s%s\"", r ? "," : "", root,
 			 engine_roots[r]);
 	}
-	assert_true(asprintf(&doc,
-			     "{\"mounts\":{\"engineRoots\":[%s],\"allowedSources\":[%s]}%s%s}",
-			     roots, allowed ? allowed : "", extra && extra[0] ? "," : "",
-			     extra ? extra : "") > 0);
+	assert_true(
+		asprintf(&doc,
+			 "{\"mounts\":{\"engineRoots\":[%s],\"allowedSources\":[%s]},"
+			 "\"cgroupParents\":[\"/docker\",\"/libpod_parent\",\"/hezo-test\"]%s%s}",
+			 roots, allowed ? allowed : "", extra && extra[0] ? "," : "",
+			 extra ? extra : "") > 0);
 	return parse_ok(doc);
 }
 
@@ -122,7 +246,7 @@ static struct hezo_policy *policy_for(const char *root, const char *allowed, con
 static void apply_ok(const struct hezo_policy *p, struct hezo_json *spec)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	int r = hezo_policy_apply_spec(p, spec, NULL, &err);
+	int r = hezo_policy_apply_spec(p, spec, cur_env, &err);
 
 	if (r < 0)
 		print_error("apply failed: %s\n", err ? err->msg : "?");
@@ -132,7 +256,7 @@ static void apply_ok(const struct hezo_policy *p, struct hezo_json *spec)
 static void apply_fails(const struct hezo_policy *p, struct hezo_json *spec, const char *want)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	int r = hezo_policy_apply_spec(p, spec, NULL, &err);
+	int r = hezo_policy_apply_spec(p, spec, cur_env, &err);
 
 	if (r == 0 || !err || !strstr(err->msg, want))
 		print_error("apply: got %s, want %s\n", r == 0 ? "success" : err->msg, want);
@@ -660,19 +784,42 @@ static void test_namespaces(void **state)
 		NULL);
 }
 
-/* Joining another namespace (not the host's) by path is allowed. */
+/* What a stand-in ns_owner answers, and what it was asked. */
+static struct {
+	int ret;
+	const char *owner;
+	char kind[16], path[64];
+} owner_answer;
+
+static int owner_fake(void *data, const char *kind, const char *path, char **owner,
+		      struct hezo_error **err)
+{
+	snprintf(owner_answer.kind, sizeof(owner_answer.kind), "%s", kind);
+	snprintf(owner_answer.path, sizeof(owner_answer.path), "%s", path);
+	*owner = owner_answer.owner ? strdup(owner_answer.owner) : NULL;
+	if (owner_answer.ret < 0)
+		return hezo_error_set(err, -owner_answer.ret, "process 42 sshd is in it");
+	return 0;
+}
+
+/*
+ * Joining another namespace (not the host's) by path: only one of hezo-shim's containers', or one
+ * no process is in; a namespace of anything else is refused, and so is every one when nobody can
+ * tell whose it is (no env).
+ */
 static void test_namespace_other_container(void **state)
 {
 	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	struct hezo_apply_env env = {.id = "c1", .ns_owner = owner_fake};
 	int pipefd[2];
 	pid_t pid;
-	char ok, doc[512];
+	char ok, doc[512], path[64], want[256];
 
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char c = unshare(CLONE_NEWNET) == 0 ? 'y' : 'n';
+		char c = unshare(CLONE_NEWNET | CLONE_NEWIPC) == 0 ? 'y' : 'n';
 		if (write(pipefd[1], &c, 1) != 1)
 			_exit(1);
 		pause();
@@ -682,17 +829,308 @@ static void test_namespace_other_container(void **state)
 	assert_int_equal(read(pipefd[0], &ok, 1), 1);
 	close(pipefd[0]);
 	if (ok == 'y') {
-		snprintf(
-			doc, sizeof(doc),
-			"[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
-			"{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"/proc/%d/ns/net\"}]",
-			(int)pid);
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+		snprintf(doc, sizeof(doc),
+			 "[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+			 "{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"%s\"}]",
+			 path);
+		cur_env = NULL;
+		ns_case(p, doc, "linux.namespaces[4] (network): path /proc/");
+		cur_env = &env;
+		owner_answer.ret = -ESRCH;
+		owner_answer.owner = NULL;
+		snprintf(want, sizeof(want),
+			 "linux.namespaces[4] (network): path %s is a namespace that processes of "
+			 "no hezo-shim container are in (process 42 sshd is in it)",
+			 path);
+		ns_case(p, doc, want);
+		assert_string_equal(owner_answer.kind, "net");
+		assert_string_equal(owner_answer.path, path);
+		owner_answer.ret = 0;
+		owner_answer.owner = "other-container";
 		ns_case(p, doc, NULL);
+		owner_answer.owner = NULL; /* nobody in it yet */
+		ns_case(p, doc, NULL);
+		/* Every kind is asked about, by its /proc name. */
+		snprintf(doc, sizeof(doc),
+			 "[{\"type\":\"pid\"},{\"type\":\"ipc\",\"path\":\"/proc/%d/ns/ipc\"},"
+			 "{\"type\":\"uts\"},{\"type\":\"mount\"},{\"type\":\"network\"}]",
+			 (int)pid);
+		owner_answer.ret = -ESRCH;
+		ns_case(p, doc, "linux.namespaces[1] (ipc): path /proc/");
+		assert_string_equal(owner_answer.kind, "ipc");
+		owner_answer.ret = 0;
+		ns_case(p, doc, NULL);
+		cur_env = NULL;
 	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	if (ok != 'y')
 		skip();
+}
+
+/* This process's cgroup in the memory hierarchy, from /proc/self/cgroup. */
+static void read_own_memory_cgroup(char **out)
+{
+	FILE *fp = fopen("/proc/self/cgroup", "re");
+	char line[4096];
+
+	*out = NULL;
+	while (fp && fgets(line, sizeof(line), fp)) {
+		char *c = strstr(line, ":memory:");
+		if (c) {
+			line[strcspn(line, "\n")] = '\0';
+			*out = strdup(c + strlen(":memory:"));
+		}
+	}
+	if (fp)
+		fclose(fp);
+}
+
+static void cg_case(const struct hezo_policy *p, const char *id, const char *cg, const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	struct hezo_apply_env env = {.id = id};
+
+	if (cg)
+		assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "cgroupsPath",
+					       hezo_json_new_string(cg)),
+				 0);
+	cur_env = id ? &env : NULL;
+	if (want)
+		apply_fails(p, spec, want);
+	else
+		apply_ok(p, spec);
+	if (!cg)
+		assert_null(hezo_json_get_path(spec, "linux.cgroupsPath"));
+	cur_env = NULL;
+}
+
+/* The shapes the engines use, the ways out of them, and an existing cgroup that is busy. */
+static void test_cgroups_path(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *narrow = parse_ok("{\"cgroupParents\":[\"/docker\"]}");
+	_cleanup_free_ char *self = NULL, *busy = NULL, *doc = NULL;
+	const char *id = "4e55eae8d648";
+	char rel[PATH_MAX], want[PATH_MAX + 128];
+	size_t len;
+
+	cg_case(p, id, NULL, NULL); /* absent stays absent */
+	cg_case(p, NULL, NULL, NULL);
+	cg_case(p, id, "/docker/4e55eae8d648", NULL);
+	cg_case(p, id, "system.slice:docker:4e55eae8d648", NULL);
+	cg_case(p, id, "machine.slice:libpod:4e55eae8d648", NULL);
+	cg_case(p, id, "/libpod_parent/libpod-4e55eae8d648", NULL);
+	cg_case(p, id, "/kubepods/burstable/pod1234/4e55eae8d648", NULL);
+	cg_case(p, id, "kubepods-burstable-pod1.slice:cri-containerd:4e55eae8d648", NULL);
+	cg_case(p, id, "/default/4e55eae8d648", NULL);
+	cg_case(p, id, "/4e55eae8d648", NULL);
+	cg_case(p, id, "/some-other-cgroup",
+		"linux.cgroupsPath \"/some-other-cgroup\": the cgroup's name does not contain the "
+		"container's ID");
+	cg_case(p, id, "/", "linux.cgroupsPath \"/\": not a clean absolute path");
+	cg_case(p, id, "/docker/../4e55eae8d648", "not a clean absolute path");
+	cg_case(p, id, "/docker//4e55eae8d648", "not a clean absolute path");
+	cg_case(p, id, "/docker/./4e55eae8d648", "not a clean absolute path");
+	cg_case(p, id, "/docker/4e55eae8d648/", "not a clean absolute path");
+	cg_case(p, id, "docker/4e55eae8d648", "not a clean absolute path");
+	cg_case(p, id, "bogus:docker:4e55eae8d648", "not a clean absolute path");
+	cg_case(p, id, "/docker/4e55eae8d648/..", "not a clean absolute path");
+	cg_case(p, id, "/4e55eae8d648/sub",
+		"the cgroup's name does not contain the container's ID");
+	cg_case(p, id, "/user.slice/4e55eae8d648",
+		"linux.cgroupsPath \"/user.slice/4e55eae8d648\": parent /user.slice is not in the "
+		"policy's cgroupParents");
+	cg_case(narrow, id, "/4e55eae8d648", "parent / is not in the policy's cgroupParents");
+	cg_case(narrow, id, "/docker/4e55eae8d648", NULL);
+	/* Without the ID nothing can be checked: refused. */
+	cg_case(p, NULL, "/docker/4e55eae8d648", "does not contain the container's ID");
+
+	assert_int_equal(hezo_policy_cgroup_path("kubepods-burstable-pod1.slice:cri-containerd:x",
+						 rel, sizeof(rel)),
+			 0);
+	assert_string_equal(rel, "/kubepods.slice/kubepods-burstable.slice/"
+				 "kubepods-burstable-pod1.slice/cri-containerd-x.scope");
+	assert_int_equal(hezo_policy_cgroup_path(":docker:x", rel, sizeof(rel)), 0);
+	assert_string_equal(rel, "/system.slice/docker-x.scope");
+
+	/* This test's own memory cgroup has a process in it (us). */
+	read_own_memory_cgroup(&self);
+	if (!self || strcmp(self, "/") == 0 || strrchr(self, '/') == self) {
+		skip();
+		return;
+	}
+	busy = strdup(self);
+	*strrchr(busy, '/') = '\0';
+	assert_true(asprintf(&doc, "{\"cgroupParents\":[\"%s\"]}", busy) > 0);
+	{
+		_cleanup_policy_ struct hezo_policy *here = parse_ok(doc);
+
+		len = strlen(strrchr(self, '/') + 1);
+		assert_true(len > 0);
+		snprintf(want, sizeof(want),
+			 "linux.cgroupsPath \"%s\": the cgroup exists and has processes in it",
+			 self);
+		cg_case(here, strrchr(self, '/') + 1, self, want);
+	}
+}
+
+static void root_case(const struct hezo_apply_env *env, const char *path, const char *want)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+
+	assert_int_equal(
+		hezo_json_set(hezo_json_get(spec, "root"), "path", hezo_json_new_string(path)), 0);
+	cur_env = env;
+	if (want)
+		apply_fails(p, spec, want);
+	else
+		apply_ok(p, spec);
+	cur_env = NULL;
+}
+
+/* root.path: the bundle's own rootfs, or the engine's overlay for this very container. */
+static void test_root_path(void **state)
+{
+	struct fix *f = *state;
+	_cleanup_free_ char *bundle = NULL, *abs = NULL, *other = NULL, *link = NULL,
+			    *dmerged = NULL, *dmounts = NULL, *pmerged = NULL, *pdir = NULL;
+	struct hezo_apply_env env = {.id = "c0ffee"};
+
+	assert_true(asprintf(&bundle, "%s/bundle", f->root) > 0);
+	assert_true(asprintf(&abs, "%s/rootfs", bundle) > 0);
+	assert_true(asprintf(&other, "%s/other/merged", f->root) > 0);
+	assert_true(asprintf(&link, "%s/escape", bundle) > 0);
+	mkdir_p(abs);
+	mkdir_p(other);
+	assert_int_equal(symlink(other, link), 0);
+	env.bundle = bundle;
+
+	root_case(&env, "rootfs", NULL);
+	root_case(&env, abs, NULL);
+	root_case(&env, "escape", "root.path escape resolves to ");
+	root_case(&env, "../other/merged", "neither inside the bundle nor the engine's root");
+	root_case(&env, other, "neither inside the bundle nor the engine's root");
+	root_case(&env, "/", "root.path /: neither inside the bundle");
+	root_case(&env, "missing", "root.path missing: No such file");
+	/* Without a bundle only a plain relative path is believed. */
+	root_case(NULL, "rootfs", NULL);
+	root_case(NULL, abs, "can be checked without the bundle");
+	root_case(NULL, "a/../../b", "can be checked without the bundle");
+
+	/* Docker: the layerdb names the merged dir of this container only. */
+	assert_true(asprintf(&dmerged, "%s/docker/overlay2/m1/merged", f->root) > 0);
+	assert_true(asprintf(&dmounts, "%s/docker/image/overlay2/layerdb/mounts/c0ffee", f->root) >
+		    0);
+	mkdir_p(dmerged);
+	mkdir_p(dmounts);
+	root_case(&env, dmerged, "neither inside the bundle");
+	write_file_at(dmounts, "mount-id", "m2");
+	root_case(&env, dmerged, "neither inside the bundle");
+	write_file_at(dmounts, "mount-id", "m1");
+	root_case(&env, dmerged, NULL);
+	env.id = "deadbeef";
+	root_case(&env, dmerged, "neither inside the bundle");
+	env.id = "c0ffee";
+
+	/* podman: overlay-containers/containers.json gives the container's layer. */
+	assert_true(asprintf(&pmerged, "%s/storage/overlay/l1/merged", f->root) > 0);
+	assert_true(asprintf(&pdir, "%s/storage/overlay-containers", f->root) > 0);
+	mkdir_p(pmerged);
+	mkdir_p(pdir);
+	write_file_at(pdir, "containers.json", "[{\"id\":\"c0ffee\",\"layer\":\"l2\"}]");
+	root_case(&env, pmerged, "neither inside the bundle");
+	write_file_at(pdir, "containers.json",
+		      "[{\"id\":\"x\",\"layer\":\"l1\"},{\"id\":\"c0ffee\",\"layer\":\"l1\"}]");
+	root_case(&env, pmerged, NULL);
+	env.id = "x2";
+	root_case(&env, pmerged, "neither inside the bundle");
+}
+
+static void hook_case(const struct hezo_policy *p, const struct hezo_apply_env *env,
+		      const char *hooks, const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_json_ struct hezo_json *h = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_parse(hooks, strlen(hooks), &h, &err), 0);
+	assert_int_equal(hezo_json_set(spec, "hooks", TAKE_PTR(h)), 0);
+	cur_env = env;
+	if (want)
+		apply_fails(p, spec, want);
+	else
+		apply_ok(p, spec);
+	cur_env = NULL;
+}
+
+/* Hooks run as host root: only the admin's list and Docker's libnetwork-setkey for this ID. */
+static void test_hooks(void **state)
+{
+	struct fix *f = *state;
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *listed =
+		parse_ok("{\"allowedHooks\":[\"/usr/libexec/oci/hooks.d/ok\"]}");
+	static const char *const stages[] = {"prestart",       "createRuntime", "createContainer",
+					     "startContainer", "poststart",	"poststop"};
+	struct hezo_apply_env env = {.id = "c0ffee"};
+	char doc[512], want[256];
+
+	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
+		snprintf(doc, sizeof(doc),
+			 "{\"%s\":[{\"path\":\"/usr/libexec/oci/hooks.d/ok\"},"
+			 "{\"path\":\"/bin/sh\",\"args\":[\"sh\"]}]}",
+			 stages[i]);
+		snprintf(want, sizeof(want),
+			 "hooks.%s[0] (\"/usr/libexec/oci/hooks.d/ok\"): hooks run on the host as "
+			 "root; this one is not in the policy's allowedHooks",
+			 stages[i]);
+		hook_case(p, &env, doc, want);
+		snprintf(want, sizeof(want), "hooks.%s[1] (\"/bin/sh\")", stages[i]);
+		hook_case(listed, &env, doc, want);
+		snprintf(doc, sizeof(doc), "{\"%s\":[{\"path\":\"/usr/libexec/oci/hooks.d/ok\"}]}",
+			 stages[i]);
+		hook_case(listed, &env, doc, NULL);
+	}
+	hook_case(p, &env, "{}", NULL);
+	hook_case(p, &env, "{\"prestart\":null}", NULL);
+	hook_case(p, &env, "{\"bogus\":[]}", "hooks: unknown hook stage \"bogus\"");
+	hook_case(p, &env, "{\"prestart\":{}}", "hooks.prestart: expected a list, got object");
+	hook_case(p, &env, "{\"prestart\":[{\"args\":[]}]}",
+		  "hooks.prestart[0]: path: expected a string");
+
+	/* Docker's libnetwork-setkey: the exe must be dockerd, the args this container's ID. */
+	fake_dockerd = start_fake_dockerd(f->root);
+	snprintf(doc, sizeof(doc),
+		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
+		 "\"-exec-root=/var/run/docker\",\"c0ffee\",\"8d713b06a5d8\"]}]}",
+		 (int)fake_dockerd);
+	hook_case(p, &env, doc, NULL);
+	hook_case(p, NULL, doc, "hooks.prestart[0] (\"/proc/");
+	env.id = "other";
+	hook_case(p, &env, doc, "hooks.prestart[0] (\"/proc/");
+	env.id = "c0ffee";
+	snprintf(doc, sizeof(doc),
+		 "{\"poststart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
+		 "\"c0ffee\"]}]}",
+		 (int)fake_dockerd);
+	hook_case(p, &env, doc, "hooks.poststart[0]");
+	snprintf(doc, sizeof(doc),
+		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"sh\",\"c0ffee\"]}]}",
+		 (int)fake_dockerd);
+	hook_case(p, &env, doc, "hooks.prestart[0]");
+	/* Not dockerd: this test's own binary. */
+	snprintf(doc, sizeof(doc),
+		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
+		 "\"c0ffee\"]}]}",
+		 (int)getpid());
+	hook_case(p, &env, doc, "hooks.prestart[0]");
+	hook_case(p, &env,
+		  "{\"prestart\":[{\"path\":\"/proc/self/exe\",\"args\":[\"libnetwork-setkey\","
+		  "\"c0ffee\"]}]}",
+		  "hooks.prestart[0]");
 }
 
 static void test_podman(void **state)
@@ -1057,6 +1495,9 @@ const struct CMUnitTest policy_apply_tests[] = {
 	cmocka_unit_test_setup_teardown(test_bind_rewrite, fix_setup, fix_teardown),
 	cmocka_unit_test(test_namespaces),
 	cmocka_unit_test(test_namespace_other_container),
+	cmocka_unit_test(test_cgroups_path),
+	cmocka_unit_test_setup_teardown(test_root_path, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_hooks, fix_setup, fix_teardown),
 	cmocka_unit_test_setup_teardown(test_podman, fix_setup, fix_teardown),
 	cmocka_unit_test_setup_teardown(test_ctr, fix_setup, fix_teardown),
 	cmocka_unit_test(test_exec_process),

@@ -112,6 +112,10 @@ static void test_defaults(void **state)
 	assert_value(p, "egress",
 		     "{\"mode\":\"proxy\",\"allow\":[],\"resolvers\":[],\"allowRanges\":[]}");
 	assert_value(p, "projectsDir", "\"/etc/hezo/projects\"");
+	assert_value(p, "cgroupParents",
+		     "[\"/\",\"/docker\",\"/system.slice\",\"/machine.slice\",\"/libpod_parent\","
+		     "\"/kubepods\",\"/kubepods.slice\",\"/default\",\"/k8s.io\"]");
+	assert_value(p, "allowedHooks", "[]");
 	assert_value(p, "mounts.engineRoots",
 		     "[\"/var/lib/docker/containers\",\"/var/lib/containers/storage\","
 		     "\"/run/containers/storage\",\"/var/run/containers/storage\","
@@ -244,6 +248,12 @@ static const struct {
 	{"{", "policy " NAME ": "},
 	{"[]", "expected a JSON object, got array"},
 	{"{\"bogus\":1}", "unknown key \"bogus\""},
+	{"{\"cgroupParents\":[\"docker\"]}",
+	 "cgroupParents[0]: \"docker\" is not an absolute path without \"..\""},
+	{"{\"cgroupParents\":\"/docker\"}", "cgroupParents: expected"},
+	{"{\"allowedHooks\":[\"/a/../b\"]}",
+	 "allowedHooks[0]: \"/a/../b\" is not an absolute path"},
+	{"{\"allowedHooks\":[1]}", "allowedHooks[0]: expected"},
 	{"{\"Version\":1}", "unknown key \"Version\""},
 	{"{\"version\":2}", "version: 2 is not a supported version"},
 	{"{\"version\":\"1\"}", "version: \"1\" is not a supported version"},
@@ -612,6 +622,36 @@ static void test_project_refusals(void **state)
 			    "annotation \"org.hezo.project\": expected a string");
 }
 
+/* A project may narrow cgroupParents and allowedHooks, never widen them. */
+static void test_project_narrows_paths(void **state)
+{
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
+
+	assert_true(asprintf(&doc,
+			     "{\"projectsDir\":\"%s\",\"cgroupParents\":[\"/\",\"/docker\"],"
+			     "\"allowedHooks\":[\"/usr/libexec/hook-a\",\"/usr/libexec/hook-b\"]}",
+			     dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "narrow.json",
+		      "{\"cgroupParents\":[\"/docker/team\",\"/\"],"
+		      "\"allowedHooks\":[\"/usr/libexec/hook-b\"]}");
+	write_file_at(dir, "wide.json", "{\"cgroupParents\":[\"/user.slice\"]}");
+	write_file_at(dir, "under.json", "{\"cgroupParents\":[\"/x\"]}");
+	write_file_at(dir, "hook.json", "{\"allowedHooks\":[\"/bin/sh\"]}");
+	p = for_container_ok(base, NULL, "narrow");
+	assert_value(p, "cgroupParents", "[\"/docker/team\",\"/\"]");
+	assert_value(p, "allowedHooks", "[\"/usr/libexec/hook-b\"]");
+	for_container_fails(
+		base, NULL, "wide",
+		"wide.json: cgroupParents: /user.slice is not allowed by the main policy");
+	/* "/" admits the top level alone, not every parent below it. */
+	for_container_fails(base, NULL, "under", "under.json: cgroupParents: /x is not allowed");
+	for_container_fails(base, NULL, "hook",
+			    "hook.json: allowedHooks: /bin/sh is not in the main policy's list");
+	remove_tree(dir);
+}
+
 static void test_project_production_rules(void **state)
 {
 	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL;
@@ -751,6 +791,7 @@ const struct CMUnitTest policy_parse_tests[] = {
 	cmocka_unit_test_setup_teardown(test_project_selection, proj_setup, proj_teardown),
 	cmocka_unit_test_setup_teardown(test_project_refusals, proj_setup, proj_teardown),
 	cmocka_unit_test(test_project_production_rules),
+	cmocka_unit_test(test_project_narrows_paths),
 	cmocka_unit_test_setup_teardown(test_annotations_tighten, proj_setup, proj_teardown),
 	cmocka_unit_test_setup_teardown(test_annotations_hostile, proj_setup, proj_teardown),
 	cmocka_unit_test(test_production_backend_annotation),

@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <regex.h>
+#include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -758,6 +761,94 @@ static void test_record_key(void **state)
 	assert_string_equal(k1, "af63dc4c8601ec8c");
 }
 
+/*
+ * ns_owner: a namespace no process is in has no owner; one whose process sits in no record's
+ * cgroup is -ESRCH; once that process is in the pids cgroup a record (under any --root) names,
+ * the record's container owns it.
+ */
+static void test_ns_owner(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-owner-XXXXXX", state_dir[128], cg[128], procs[160];
+	char nspath[64], pidtxt[32];
+	struct shim_ctx ctx = {.log_fd = -1};
+	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *owner = NULL;
+	int pipefd[2], fd;
+	char ok = 0;
+	pid_t pid;
+
+	if (geteuid() != 0 || access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) < 0) {
+		skip();
+		return;
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(state_dir, sizeof(state_dir), "%s/state", dir);
+	ctx.state_dir = state_dir;
+	ctx.g.root = "/run/other-root";
+	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char y = unshare(CLONE_NEWIPC) == 0 ? 'y' : 'n';
+		if (write(pipefd[1], &y, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &ok, 1), 1);
+	close(pipefd[0]);
+	assert_int_equal(ok, 'y');
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
+
+	/* No record: the child is nobody's container. */
+	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_non_null(strstr(err->msg, "is in it"));
+	hezo_error_free(TAKE_PTR(err));
+
+	/* A record whose cgroup the child is moved into. */
+	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/pids/hezo-unit-owner-%d", (int)pid);
+	assert_int_equal(mkdir(cg, 0755), 0);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)pid);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, pidtxt, strlen(pidtxt)), (ssize_t)strlen(pidtxt));
+	close(fd);
+	hezo_json_set(rec, "id", hezo_json_new_string("pod-sandbox"));
+	hezo_json_set(rec, "backend", hezo_json_new_string("runc"));
+	hezo_json_set(rec, "cgroupsPath", hezo_json_new_string(cg + strlen("/sys/fs/cgroup/pids")));
+	assert_int_equal(shim_record_write(&ctx, "pod-sandbox", rec, NULL), 0);
+	ctx.g.root = "/run/this-root";
+	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), 0);
+	assert_non_null(owner);
+	assert_string_equal(owner, "pod-sandbox");
+	free(TAKE_PTR(owner));
+	/* The same child's network namespace is the host's, full of processes of no container. */
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
+	assert_int_equal(shim_ns_owner(&ctx, "net", nspath, &owner, &err), -ESRCH);
+	hezo_error_free(TAKE_PTR(err));
+
+	/* The last process leaves: a namespace nobody is in (held open here). */
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
+	fd = open(nspath, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	snprintf(nspath, sizeof(nspath), "/proc/self/fd/%d", fd);
+	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), 0);
+	assert_null(owner);
+	close(fd);
+	rmdir(cg);
+	assert_int_equal(shim_ns_owner(&ctx, "ipc", "/nonexistent/ns", &owner, &err), -ENOENT);
+	{
+		char cmd[160];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
 static void test_record_roundtrip(void **state)
 {
 	char dir[] = "/tmp/hezo-shim-test-XXXXXX", state_dir[128], path[256];
@@ -1376,6 +1467,7 @@ int main(void)
 		cmocka_unit_test(test_log_file),
 		cmocka_unit_test(test_record_key),
 		cmocka_unit_test(test_record_roundtrip),
+		cmocka_unit_test(test_ns_owner),
 		cmocka_unit_test(test_backend_globals),
 		cmocka_unit_test(test_backend_verb_args),
 		cmocka_unit_test(test_target_missing_runsc),

@@ -1,0 +1,548 @@
+/* Fields of config.json that name things outside the box (namespace paths, cgroupsPath,
+ * root.path, hooks): whose they are and whether the container may have them. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "hezo-file.h"
+#include "policy-internal.h"
+
+/* Docker's layerdb file and podman's container list: small files; the bound is generous. */
+#define ENGINE_FILE_MAX (64 * 1024 * 1024)
+
+static const struct {
+	const char *type;
+	const char *proc;
+	bool required; /* absent or the host's is refused unless allowHost says so */
+	unsigned host_bit;
+} ns_kinds[] = {
+	{"pid", "pid", true, HEZO_NS_PID},
+	{"network", "net", true, HEZO_NS_NETWORK},
+	{"mount", "mnt", true, 0},
+	{"ipc", "ipc", true, HEZO_NS_IPC},
+	{"uts", "uts", true, HEZO_NS_UTS},
+	{"user", "user", false, 0},
+	{"cgroup", "cgroup", false, HEZO_NS_CGROUP},
+	{"time", "time", false, 0},
+};
+
+/* The list at key, created when absent or null; a value of another type is an error. */
+static struct hezo_json *want_array(struct hezo_json *parent, const char *key, const char *field,
+				    struct hezo_error **err)
+{
+	struct hezo_json *v = hezo_json_get(parent, key);
+
+	if (v && v->type == HEZO_JSON_NULL) {
+		hezo_json_remove(parent, key);
+		v = NULL;
+	}
+	if (v && v->type != HEZO_JSON_ARRAY) {
+		hezo_error_set(err, EINVAL, "%s: expected a list, got %s", field,
+			       hezo_json_type_name(v->type));
+		return NULL;
+	}
+	v = hezo_json_ensure_array(parent, key);
+	if (!v)
+		hezo_error_set(err, ENOMEM, "out of memory");
+	return v;
+}
+
+/*
+ * A namespace named by path that is not the host's: only one of hezo-shim's own containers', or
+ * one no process is in yet (the engine made it for this container). Anything else is some other
+ * process's box, or none, and the egress rules would be installed in it too.
+ */
+static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char *type,
+			  const char *kind, const char *path, struct hezo_error **err)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *owner = NULL;
+	int r;
+
+	if (!env || !env->ns_owner)
+		return hezo_error_set(err, EPERM,
+				      "linux.namespaces[%zu] (%s): path %s: whose namespace it is "
+				      "cannot be told here, so it is not joined",
+				      i, type, path);
+	r = env->ns_owner(env->data, kind, path, &owner, &e);
+	if (r == -ESRCH)
+		return hezo_error_set(err, EPERM,
+				      "linux.namespaces[%zu] (%s): path %s is a namespace that "
+				      "processes of no hezo-shim container are in (%s)",
+				      i, type, path, e && e->msg ? e->msg : "not a container's");
+	if (r < 0)
+		return hezo_error_set(err, r == -ENOMEM ? ENOMEM : -r,
+				      "linux.namespaces[%zu] (%s): path %s: %s", i, type, path,
+				      e && e->msg ? e->msg : "cannot tell whose namespace it is");
+	return 0;
+}
+
+int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
+				 const struct hezo_apply_env *env, struct hezo_error **err)
+{
+	struct hezo_json *nss = want_array(linux_, "namespaces", "linux.namespaces", err);
+	bool own[HEZO_ARRAY_SIZE(ns_kinds)] = {0};
+
+	if (!nss)
+		return -EINVAL;
+	HEZO_JSON_FOREACH (i, nss) {
+		const struct hezo_json *n = nss->items[i];
+		const char *type = hezo_json_string(hezo_json_get(n, "type"));
+		const struct hezo_json *pathv = hezo_json_get(n, "path");
+		size_t k;
+		bool host = false;
+		int r = 0;
+
+		if (!type)
+			return hezo_error_set(err, EINVAL,
+					      "linux.namespaces[%zu]: type: expected a string", i);
+		for (k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++)
+			if (strcmp(type, ns_kinds[k].type) == 0)
+				break;
+		if (k == HEZO_ARRAY_SIZE(ns_kinds)) {
+			char q[256];
+			hezo_policy_quote(q, sizeof(q), type);
+			return hezo_error_set(err, EINVAL,
+					      "linux.namespaces[%zu]: unknown namespace type %s", i,
+					      q);
+		}
+		if (pathv && pathv->type != HEZO_JSON_NULL) {
+			const char *path = hezo_json_string(pathv);
+			char self[64];
+			struct stat a, b;
+
+			if (!path)
+				return hezo_error_set(
+					err, EINVAL,
+					"linux.namespaces[%zu] (%s): path: expected a string", i,
+					type);
+			if (path[0]) {
+				/* Joining the shim's own namespace is joining the host's. */
+				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
+				if (stat(path, &a) < 0)
+					return hezo_error_set_errno(
+						err, errno, "linux.namespaces[%zu] (%s): path %s",
+						i, type, path);
+				if (stat(self, &b) == 0 && a.st_dev == b.st_dev &&
+				    a.st_ino == b.st_ino)
+					host = true;
+				else
+					r = check_ns_owner(env, i, type, ns_kinds[k].proc, path,
+							   err);
+				if (r < 0)
+					return r;
+			}
+		}
+		if (host) {
+			/* The host's user or time namespace is the same as having none. */
+			if (!ns_kinds[k].required && !ns_kinds[k].host_bit)
+				continue;
+			if (!(ns_kinds[k].host_bit & p->allow_host_ns))
+				return hezo_error_set(
+					err, EINVAL,
+					"linux.namespaces: host %s namespace not allowed", type);
+			continue;
+		}
+		own[k] = true;
+	}
+	for (size_t k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++) {
+		if (own[k])
+			continue;
+		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns))
+			return hezo_error_set(err, EINVAL,
+					      "linux.namespaces: host %s namespace not allowed",
+					      ns_kinds[k].type);
+		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user)
+			return hezo_error_set(err, EINVAL,
+					      "linux.namespaces: a user namespace is required");
+	}
+	return 0;
+}
+
+/* ---- linux.cgroupsPath ---- */
+
+/* "a-b-c.slice" is /a.slice/a-b.slice/a-b-c.slice, as systemd (and runc's systemd driver) nest it.
+ */
+static int slice_path(const char *slice, size_t n, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	if (n < 6 || strncmp(slice + n - 6, ".slice", 6) != 0 || memchr(slice, '/', n))
+		return -EINVAL;
+	if (n == 7 && slice[0] == '-') /* "-.slice": the root */
+		return snprintf(buf, size, "/") < (int)size ? 0 : -ENAMETOOLONG;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n - 6; i++) {
+		if (slice[i] != '-' && i + 1 != n - 6)
+			continue;
+		size_t end = slice[i] == '-' ? i : i + 1;
+		int w;
+
+		if (end == 0 || slice[end - 1] == '-')
+			return -EINVAL;
+		w = snprintf(buf + o, size - o, "/%.*s.slice", (int)end, slice);
+		if (w < 0 || (size_t)w >= size - o)
+			return -ENAMETOOLONG;
+		o += (size_t)w;
+	}
+	return 0;
+}
+
+int hezo_policy_cgroup_path(const char *cgroups_path, char *buf, size_t size)
+{
+	const char *c1 = strchr(cgroups_path, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	char slice[PATH_MAX];
+	int r, n;
+
+	if (!c1) {
+		if (cgroups_path[0] != '/')
+			return -EINVAL;
+		n = snprintf(buf, size, "%s", cgroups_path);
+	} else {
+		/* systemd driver: "slice:prefix:name" is the unit prefix-name.scope in slice. */
+		if (!c2 || strchr(c2 + 1, ':') || c2 == c1 + 1 || !c2[1] ||
+		    memchr(c1 + 1, '/', (size_t)(c2 - c1 - 1)) || strchr(c2 + 1, '/'))
+			return -EINVAL;
+		if (c1 == cgroups_path)
+			r = slice_path("system.slice", 12, slice, sizeof(slice));
+		else
+			r = slice_path(cgroups_path, (size_t)(c1 - cgroups_path), slice,
+				       sizeof(slice));
+		if (r < 0)
+			return r;
+		n = snprintf(buf, size, "%s/%.*s-%s.scope", strcmp(slice, "/") ? slice : "",
+			     (int)(c2 - c1 - 1), c1 + 1, c2 + 1);
+	}
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	/* Clean: no empty, "." or ".." component, no trailing slash, not the root itself. */
+	for (const char *s = buf; *s;) {
+		const char *e = strchr(s + 1, '/');
+		size_t len = e ? (size_t)(e - s - 1) : strlen(s + 1);
+
+		if (len == 0 || (len == 1 && s[1] == '.') ||
+		    (len == 2 && s[1] == '.' && s[2] == '.'))
+			return -EINVAL;
+		if (!e)
+			break;
+		s = e;
+	}
+	return 0;
+}
+
+bool hezo_policy_cgroup_parent_allowed(const struct hezo_strv *parents, const char *parent)
+{
+	for (size_t i = 0; i < parents->n; i++) {
+		/* "/" stands for the top level alone: everything is below it. */
+		if (strcmp(parents->v[i], "/") == 0) {
+			if (strcmp(parent, "/") == 0)
+				return true;
+		} else if (hezo_policy_path_under(parent, parents->v[i])) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Does the cgroup at rel already hold processes, in any hierarchy mounted here? */
+static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_error **err)
+{
+	_cleanup_free_ char *mounts = NULL;
+	size_t len;
+	int r;
+
+	r = hezo_read_file_at(AT_FDCWD, "/proc/self/mounts", ENGINE_FILE_MAX, &mounts, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "linux.cgroupsPath %s", shown);
+	for (char *line = mounts, *next; line && *line; line = next) {
+		_cleanup_free_ char *procs = NULL, *file = NULL;
+		char dev[256], mnt[PATH_MAX], type[32];
+		size_t n;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		if (sscanf(line, "%255s %4095s %31s", dev, mnt, type) != 3 ||
+		    (strcmp(type, "cgroup") != 0 && strcmp(type, "cgroup2") != 0))
+			continue;
+		if (asprintf(&file, "%s%s/cgroup.procs", mnt, rel) < 0) {
+			file = NULL;
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		}
+		r = hezo_read_file_at(AT_FDCWD, file, ENGINE_FILE_MAX, &procs, &n, NULL);
+		if (r == -ENOENT || r == -ENOTDIR)
+			continue;
+		if (r < 0)
+			return hezo_error_set(err, -r, "linux.cgroupsPath %s: cannot read %s",
+					      shown, file);
+		for (size_t k = 0; k < n; k++)
+			if (isdigit((unsigned char)procs[k]))
+				return hezo_error_set(err, EPERM,
+						      "linux.cgroupsPath %s: the cgroup exists and "
+						      "has processes in it (%s)",
+						      shown, file);
+	}
+	return 0;
+}
+
+int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
+				   const struct hezo_apply_env *env, struct hezo_error **err)
+{
+	const struct hezo_json *v = hezo_json_get(linux_, "cgroupsPath");
+	char rel[PATH_MAX], q[256];
+	const char *cg, *last;
+	int r;
+
+	/* Absent: the backend's own default (runc: a cgroup named after the ID). */
+	if (!v || v->type == HEZO_JSON_NULL)
+		return 0;
+	cg = hezo_json_string(v);
+	if (!cg)
+		return hezo_error_set(err, EINVAL, "linux.cgroupsPath: expected a string, got %s",
+				      hezo_json_type_name(v->type));
+	if (!cg[0])
+		return 0; /* runc and runsc take "" as absent */
+	hezo_policy_quote(q, sizeof(q), cg);
+	r = hezo_policy_cgroup_path(cg, rel, sizeof(rel));
+	if (r < 0)
+		return hezo_error_set(err, EINVAL,
+				      "linux.cgroupsPath %s: not a clean absolute path (or "
+				      "slice:prefix:name) below the root",
+				      q);
+	last = strrchr(rel, '/');
+	if (!env || !env->id || !strstr(last + 1, env->id))
+		return hezo_error_set(
+			err, EPERM,
+			"linux.cgroupsPath %s: the cgroup's name does not contain the "
+			"container's ID",
+			q);
+	{
+		char parent[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%.*s", last == rel ? 1 : (int)(last - rel), rel);
+		if (!hezo_policy_cgroup_parent_allowed(&p->cgroup_parents, parent))
+			return hezo_error_set(err, EPERM,
+					      "linux.cgroupsPath %s: parent %s is not in the "
+					      "policy's cgroupParents",
+					      q, parent);
+	}
+	return cgroup_has_procs(rel, q, err);
+}
+
+/* ---- root.path ---- */
+
+/* The first line of dir/name, or NULL. */
+static char *read_word(const char *dir, const char *name)
+{
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	size_t len;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return NULL;
+	if (hezo_read_file_at(AT_FDCWD, path, 4096, &data, &len, NULL) < 0)
+		return NULL;
+	while (len && isspace((unsigned char)data[len - 1]))
+		data[--len] = '\0';
+	return TAKE_PTR(data);
+}
+
+/*
+ * Split resolved as DIR/<kind>/<layer>/merged: *top gets DIR (malloc'd), *layer points into
+ * resolved. false when it does not have that shape.
+ */
+static bool overlay_shape(const char *resolved, const char *kind, char **top, const char **layer,
+			  size_t *layer_len)
+{
+	const char *m = strrchr(resolved, '/'), *l, *k;
+	size_t kn = strlen(kind);
+
+	if (!m || strcmp(m, "/merged") != 0 || m == resolved)
+		return false;
+	for (l = m - 1; l > resolved && *l != '/'; l--)
+		;
+	if (l == resolved || l + 1 == m)
+		return false;
+	for (k = l - 1; k > resolved && *k != '/'; k--)
+		;
+	if ((size_t)(l - k - 1) != kn || strncmp(k + 1, kind, kn) != 0)
+		return false;
+	*top = strndup(resolved, (size_t)(k - resolved));
+	*layer = l + 1;
+	*layer_len = (size_t)(m - l - 1);
+	return *top != NULL;
+}
+
+/* Docker overlay2: <root>/image/overlay2/layerdb/mounts/<id>/mount-id names the merged dir. */
+static bool docker_rootfs(const char *resolved, const char *id)
+{
+	_cleanup_free_ char *top = NULL, *dir = NULL, *mid = NULL;
+	const char *layer;
+	size_t n;
+
+	if (!overlay_shape(resolved, "overlay2", &top, &layer, &n) || strchr(id, '/'))
+		return false;
+	if (asprintf(&dir, "%s/image/overlay2/layerdb/mounts/%s", top, id) < 0)
+		return false;
+	mid = read_word(dir, "mount-id");
+	return mid && strlen(mid) == n && strncmp(mid, layer, n) == 0;
+}
+
+/* podman (containers/storage): overlay-containers/containers.json gives each container's layer. */
+static bool podman_rootfs(const char *resolved, const char *id)
+{
+	_cleanup_free_ char *top = NULL, *path = NULL, *data = NULL;
+	_cleanup_json_ struct hezo_json *list = NULL;
+	const char *layer;
+	size_t n, len;
+
+	if (!overlay_shape(resolved, "overlay", &top, &layer, &n))
+		return false;
+	if (asprintf(&path, "%s/overlay-containers/containers.json", top) < 0) {
+		path = NULL;
+		return false;
+	}
+	if (hezo_read_file_at(AT_FDCWD, path, ENGINE_FILE_MAX, &data, &len, NULL) < 0 ||
+	    hezo_json_parse(data, len, &list, NULL) < 0)
+		return false;
+	HEZO_JSON_FOREACH (i, list->type == HEZO_JSON_ARRAY ? list : NULL) {
+		const struct hezo_json *c = list->items[i];
+		const char *cid = hezo_json_string(hezo_json_get(c, "id"));
+		const char *cl = hezo_json_string(hezo_json_get(c, "layer"));
+
+		if (cid && cl && strcmp(cid, id) == 0)
+			return strlen(cl) == n && strncmp(cl, layer, n) == 0;
+	}
+	return false;
+}
+
+int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply_env *env,
+			   struct hezo_error **err)
+{
+	const char *path = hezo_json_string(hezo_json_get_path(spec, "root.path"));
+	_cleanup_free_ char *joined = NULL, *clean = NULL;
+	char resolved[PATH_MAX], bundle[PATH_MAX];
+
+	if (!path || !path[0])
+		return hezo_error_set(err, EINVAL, "root.path: expected a non-empty string");
+	if (!env || !env->bundle) {
+		/* Nothing to resolve against: only a plain relative path is believed. */
+		if (path[0] == '/' || asprintf(&joined, "/%s", path) < 0 ||
+		    hezo_policy_clean_path(joined, &clean) < 0)
+			return hezo_error_set(
+				err, EPERM,
+				"root.path %s: only a relative path without \"..\" can "
+				"be checked without the bundle",
+				path);
+		return 0;
+	}
+	if (path[0] != '/' && asprintf(&joined, "%s/%s", env->bundle, path) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (!realpath(joined ? joined : path, resolved))
+		return hezo_error_set_errno(err, errno, "root.path %s", path);
+	if (!realpath(env->bundle, bundle))
+		return hezo_error_set_errno(err, errno, "bundle %s", env->bundle);
+	if (hezo_policy_path_under(resolved, bundle))
+		return 0;
+	if (env->id && (docker_rootfs(resolved, env->id) || podman_rootfs(resolved, env->id)))
+		return 0;
+	return hezo_error_set(err, EPERM,
+			      "root.path %s%s%s: neither inside the bundle nor the engine's root "
+			      "filesystem for this container",
+			      path, strcmp(path, resolved) ? " resolves to " : "",
+			      strcmp(path, resolved) ? resolved : "");
+}
+
+/* ---- hooks ---- */
+
+static const char *const hook_stages[] = {"prestart",	    "createRuntime", "createContainer",
+					  "startContainer", "poststart",     "poststop"};
+
+/*
+ * Docker 20.10's own prestart hook: /proc/<dockerd's pid>/exe libnetwork-setkey ... <this
+ * container's ID> ...; it sets up the container's network from dockerd itself.
+ */
+static bool docker_setkey(const struct hezo_json *hook, const char *path,
+			  const struct hezo_apply_env *env)
+{
+	const struct hezo_json *args = hezo_json_get_type(hook, "args", HEZO_JSON_ARRAY);
+	char exe[PATH_MAX];
+	const char *base;
+	bool names_id = false;
+	ssize_t n;
+	char *end;
+
+	if (!env || !env->id || strncmp(path, "/proc/", 6) != 0 || !isdigit((unsigned char)path[6]))
+		return false;
+	(void)strtol(path + 6, &end, 10);
+	if (strcmp(end, "/exe") != 0)
+		return false;
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	if (!base || strcmp(base + 1, "dockerd") != 0)
+		return false;
+	if (!args || args->len < 2 ||
+	    strcmp(hezo_json_string(args->items[0]) ?: "", "libnetwork-setkey") != 0)
+		return false;
+	for (size_t i = 1; i < args->len; i++)
+		if (strcmp(hezo_json_string(args->items[i]) ?: "", env->id) == 0)
+			names_id = true;
+	return names_id;
+}
+
+int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json *spec,
+			    const struct hezo_apply_env *env, struct hezo_error **err)
+{
+	const struct hezo_json *hooks = hezo_json_get(spec, "hooks");
+
+	if (!hooks || hooks->type == HEZO_JSON_NULL)
+		return 0;
+	if (hooks->type != HEZO_JSON_OBJECT)
+		return hezo_error_set(err, EINVAL, "hooks: expected an object, got %s",
+				      hezo_json_type_name(hooks->type));
+	HEZO_JSON_FOREACH (s, hooks) {
+		const struct hezo_json *list = hooks->items[s];
+		const char *stage = hooks->keys[s];
+		bool known = false;
+		char q[256];
+
+		for (size_t k = 0; k < HEZO_ARRAY_SIZE(hook_stages); k++)
+			if (strcmp(stage, hook_stages[k]) == 0)
+				known = true;
+		hezo_policy_quote(q, sizeof(q), stage);
+		if (!known)
+			return hezo_error_set(err, EINVAL, "hooks: unknown hook stage %s", q);
+		if (list->type == HEZO_JSON_NULL)
+			continue;
+		if (list->type != HEZO_JSON_ARRAY)
+			return hezo_error_set(err, EINVAL, "hooks.%s: expected a list, got %s",
+					      stage, hezo_json_type_name(list->type));
+		HEZO_JSON_FOREACH (i, list) {
+			const char *path = hezo_json_string(hezo_json_get(list->items[i], "path"));
+
+			if (!path)
+				return hezo_error_set(err, EINVAL,
+						      "hooks.%s[%zu]: path: expected a string",
+						      stage, i);
+			if (hezo_strv_contains(&p->allowed_hooks, path))
+				continue;
+			if (strcmp(stage, "prestart") == 0 &&
+			    docker_setkey(list->items[i], path, env))
+				continue;
+			hezo_policy_quote(q, sizeof(q), path);
+			return hezo_error_set(err, EPERM,
+					      "hooks.%s[%zu] (%s): hooks run on the host as root; "
+					      "this one is not in the policy's allowedHooks",
+					      stage, i, q);
+		}
+	}
+	return 0;
+}
