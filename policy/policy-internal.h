@@ -85,6 +85,22 @@ int hezo_policy_cap_normalise(const char *name, char **out);
 /* Quote s as a JSON string for an error message, cut to a readable length. */
 void hezo_policy_quote(char *buf, size_t size, const char *s);
 
+/* err = EINVAL with the formatted message; returns -EINVAL. */
+int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* err = ENOMEM; returns -ENOMEM. */
+int hezo_policy_nomem(struct hezo_error **err);
+/* The list at key, created when absent or null; another type is an error naming field. */
+struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
+					 const char *field, struct hezo_error **err);
+
+/*
+ * Rewrite config.json's mounts (mounts.c): refuse what the box cannot hold, resolve bind
+ * sources, make sysfs and cgroup read-only, add the policy's tmpfs mounts.
+ */
+int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
+			     struct hezo_error **err);
+
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall
  * names unknown to libseccomp on every listed architecture are dropped. Messages name the field
