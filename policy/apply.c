@@ -603,7 +603,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
 		return nomem(err);
 
-	r = hezo_policy_apply_mounts(p, spec, err);
+	r = hezo_policy_apply_mounts(p, spec, env, err);
 	if (r < 0)
 		return r;
 

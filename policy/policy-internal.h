@@ -96,10 +96,11 @@ struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *k
 
 /*
  * Rewrite config.json's mounts (mounts.c): refuse what the box cannot hold, resolve bind
- * sources, make sysfs and cgroup read-only, add the policy's tmpfs mounts.
+ * sources, make sysfs and cgroup read-only, add the policy's tmpfs mounts. env as for
+ * hezo_policy_apply_spec (NULL: engine files are refused).
  */
 int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
-			     struct hezo_error **err);
+			     const struct hezo_apply_env *env, struct hezo_error **err);
 
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall
