@@ -200,7 +200,7 @@ static int clamp_process(const struct hezo_policy *p, struct hezo_json *process,
 	if (p->no_new_privs &&
 	    hezo_json_set(process, "noNewPrivileges", hezo_json_new_bool(true)) < 0)
 		return nomem(err);
-	return 0;
+	return hezo_policy_clamp_rlimits(p, process, field, err);
 }
 
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,

@@ -46,7 +46,9 @@ struct hezo_policy {
 	uint64_t pids;
 	uint64_t memory;
 	uint64_t swap;
-	uint64_t cpus_milli; /* thousandths of a CPU */
+	uint64_t cpus_milli;	/* thousandths of a CPU */
+	uint64_t rlimit_rtprio; /* ceiling of RLIMIT_RTPRIO, hard and soft */
+	uint64_t rlimit_nice;	/* ceiling of RLIMIT_NICE, hard and soft */
 
 	char *seccomp_path;		   /* NULL: the built-in profile */
 	struct hezo_json *seccomp_profile; /* validated profile read from seccomp_path */
@@ -93,6 +95,13 @@ int hezo_policy_nomem(struct hezo_error **err);
 /* The list at key, created when absent or null; another type is an error naming field. */
 struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
 					 const char *field, struct hezo_error **err);
+
+/*
+ * Clamp a process object's rlimits and oomScoreAdj (rlimits.c); field names it in messages
+ * ("process").
+ */
+int hezo_policy_clamp_rlimits(const struct hezo_policy *p, struct hezo_json *process,
+			      const char *field, struct hezo_error **err);
 
 /*
  * Rewrite config.json's mounts (mounts.c): refuse what the box cannot hold, resolve bind
