@@ -340,8 +340,10 @@ static int efix_setup(void **state)
 	int pipefd[2];
 	char ok = 'n';
 
+	if (!f)
+		return -1;
 	f->root = strdup("/var/tmp/hezo-mounts-test-XXXXXX");
-	if (!f || !f->root || !mkdtemp(f->root) || pipe2(pipefd, O_CLOEXEC) < 0)
+	if (!f->root || !mkdtemp(f->root) || pipe2(pipefd, O_CLOEXEC) < 0)
 		return -1;
 	f->child = fork();
 	if (f->child < 0)
