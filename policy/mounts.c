@@ -109,6 +109,9 @@ static const struct {
  * Files an engine keeps per container and binds into it, as paths below an engine root: before,
  * then one component that is the container's ID, then after. Docker's root is its containers
  * directory; podman's its storage directory; containerd's (CRI) its root or state directory.
+ * Docker's and podman's shapes are those of tests/data and of Docker here; CRI's are those of
+ * containerd 1.6's sandbox directories (hostname, hosts, resolv.conf under the root, shm under
+ * the state directory).
  */
 static const struct {
 	const char *before;
