@@ -93,7 +93,7 @@ hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$HEZO_MOUNT_PROBE" '["sh", "-c", 
 hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/limits.out" 2>"$WORK/limits.err" </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[limits] run exits 0" || diag "stderr: $(cat "$WORK/limits.err")"
 out=$(cat "$WORK/limits.out")
-expect_eq "$(hezo_probe_get "$out" probe)" done "[limits] probe ran to the end" || diag "$out"
+expect_eq "$(hezo_probe_get "$out" probe)" "done" "[limits] probe ran to the end" || diag "$out"
 expect_eq "$(hezo_probe_get "$out" procmounts)" 1 "[limits] inside: one proc mount in mountinfo"
 expect_eq "$(hezo_probe_get "$out" sysfsmounts)" 1 "[limits] inside: one sysfs mount in mountinfo"
 expect_match "$(hezo_probe_get "$out" sysopts)" '^ro(,|$)' "[limits] inside: /sys is read-only"
