@@ -857,6 +857,32 @@ static int parse_resources(struct pctx *c, struct hezo_policy *p, const struct h
 	return bad;
 }
 
+/* rlimits.rtprio (0-99) and rlimits.nice (0-40): ceilings for RLIMIT_RTPRIO and RLIMIT_NICE. */
+static int parse_rlimits(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+{
+	int bad = 0;
+	int r = expect_type(c, "rlimits", v, HEZO_JSON_OBJECT);
+
+	if (r < 0)
+		return r;
+	HEZO_JSON_FOREACH (i, v) {
+		const char *k = v->keys[i];
+		bool rt = strcmp(k, "rtprio") == 0;
+		uint64_t n = 0, max = rt ? 99 : 40;
+		char f[128];
+
+		snprintf(f, sizeof(f), "rlimits.%s", k);
+		if (!rt && strcmp(k, "nice") != 0)
+			r = unknown_key(c, "rlimits", k);
+		else if ((r = get_count(c, f, v->items[i], &n, true)) == 0 && n > max)
+			r = perr(c, f, "%" PRIu64 " is more than %" PRIu64, n, max);
+		else if (r == 0)
+			*(rt ? &p->rlimit_rtprio : &p->rlimit_nice) = n;
+		NEXT_KEY_OR_FAIL(c, r, bad);
+	}
+	return bad;
+}
+
 static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
 	_cleanup_free_ char *path = NULL;
@@ -1041,6 +1067,8 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return parse_tmpfs(c, p, x);
 	if (strcmp(k, "resources") == 0)
 		return parse_resources(c, p, x);
+	if (strcmp(k, "rlimits") == 0)
+		return parse_rlimits(c, p, x);
 	if (strcmp(k, "seccomp") == 0)
 		return parse_seccomp(c, p, x);
 	if (strcmp(k, "devices") == 0)
@@ -1211,7 +1239,7 @@ static const char *egress_mode_name(enum hezo_egress_mode m)
 static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 {
 	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
-	struct hezo_json *backends, *res, *mounts, *ns, *tmpfs, *allow_host, *allow_b;
+	struct hezo_json *backends, *res, *lim, *mounts, *ns, *tmpfs, *allow_host, *allow_b;
 	int r = 0;
 
 	if (!o)
@@ -1255,6 +1283,10 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	r = r ?: hezo_json_set(res, "memory", hezo_json_new_uint(p->memory));
 	r = r ?: hezo_json_set(res, "swap", hezo_json_new_uint(p->swap));
 	r = r ?: hezo_json_set(res, "cpus", cpus_json(p->cpus_milli));
+	lim = r ? NULL : hezo_json_ensure_object(o, "rlimits");
+	r = r ?: (lim ? 0 : -ENOMEM);
+	r = r ?: hezo_json_set(lim, "rtprio", hezo_json_new_uint(p->rlimit_rtprio));
+	r = r ?: hezo_json_set(lim, "nice", hezo_json_new_uint(p->rlimit_nice));
 	r = r
 		    ?: hezo_json_set(
 			       o, "seccomp",
@@ -1403,6 +1435,11 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
 			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
 				    p->allowed_hooks.v[i]);
+	if (p->rlimit_rtprio > base->rlimit_rtprio || p->rlimit_nice > base->rlimit_nice)
+		return perr(&c, "rlimits",
+			    "a project may only lower the main policy's rtprio %" PRIu64
+			    " and nice %" PRIu64,
+			    base->rlimit_rtprio, base->rlimit_nice);
 	if (p->seccomp_path) {
 		if (base->seccomp_path && base->seccomp_profile &&
 		    strcmp(base->seccomp_path, p->seccomp_path) == 0) {

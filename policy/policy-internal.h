@@ -46,7 +46,9 @@ struct hezo_policy {
 	uint64_t pids;
 	uint64_t memory;
 	uint64_t swap;
-	uint64_t cpus_milli; /* thousandths of a CPU */
+	uint64_t cpus_milli;	/* thousandths of a CPU */
+	uint64_t rlimit_rtprio; /* ceiling of RLIMIT_RTPRIO, hard and soft */
+	uint64_t rlimit_nice;	/* ceiling of RLIMIT_NICE, hard and soft */
 
 	char *seccomp_path;		   /* NULL: the built-in profile */
 	struct hezo_json *seccomp_profile; /* validated profile read from seccomp_path */
@@ -86,6 +88,30 @@ int hezo_policy_cap_normalise(const char *name, char **out);
 
 /* Quote s as a JSON string for an error message, cut to a readable length. */
 void hezo_policy_quote(char *buf, size_t size, const char *s);
+
+/* err = EINVAL with the formatted message; returns -EINVAL. */
+int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* err = ENOMEM; returns -ENOMEM. */
+int hezo_policy_nomem(struct hezo_error **err);
+/* The list at key, created when absent or null; another type is an error naming field. */
+struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
+					 const char *field, struct hezo_error **err);
+
+/*
+ * Clamp a process object's rlimits and oomScoreAdj (rlimits.c); field names it in messages
+ * ("process").
+ */
+int hezo_policy_clamp_rlimits(const struct hezo_policy *p, struct hezo_json *process,
+			      const char *field, struct hezo_error **err);
+
+/*
+ * Rewrite config.json's mounts (mounts.c): refuse what the box cannot hold, resolve bind
+ * sources, make sysfs and cgroup read-only, add the policy's tmpfs mounts. env as for
+ * hezo_policy_apply_spec (NULL: engine files are refused).
+ */
+int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
+			     const struct hezo_apply_env *env, struct hezo_error **err);
 
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall

@@ -1,7 +1,8 @@
 /* Small helpers shared by the policy parser and the spec rewriter: string lists, path
- * normalisation and comparison, capability names, quoting values for messages. */
+ * normalisation and comparison, capability names, quoting values for messages, field errors. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,4 +139,43 @@ void hezo_policy_quote(char *buf, size_t size, const char *s)
 	snprintf(head, sizeof(head), "%s", s ? s : "");
 	hezo_json_escape(inner, sizeof(inner), head);
 	snprintf(buf, size, "\"%s\"%s", inner, n >= sizeof(head) ? "..." : "");
+}
+
+int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return hezo_error_set(err, EINVAL, "%s", msg);
+}
+
+int hezo_policy_nomem(struct hezo_error **err)
+{
+	return hezo_error_set(err, ENOMEM, "out of memory");
+}
+
+struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
+					 const char *field, struct hezo_error **err)
+{
+	struct hezo_json *v = hezo_json_get(parent, key);
+
+	if (v && v->type == HEZO_JSON_NULL) {
+		hezo_json_remove(parent, key);
+		v = NULL;
+	}
+	if (v && v->type != HEZO_JSON_ARRAY) {
+		hezo_policy_ferr(err, "%s: expected a list, got %s", field,
+				 hezo_json_type_name(v->type));
+		return NULL;
+	}
+	v = hezo_json_ensure_array(parent, key);
+	if (!v)
+		hezo_policy_nomem(err);
+	return v;
 }

@@ -124,6 +124,38 @@ fresh_bundle memorystring
 jq '.linux.resources = {memory: {limit: "8g"}}' <<<"$VALID" >"$B/config.json"
 expect_refused memorystring 'memory|limit' "$B" create -b "$B"
 
+# --- mounts and process fields that would loosen the box --------------------------------------------
+# mount_case NAME REASON_ERE JQ_FILTER: the valid bundle edited by JQ_FILTER is refused.
+mount_case()
+{
+	fresh_bundle "$1"
+	jq "$3" <<<"$VALID" >"$B/config.json"
+	expect_refused "$1" "$2" "$B" create -b "$B"
+}
+
+# A second procfs: unmasked, with a writable /p2/sys/kernel/core_pattern and /p2/sysrq-trigger.
+mount_case proc2 'mounts\[[0-9]+\] \(/p2\): a proc mount is allowed only at /proc' \
+	'.mounts += [{destination: "/p2", type: "proc", source: "proc"}]'
+mount_case sysfs2 'mounts\[[0-9]+\] \(/sys2\): a sysfs mount' \
+	'.mounts += [{destination: "/sys2", type: "sysfs", source: "sysfs", options: ["ro"]}]'
+# runc would remount the sysfs entry before it with these flags: read-write.
+mount_case remount 'mounts\[[0-9]+\] \(/sys\): mount option "remount" is not allowed' \
+	'.mounts += [{destination: "/sys", type: "tmpfs", source: "x",
+		options: ["remount", "nosuid", "nodev", "noexec"]}]'
+mount_case rrw '\(/data\): mount option "rrw" is not allowed' \
+	'.mounts += [{destination: "/data", type: "tmpfs", source: "tmpfs", options: ["rrw"]}]'
+mount_case tmpfsdata '\(/data\): mount option "size=1m,huge=always" is not allowed on a tmpfs' \
+	'.mounts += [{destination: "/data", type: "tmpfs", source: "tmpfs", options: ["size=1m,huge=always"]}]'
+# Every container's config.v2.json, hostconfig.json and logs, read-write.
+mkdir -p "$WORK/engine/containers"
+hezo_write_policy bundle '.mounts = {engineRoots: ["'"$WORK/engine/containers"'"]}'
+mount_case enginedir '\(/dev/shm\): bind source .*/engine/containers is in an engine.s state' \
+	'.mounts += [{destination: "/dev/shm", type: "bind", source: "'"$WORK/engine/containers"'",
+		options: ["rbind", "rw"]}]'
+hezo_write_policy bundle
+mount_case rlimitbogus 'process\.rlimits\[0\]\.type: unknown rlimit "RLIMIT_BOGUS"' \
+	'.process.rlimits = [{type: "RLIMIT_BOGUS", hard: 1, soft: 1}]'
+
 fresh_bundle huge "$BIG"
 {
 	printf '%s' "${VALID%\}*}"

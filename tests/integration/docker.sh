@@ -104,7 +104,7 @@ for req in 8g 512m; do
 done
 
 # --- host mounts are refused with the shim's reason ----------------------------------------------------
-for vol in "/:/host" "/var/run/docker.sock:/s"; do
+for vol in "/:/host" "/var/run/docker.sock:/s" "/var/lib/docker/containers:/dev/shm"; do
 	new_name refused
 	out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" -v "$vol" "$IMG" true 2>&1 </dev/null) &&
 		rc=0 || rc=$?
@@ -112,6 +112,10 @@ for vol in "/:/host" "/var/run/docker.sock:/s"; do
 	expect_match "$out" 'hezo-shim: ' "[-v $vol] docker run prints the shim's reason"
 	if [ "$vol" = "/:/host" ]; then
 		expect_match "$out" 'hezo-shim: .*/host' "[-v $vol] the reason names the mount"
+	elif [ "${vol#*:}" = /dev/shm ]; then
+		# Every container's config.v2.json, hostconfig.json and logs, read-write.
+		expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/dev/shm\\): bind source /var/lib/docker/containers is in an engine's state" \
+			"[-v $vol] the reason names the mount and the engine's state"
 	else
 		expect_match "$out" 'hezo-shim: .*(docker\.sock|[" ]/s([" :,]|$))' "[-v $vol] the reason names the mount"
 	fi
@@ -119,6 +123,53 @@ for vol in "/:/host" "/var/run/docker.sock:/s"; do
 	sleep 1
 	expect_eq "$(hezo_docker ps -aq --filter "name=^$NAME\$")" "" "[-v $vol] no container left"
 done
+
+# --- kernel filesystems and limits -----------------------------------------------------------------------
+# A plain run: each kernel filesystem once, /sys read-only, core_pattern closed to writing.
+new_name mounts
+OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" "$IMG" \
+	sh -c "$HEZO_MOUNT_PROBE" 2>&1 </dev/null) && RC=0 || RC=$?
+expect_eq "$RC" 0 "[mounts] docker run exits 0" || diag "$OUT"
+expect_eq "$(hezo_probe_get "$OUT" procmounts)" 1 "[mounts] inside: one proc mount"
+expect_eq "$(hezo_probe_get "$OUT" sysfsmounts)" 1 "[mounts] inside: one sysfs mount"
+expect_match "$(hezo_probe_get "$OUT" sysopts)" '^ro(,|$)' "[mounts] inside: /sys is read-only"
+expect_ne "$(hezo_probe_get "$OUT" corepattern)" rw "[mounts] inside: core_pattern cannot be opened for writing"
+
+# --ulimit rtprio=99 --ulimit nice=40 --oom-score-adj=-1000: clamped in what the backend got.
+new_name limits
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" --ulimit rtprio=99 --ulimit nice=40 \
+	--oom-score-adj=-1000 "$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[limits] docker run -d --ulimit rtprio=99 --oom-score-adj=-1000 exits 0" || diag "$out"
+cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+expect_eq "$(jq -c '[.process.rlimits[] | select(.type == "RLIMIT_RTPRIO" or .type == "RLIMIT_NICE")
+	| [.type, .hard, .soft]] | sort' "$cfg" 2>&1)" '[["RLIMIT_NICE",0,0],["RLIMIT_RTPRIO",0,0]]' \
+	"[limits] saved config.json: RTPRIO and NICE clamped to 0"
+expect_eq "$(jq -r '.process.oomScoreAdj' "$cfg" 2>&1)" 0 "[limits] saved config.json: oomScoreAdj 0"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c "$HEZO_MOUNT_PROBE" 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[limits] docker exec exits 0" || diag "$out"
+expect_eq "$(hezo_probe_get "$out" rtprio)" 0,0 "[limits] inside: RLIMIT_RTPRIO 0,0"
+expect_eq "$(hezo_probe_get "$out" nicelimit)" 0,0 "[limits] inside: RLIMIT_NICE 0,0"
+expect_eq "$(hezo_probe_get "$out" oomscoreadj)" 0 "[limits] inside: oom_score_adj 0"
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
+
+# --- sharing a namespace between two hezo containers --------------------------------------------------
+# The joiner gets the owner's hosts, resolv.conf and hostname (network) and shm (ipc).
+new_name owner
+X=$NAME
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$X" --ipc=shareable "$IMG" sleep 600 2>&1) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[share] docker run -d --ipc=shareable exits 0" || diag "$out"
+for share in "--network=container:$X" "--ipc=container:$X" "--network=container:$X --ipc=container:$X"; do
+	label="share ${share//:$X/:X}"
+	new_name joiner
+	# shellcheck disable=SC2086 # the options are meant to split
+	out=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" $share "$IMG" \
+		sh -c 'cat /etc/hostname >/dev/null && echo x >/dev/shm/hezo-probe && echo joined=yes' 2>&1 </dev/null) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] docker run exits 0" || diag "$out"
+	expect_match "$out" '^joined=yes' "[$label] the joiner runs with the owner's files"
+done
+hezo_docker rm -f "$X" >/dev/null 2>&1
 
 # --- a running container: exec, top, logs, update, pause, stop ----------------------------------------
 new_name life

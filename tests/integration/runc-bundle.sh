@@ -81,6 +81,74 @@ expect_match "$(jq -r .time <"$log" 2>&1)" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}
 expect_eq "$(cat "$WORK/bindroot2.out" "$WORK/bindroot2.err")" "" "[bind / --log] nothing on stdout or stderr"
 check "[bind / --log] config.json unchanged" cmp "$WORK/bindroot.orig" "$B/config.json"
 
+# --- mounts and limits: a bundle asking for rtprio 99, nice 40 and OOM score -1000 ---------------
+# The kernel filesystems the engine asked for, each once at its place; the limits clamped.
+GREEDY='.process.rlimits = [{type: "RLIMIT_RTPRIO", hard: 99, soft: 99},
+		{type: "RLIMIT_NICE", hard: 40, soft: 40}, {type: "RLIMIT_NOFILE", hard: 1024, soft: 1024}]
+	| .process.oomScoreAdj = -1000'
+new_id limits
+B=$WORK/limits
+hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$HEZO_MOUNT_PROBE" '["sh", "-c", $p]')" "$GREEDY" ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/limits.out" 2>"$WORK/limits.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[limits] run exits 0" || diag "stderr: $(cat "$WORK/limits.err")"
+out=$(cat "$WORK/limits.out")
+expect_eq "$(hezo_probe_get "$out" probe)" "done" "[limits] probe ran to the end" || diag "$out"
+expect_eq "$(hezo_probe_get "$out" procmounts)" 1 "[limits] inside: one proc mount in mountinfo"
+expect_eq "$(hezo_probe_get "$out" sysfsmounts)" 1 "[limits] inside: one sysfs mount in mountinfo"
+expect_match "$(hezo_probe_get "$out" sysopts)" '^ro(,|$)' "[limits] inside: /sys is read-only"
+expect_ne "$(hezo_probe_get "$out" corepattern)" rw "[limits] inside: core_pattern cannot be opened for writing"
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	# (Measured: echo h > /proc/sysrq-trigger fails with EIO and the host's dmesg shows nothing.)
+	skip "[limits] inside: sysrq-trigger cannot be opened for writing" \
+		"gVisor's /proc/sysrq-trigger is its own: it opens, and a write fails without reaching the host"
+else
+	expect_ne "$(hezo_probe_get "$out" sysrqtrigger)" rw "[limits] inside: sysrq-trigger cannot be opened for writing"
+fi
+expect_eq "$(hezo_probe_get "$out" rtprio)" 0,0 "[limits] inside: RLIMIT_RTPRIO soft,hard 0,0"
+expect_eq "$(hezo_probe_get "$out" nicelimit)" 0,0 "[limits] inside: RLIMIT_NICE soft,hard 0,0"
+expect_eq "$(hezo_probe_get "$out" oomscoreadj)" 0 "[limits] inside: oom_score_adj 0"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(hezo_probe_get "$out" renice)" no "[limits] inside: renice -n -5 is refused"
+else
+	skip "[limits] inside: renice -n -5 is refused" "gVisor's setpriority is its own; the limits above are what it was given"
+fi
+cfg=$B/config.json
+expect_eq "$(jq -c '[.process.rlimits[] | select(.type == "RLIMIT_RTPRIO" or .type == "RLIMIT_NICE")
+	| [.type, .hard, .soft]]' "$cfg")" '[["RLIMIT_RTPRIO",0,0],["RLIMIT_NICE",0,0]]' \
+	"[limits] saved config.json: RTPRIO and NICE clamped to 0"
+expect_eq "$(jq -c '.process.rlimits[] | select(.type == "RLIMIT_NOFILE") | [.hard, .soft]' "$cfg")" \
+	'[1024,1024]' "[limits] saved config.json: NOFILE kept"
+expect_eq "$(jq -r '.process.oomScoreAdj' "$cfg")" 0 "[limits] saved config.json: oomScoreAdj 0"
+expect_eq "$(jq -r '[.mounts[] | select(.type == "proc")] | length' "$cfg")" 1 \
+	"[limits] saved config.json: one proc mount"
+hezo_bundle_cleanup "$ROOT" "$ID"
+
+# The same from the host, on a created container's init.
+new_id limitshost
+B=$WORK/limitshost
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' "$GREEDY" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/limitshost.pid" "$ID" \
+	>"$WORK/limitshost.out" 2>"$WORK/limitshost.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[limits host] create exits 0" || diag "stderr: $(cat "$WORK/limitshost.err")"
+pid=$(cat "$WORK/limitshost.pid" 2>/dev/null)
+if [ "$HEZO_TEST_BACKEND" = runc ] && [ -n "$pid" ]; then
+	mi=/proc/$pid/mountinfo
+	expect_eq "$(awk '$4 == "/" { for (i = 7; i <= NF; i++) if ($i == "-") { print $(i + 1); break } }' "$mi" |
+		grep -cx proc)" 1 "[limits host] /proc/PID/mountinfo: one whole proc mount"
+	expect_match "$(awk '$5 == "/sys" { print $6 }' "$mi" | tail -n 1)" '^ro(,|$)' \
+		"[limits host] /proc/PID/mountinfo: /sys read-only"
+	expect_eq "$(awk '/^Max realtime priority/ { print $4 "," $5 }' "/proc/$pid/limits")" 0,0 \
+		"[limits host] /proc/PID/limits: realtime priority 0,0"
+	expect_eq "$(awk '/^Max nice priority/ { print $4 "," $5 }' "/proc/$pid/limits")" 0,0 \
+		"[limits host] /proc/PID/limits: nice priority 0,0"
+	expect_eq "$(cat "/proc/$pid/oom_score_adj")" 0 "[limits host] /proc/PID/oom_score_adj 0"
+else
+	skip "[limits host] /proc/PID of the container's init" \
+		"runsc: the host PID is the sandbox's, the workload's view is gVisor's (checked inside above)"
+fi
+hezo_bundle_cleanup "$ROOT" "$ID"
+
 # --- create / state / cgroups / start / exec / kill / delete ------------------------------------
 new_id life
 B=$WORK/life

@@ -21,6 +21,26 @@ echo "version=$(cat /proc/version)"
 echo probe=done
 '
 
+# The kernel filesystems and process limits a box shows from inside (key=value lines). A write
+# test only opens the file for writing (": >>"), so nothing is written even where it is allowed.
+# shellcheck disable=SC2016,SC2034
+HEZO_MOUNT_PROBE='
+# Whole filesystems (mount root /), not the binds of their parts that readonlyPaths makes.
+fstypes() { awk "\$4 == \"/\" { for (i = 7; i <= NF; i++) if (\$i == \"-\") { print \$(i + 1); break } }" /proc/self/mountinfo; }
+echo "procmounts=$(fstypes | grep -cx proc)"
+echo "sysfsmounts=$(fstypes | grep -cx sysfs)"
+awk "\$5 == \"/sys\" { print \"sysopts=\" \$6 }" /proc/self/mountinfo | tail -n 1
+for f in /proc/sys/kernel/core_pattern /proc/sysrq-trigger; do
+	k=$(basename "$f" | tr -d _-)
+	if [ ! -e "$f" ]; then echo "$k=absent"; elif (: >>"$f") 2>/dev/null; then echo "$k=rw"; else echo "$k=ro"; fi
+done
+echo "rtprio=$(awk "/^Max realtime priority/ { print \$4 \",\" \$5 }" /proc/self/limits)"
+echo "nicelimit=$(awk "/^Max nice priority/ { print \$4 \",\" \$5 }" /proc/self/limits)"
+echo "oomscoreadj=$(cat /proc/self/oom_score_adj 2>/dev/null)"
+if renice -n -5 -p $$ >/dev/null 2>&1; then echo renice=yes; else echo renice=no; fi
+echo probe=done
+'
+
 # hezo_probe_get OUTPUT KEY: the value of KEY in the probe's output.
 hezo_probe_get()
 {

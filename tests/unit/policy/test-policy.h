@@ -28,5 +28,9 @@ extern const struct CMUnitTest policy_parse_tests[];
 extern const size_t policy_parse_ntests;
 extern const struct CMUnitTest policy_apply_tests[];
 extern const size_t policy_apply_ntests;
+extern const struct CMUnitTest policy_mounts_tests[];
+extern const size_t policy_mounts_ntests;
+extern const struct CMUnitTest policy_rlimits_tests[];
+extern const size_t policy_rlimits_ntests;
 
 #endif

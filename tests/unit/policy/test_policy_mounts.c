@@ -1,0 +1,599 @@
+/* Unit tests for policy/mounts.c: where kernel filesystems may go, which mount options pass, and
+ * whose engine files a container may have. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "hezo-policy.h"
+#include "test-policy.h"
+
+#define ID_A "aaaa1111"
+#define ID_B "bbbb2222"
+
+static void mkdirs(const char *path)
+{
+	_cleanup_free_ char *p = strdup(path);
+
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0)
+			assert_int_equal(errno, EEXIST);
+		*s = '/';
+	}
+	if (mkdir(p, 0755) < 0)
+		assert_int_equal(errno, EEXIST);
+}
+
+/* A file (or, for a name ending in /, a directory) at root/rel. */
+static char *place(const char *root, const char *rel)
+{
+	char *path = NULL;
+	size_t n;
+
+	assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
+	n = strlen(path);
+	if (path[n - 1] == '/') {
+		path[n - 1] = '\0';
+		mkdirs(path);
+	} else {
+		_cleanup_free_ char *dir = strdup(path);
+		*strrchr(dir, '/') = '\0';
+		mkdirs(dir);
+		write_file(path, "x\n");
+	}
+	return path;
+}
+
+/* opts: a comma-separated list ("" for none). */
+static void add(struct hezo_json *spec, const char *dest, const char *type, const char *src,
+		const char *opts)
+{
+	struct hezo_json *m = hezo_json_new_object();
+	struct hezo_json *o;
+	_cleanup_free_ char *copy = strdup(opts);
+	char *save = NULL;
+
+	assert_int_equal(hezo_json_set(m, "destination", hezo_json_new_string(dest)), 0);
+	if (type)
+		assert_int_equal(hezo_json_set(m, "type", hezo_json_new_string(type)), 0);
+	if (src)
+		assert_int_equal(hezo_json_set(m, "source", hezo_json_new_string(src)), 0);
+	o = hezo_json_ensure_array(m, "options");
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+		assert_int_equal(hezo_json_append(o, hezo_json_new_string(w)), 0);
+	assert_int_equal(hezo_json_append(hezo_json_ensure_array(spec, "mounts"), m), 0);
+}
+
+/* A mount whose one option holds a comma (what a JSON list can carry, and runc joins). */
+static void add_opt(struct hezo_json *spec, const char *dest, const char *type, const char *opt)
+{
+	add(spec, dest, type, type, "");
+	assert_int_equal(
+		hezo_json_append(
+			hezo_json_get(hezo_json_get(spec, "mounts")
+					      ->items[hezo_json_get(spec, "mounts")->len - 1],
+				      "options"),
+			hezo_json_new_string(opt)),
+		0);
+}
+
+static int run(const struct hezo_policy *p, struct hezo_json *spec,
+	       const struct hezo_apply_env *env, char **msg)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	int r = hezo_policy_apply_spec(p, spec, env, &err);
+
+	*msg = r < 0 && err ? strdup(err->msg) : NULL;
+	return r;
+}
+
+static void expect_ok(const struct hezo_policy *p, struct hezo_json *spec,
+		      const struct hezo_apply_env *env)
+{
+	_cleanup_free_ char *msg = NULL;
+	int r = run(p, spec, env, &msg);
+
+	if (r < 0)
+		print_error("apply failed: %s\n", msg ? msg : "?");
+	assert_int_equal(r, 0);
+}
+
+static void expect_refused(const struct hezo_policy *p, struct hezo_json *spec,
+			   const struct hezo_apply_env *env, const char *want)
+{
+	_cleanup_free_ char *msg = NULL;
+	int r = run(p, spec, env, &msg);
+
+	if (r == 0 || !msg || !strstr(msg, want))
+		print_error("apply: got %s, want %s\n", r == 0 ? "success" : msg, want);
+	assert_true(r < 0);
+	assert_non_null(strstr(msg, want));
+	assert_null(strchr(msg, '\n'));
+}
+
+/* Docker's default set: the one list of kernel filesystems every test starts from. */
+static struct hezo_json *docker_like_spec(void)
+{
+	struct hezo_json *spec = minimal_spec();
+
+	add(spec, "/proc", "proc", "proc", "nosuid,noexec,nodev");
+	add(spec, "/dev", "tmpfs", "tmpfs", "nosuid,strictatime,mode=755,size=65536k");
+	add(spec, "/dev/pts", "devpts", "devpts",
+	    "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5");
+	add(spec, "/sys", "sysfs", "sysfs", "nosuid,noexec,nodev,ro");
+	add(spec, "/sys/fs/cgroup", "cgroup", "cgroup", "ro,nosuid,noexec,nodev");
+	add(spec, "/dev/mqueue", "mqueue", "mqueue", "nosuid,noexec,nodev");
+	add(spec, "/dev/shm", "tmpfs", "shm", "nosuid,noexec,nodev,mode=1777,size=67108864");
+	return spec;
+}
+
+#define REFUSED(setup, want)                                                                       \
+	do {                                                                                       \
+		struct hezo_json *spec = docker_like_spec();                                       \
+		setup;                                                                             \
+		expect_refused(p, spec, NULL, want);                                               \
+		hezo_json_free(spec);                                                              \
+	} while (0)
+
+#define ACCEPTED(setup)                                                                            \
+	do {                                                                                       \
+		struct hezo_json *spec = docker_like_spec();                                       \
+		setup;                                                                             \
+		expect_ok(p, spec, NULL);                                                          \
+		hezo_json_free(spec);                                                              \
+	} while (0)
+
+static void test_kernel_fs_places(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+
+	ACCEPTED((void)0);
+	/* The red team's second procfs: unmasked, writable core_pattern and sysrq-trigger. */
+	REFUSED(add(spec, "/p2", "proc", "proc", ""),
+		"mounts[7] (/p2): a proc mount is allowed only at /proc");
+	REFUSED(add(spec, "/proc", "proc", "proc", ""),
+		"mounts[7] (/proc): a second proc mount at /proc is not allowed");
+	REFUSED(add(spec, "/s2", "sysfs", "sysfs", "ro"),
+		"mounts[7] (/s2): a sysfs mount is allowed only at /sys");
+	REFUSED(add(spec, "/sys", "sysfs", "sysfs", "ro"), "a second sysfs mount at /sys");
+	REFUSED(add(spec, "/cg", "cgroup", "cgroup", "ro"),
+		"mounts[7] (/cg): a cgroup mount is allowed only at /sys/fs/cgroup");
+	REFUSED(add(spec, "/sys/fs/cgroup/x", "cgroup2", "cgroup2", ""),
+		"a cgroup2 mount is allowed only at /sys/fs/cgroup");
+	/* cgroup and cgroup2 share the one place. */
+	REFUSED(add(spec, "/sys/fs/cgroup", "cgroup2", "cgroup2", ""),
+		"mounts[7] (/sys/fs/cgroup): a second cgroup2 mount at /sys/fs/cgroup");
+	REFUSED(add(spec, "/mq", "mqueue", "mqueue", ""),
+		"a mqueue mount is allowed only at /dev/mqueue");
+	REFUSED(add(spec, "/dev/mqueue", "mqueue", "mqueue", ""), "a second mqueue mount");
+	REFUSED(add(spec, "/dev/pts2", "devpts", "devpts", "newinstance"),
+		"mounts[7] (/dev/pts2): a devpts mount is allowed only at /dev/pts");
+	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "newinstance"), "a second devpts mount");
+	/* Spelled otherwise, still the same place. */
+	REFUSED(add(spec, "//proc/", "proc", "proc", ""), "a second proc mount at /proc");
+	/* Under a policy tmpfs a mount is dropped, whatever its type: nothing to refuse. */
+	{
+		struct hezo_json *spec = docker_like_spec();
+		add(spec, "/tmp/p2", "proc", "proc", "");
+		expect_ok(p, spec, NULL);
+		HEZO_JSON_FOREACH (i, hezo_json_get(spec, "mounts")) {
+			const char *d = hezo_json_string(hezo_json_get(
+				hezo_json_get(spec, "mounts")->items[i], "destination"));
+			assert_string_not_equal(d, "/tmp/p2");
+		}
+		hezo_json_free(spec);
+	}
+	/* cgroup2 alone at its place is fine (a cgroup v2 host). */
+	{
+		struct hezo_json *spec = minimal_spec();
+		add(spec, "/sys/fs/cgroup", "cgroup2", "cgroup", "rw,nosuid");
+		expect_ok(p, spec, NULL);
+		hezo_json_free(spec);
+	}
+}
+
+static void test_mount_options(void **state)
+{
+	_cleanup_free_ char *dir = make_tempdir(), *quoted = NULL, *data = NULL, *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+
+	assert_true(asprintf(&data, "%s/data", dir) > 0);
+	mkdirs(data);
+	assert_true(asprintf(&doc, "{\"mounts\":{\"allowedSources\":[\"%s\"]}}", dir) > 0);
+	p = parse_ok(doc);
+
+	/* The red team's remount of /sys after the sysfs entry, read-write. */
+	REFUSED(add(spec, "/sys", "tmpfs", "x", "remount,nosuid,nodev,noexec"),
+		"mounts[7] (/sys): mount option \"remount\" is not allowed: it changes the flags "
+		"of a mount already there");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "remount"), "option \"remount\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,remount"), "option \"remount\"");
+	REFUSED(add(spec, "/proc", "proc", "proc", "remount"), "option \"remount\"");
+	/* Recursive attributes that lift a restriction from the mounts below. */
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rrw"),
+		"mounts[7] (/data): mount option \"rrw\" is not allowed: it clears read-only");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rsuid"), "option \"rsuid\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rdev"), "option \"rdev\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rexec"), "option \"rexec\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rsymfollow"), "option \"rsymfollow\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,rshared"),
+		"option \"rshared\" is not allowed: it propagates the container's mounts");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,shared"), "option \"shared\"");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "mand"), "option \"mand\"");
+	/* The tightening ones and the neutral ones pass. */
+	ACCEPTED(add(spec, "/data", "bind", data,
+		     "rbind,rro,rnosuid,rnodev,rnoexec,rnosymfollow,rprivate,rnoatime,ro"));
+	ACCEPTED(add(spec, "/data", "bind", data, "bind,rslave,runbindable,relatime"));
+	ACCEPTED(add(spec, "/data", "tmpfs", "tmpfs",
+		     "nosuid,nodev,size=50%,mode=1777,uid=1000,gid=1000,nr_inodes=4k,tmpcopyup"));
+	ACCEPTED(add(spec, "/data", "tmpfs", "tmpfs", "nr_blocks=1024,noatime,defaults"));
+	/* (In place of the engine's /proc, the first mount.) */
+	ACCEPTED(hezo_json_remove_at(hezo_json_get(spec, "mounts"), 0);
+		 add(spec, "/proc", "proc", "proc", "nosuid,hidepid=invisible,subset=pid"));
+	/* Filesystem data only from the type's own list, and never a second one smuggled in. */
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "huge=always"),
+		"mounts[7] (/data): mount option \"huge=always\" is not allowed on a tmpfs mount");
+	REFUSED(add_opt(spec, "/data", "tmpfs", "size=1m,huge=always"),
+		"option \"size=1m,huge=always\" is not allowed on a tmpfs mount");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "mode=999"), "option \"mode=999\"");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "size="), "option \"size=\"");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "uid=-1"), "option \"uid=-1\"");
+	REFUSED(add(spec, "/data", "tmpfs", "tmpfs", "size"), "option \"size\"");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,uid=0"),
+		"option \"uid=0\" is not allowed on a bind mount");
+	REFUSED(add(spec, "/data", "bind", data, "rbind,idmap"), "option \"idmap\"");
+	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "max=1000000"),
+		"option \"max=1000000\" is not allowed on a devpts mount");
+	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "newinstance=1"),
+		"option \"newinstance=1\"");
+	REFUSED(add(spec, "/dev/mqueue", "mqueue", "mqueue", "size=1"),
+		"is not allowed on a mqueue mount");
+	REFUSED(add(spec, "/sys", "sysfs", "sysfs", "anything"), "on a sysfs mount");
+	REFUSED(add(spec, "/sys/fs/cgroup", "cgroup", "cgroup", "cpu,memory"), "on a cgroup mount");
+	REFUSED(add(spec, "/proc", "proc", "proc", "gid=0"), "option \"gid=0\"");
+	/* Not a string. */
+	{
+		struct hezo_json *spec = docker_like_spec();
+		struct hezo_json *mounts = hezo_json_get(spec, "mounts");
+		assert_int_equal(hezo_json_append(hezo_json_get(mounts->items[0], "options"),
+						  hezo_json_new_int(1)),
+				 0);
+		expect_refused(p, spec, NULL, "mounts[0] (/proc): options[3]: expected a string");
+		hezo_json_free(spec);
+	}
+	/* sysfs and cgroup asked read-write still come out read-only. */
+	{
+		struct hezo_json *spec = minimal_spec();
+		add(spec, "/sys", "sysfs", "sysfs", "rw,nosuid");
+		add(spec, "/sys/fs/cgroup", "cgroup", "cgroup", "rw");
+		expect_ok(p, spec, NULL);
+		HEZO_JSON_FOREACH (i, hezo_json_get(spec, "mounts")) {
+			struct hezo_json *m = hezo_json_get(spec, "mounts")->items[i];
+			_cleanup_free_ char *o = json_text(hezo_json_get(m, "options"));
+			if (strcmp(hezo_json_string(hezo_json_get(m, "type")), "tmpfs") == 0)
+				continue;
+			assert_null(strstr(o, "\"rw\""));
+			assert_non_null(strstr(o, "\"ro\""));
+		}
+		hezo_json_free(spec);
+	}
+	remove_tree(dir);
+}
+
+/* ---- engine files ---- */
+
+struct owners {
+	const char *net, *ipc, *uts; /* owner ID per kind, NULL: no one */
+	int fail;		     /* return this instead when set */
+};
+
+static int fake_ns_owner(void *data, const char *kind, const char *path, char **owner,
+			 struct hezo_error **err)
+{
+	struct owners *o = data;
+	const char *who = NULL;
+
+	(void)path;
+	*owner = NULL;
+	if (o->fail == -ESRCH)
+		return -ESRCH;
+	if (o->fail)
+		return hezo_error_set(err, -o->fail, "cannot tell who holds %s", kind);
+	if (strcmp(kind, "net") == 0)
+		who = o->net;
+	else if (strcmp(kind, "ipc") == 0)
+		who = o->ipc;
+	else if (strcmp(kind, "uts") == 0)
+		who = o->uts;
+	if (who) {
+		*owner = strdup(who);
+		assert_non_null(*owner);
+	}
+	return 0;
+}
+
+struct efix {
+	char *root;
+	pid_t child; /* holds new net, ipc and uts namespaces to name by path */
+	char ns[3][64];
+};
+
+static int efix_setup(void **state)
+{
+	struct efix *f = calloc(1, sizeof(*f));
+	int pipefd[2];
+	char ok = 'n';
+
+	if (!f)
+		return -1;
+	f->root = strdup("/var/tmp/hezo-mounts-test-XXXXXX");
+	if (!f->root || !mkdtemp(f->root) || pipe2(pipefd, O_CLOEXEC) < 0)
+		return -1;
+	f->child = fork();
+	if (f->child < 0)
+		return -1;
+	if (f->child == 0) {
+		char c = unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0 ? 'y' : 'n';
+		if (write(pipefd[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	if (read(pipefd[0], &ok, 1) != 1 || ok != 'y') {
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+		f->child = -1;
+	}
+	close(pipefd[0]);
+	snprintf(f->ns[0], sizeof(f->ns[0]), "/proc/%d/ns/net", (int)f->child);
+	snprintf(f->ns[1], sizeof(f->ns[1]), "/proc/%d/ns/ipc", (int)f->child);
+	snprintf(f->ns[2], sizeof(f->ns[2]), "/proc/%d/ns/uts", (int)f->child);
+	*state = f;
+	return 0;
+}
+
+static int efix_teardown(void **state)
+{
+	struct efix *f = *state;
+
+	if (f->child > 0) {
+		kill(f->child, SIGKILL);
+		waitpid(f->child, NULL, 0);
+	}
+	remove_tree(f->root);
+	free(f->root);
+	free(f);
+	return 0;
+}
+
+static struct hezo_policy *engine_policy(const char *root, const char *allowed)
+{
+	_cleanup_free_ char *doc = NULL;
+
+	assert_true(asprintf(&doc,
+			     "{\"mounts\":{\"engineRoots\":[\"%s/docker/containers\","
+			     "\"%s/containers/storage\",\"%s/containerd\",\"%s/run/containerd\"],"
+			     "\"allowedSources\":[%s]}}",
+			     root, root, root, root, allowed ? allowed : "") > 0);
+	return parse_ok(doc);
+}
+
+/* Join the child's namespaces of these kinds by path ("net,ipc,uts" or a part). */
+static void join(struct hezo_json *spec, const struct efix *f, const char *kinds)
+{
+	static const char *const types[] = {"network", "ipc", "uts"};
+	static const char *const names[] = {"net", "ipc", "uts"};
+	struct hezo_json *nss = hezo_json_get_path(spec, "linux.namespaces");
+
+	for (size_t k = 0; k < 3; k++) {
+		if (!strstr(kinds, names[k]))
+			continue;
+		HEZO_JSON_FOREACH (i, nss) {
+			struct hezo_json *n = nss->items[i];
+			if (strcmp(hezo_json_string(hezo_json_get(n, "type")), types[k]) == 0)
+				assert_int_equal(
+					hezo_json_set(n, "path", hezo_json_new_string(f->ns[k])),
+					0);
+		}
+	}
+}
+
+static void test_engine_files(void **state)
+{
+	struct efix *f = *state;
+	_cleanup_policy_ struct hezo_policy *p = engine_policy(f->root, NULL);
+	_cleanup_free_ char *a_hosts = place(f->root, "docker/containers/" ID_A "/hosts");
+	_cleanup_free_ char *a_hostname = place(f->root, "docker/containers/" ID_A "/hostname");
+	_cleanup_free_ char *a_resolv = place(f->root, "docker/containers/" ID_A "/resolv.conf");
+	_cleanup_free_ char *a_shm = place(f->root, "docker/containers/" ID_A "/mounts/shm/");
+	_cleanup_free_ char *a_log = place(f->root, "docker/containers/" ID_A "/" ID_A "-json.log");
+	_cleanup_free_ char *b_hosts = place(f->root, "docker/containers/" ID_B "/hosts");
+	_cleanup_free_ char *b_hostname = place(f->root, "docker/containers/" ID_B "/hostname");
+	_cleanup_free_ char *b_shm = place(f->root, "docker/containers/" ID_B "/mounts/shm/");
+	_cleanup_free_ char *pod_env = place(f->root, "containers/storage/overlay-containers/" ID_A
+						      "/userdata/.containerenv");
+	_cleanup_free_ char *pod_shm =
+		place(f->root, "containers/storage/overlay-containers/" ID_A "/userdata/shm/");
+	_cleanup_free_ char *cri_hosts =
+		place(f->root, "containerd/io.containerd.grpc.v1.cri/sandboxes/" ID_A "/hosts");
+	_cleanup_free_ char *cri_shm =
+		place(f->root, "run/containerd/io.containerd.grpc.v1.cri/sandboxes/" ID_A "/shm/");
+	_cleanup_free_ char *docker_root = NULL, *a_dir = NULL, *want = NULL, *above = NULL;
+	struct hezo_apply_env env_a = {.id = ID_A};
+	struct owners owners = {0};
+	struct hezo_apply_env env_c = {
+		.id = "cccc3333", .ns_owner = fake_ns_owner, .data = &owners};
+	struct hezo_json *spec;
+
+	assert_true(asprintf(&docker_root, "%s/docker/containers", f->root) > 0);
+	assert_true(asprintf(&a_dir, "%s/docker/containers/" ID_A, f->root) > 0);
+
+#define ENGINE(env, dest, src, want)                                                               \
+	do {                                                                                       \
+		spec = minimal_spec();                                                             \
+		add(spec, dest, "bind", src, "rbind,rprivate");                                    \
+		if (want)                                                                          \
+			expect_refused(p, spec, env, want);                                        \
+		else                                                                               \
+			expect_ok(p, spec, env);                                                   \
+		hezo_json_free(spec);                                                              \
+	} while (0)
+
+	/* Each engine's own files of this container. */
+	ENGINE(&env_a, "/etc/hosts", a_hosts, NULL);
+	ENGINE(&env_a, "/etc/hostname", a_hostname, NULL);
+	ENGINE(&env_a, "/etc/resolv.conf", a_resolv, NULL);
+	ENGINE(&env_a, "/dev/shm", a_shm, NULL);
+	ENGINE(&env_a, "/dev/shm", pod_shm, NULL);
+	ENGINE(&env_a, "/etc/hosts", cri_hosts, NULL);
+	ENGINE(&env_a, "/dev/shm", cri_shm, NULL);
+	/* (/run is a policy tmpfs by default; .containerenv is judged where it is kept.) */
+	{
+		_cleanup_policy_ struct hezo_policy *norun = NULL;
+		_cleanup_free_ char *doc = NULL;
+		assert_true(asprintf(&doc,
+				     "{\"tmpfs\":{\"/tmp\":\"1m\"},\"mounts\":{\"engineRoots\":"
+				     "[\"%s/containers/storage\"]}}",
+				     f->root) > 0);
+		norun = parse_ok(doc);
+		spec = minimal_spec();
+		add(spec, "/run/.containerenv", "bind", pod_env, "bind");
+		expect_ok(norun, spec, &env_a);
+		hezo_json_free(spec);
+		spec = minimal_spec();
+		add(spec, "/etc/hosts", "bind", pod_env, "bind");
+		expect_refused(norun, spec, &env_a, "is not a container's file for /etc/hosts");
+		hezo_json_free(spec);
+	}
+
+	/* docker run -v /var/lib/docker/containers:/dev/shm, and every directory on the way. */
+	assert_true(asprintf(&want,
+			     "mounts[0] (/dev/shm): bind source %s is in an engine's state (%s) "
+			     "and is not a container's file for /dev/shm",
+			     docker_root, docker_root) > 0);
+	ENGINE(&env_a, "/dev/shm", docker_root, want);
+	ENGINE(&env_a, "/dev/shm", a_dir, "is not a container's file for /dev/shm");
+	ENGINE(&env_a, "/etc/hosts", a_log, "is not a container's file for /etc/hosts");
+	/* The right file at the wrong place. */
+	ENGINE(&env_a, "/etc/hostname", a_hosts, "is not a container's file for /etc/hostname");
+	ENGINE(&env_a, "/data", a_hosts, "is not a container's file for /data");
+	/* Another container's file, joining none of its namespaces. */
+	free(want);
+	assert_true(asprintf(&want,
+			     "mounts[0] (/etc/hosts): bind source %s is container " ID_B
+			     "'s, not this container's nor that of a namespace it joins",
+			     b_hosts) > 0);
+	ENGINE(&env_a, "/etc/hosts", b_hosts, want);
+	/* Nothing outside the document is trusted without an env. */
+	ENGINE(NULL, "/etc/hosts", a_hosts, "this container's ID is not known");
+	/* A directory above an engine root, even when allowedSources would take it. */
+	{
+		_cleanup_policy_ struct hezo_policy *wide = NULL;
+		_cleanup_free_ char *q = NULL;
+		assert_true(asprintf(&q, "\"%s\"", f->root) > 0);
+		wide = engine_policy(f->root, q);
+		assert_true(asprintf(&above, "%s/docker", f->root) > 0);
+		spec = minimal_spec();
+		add(spec, "/data", "bind", above, "rbind");
+		expect_refused(wide, spec, &env_a, "holds an engine's state");
+		hezo_json_free(spec);
+		spec = minimal_spec();
+		add(spec, "/data", "bind", docker_root, "rbind");
+		expect_refused(wide, spec, &env_a, "is in an engine's state");
+		hezo_json_free(spec);
+	}
+
+	if (f->child <= 0) {
+		skip();
+		return;
+	}
+	/* --network=container:B: B's hosts, resolv.conf and (Docker) hostname; not its shm. */
+	owners = (struct owners){.net = ID_B};
+	spec = minimal_spec();
+	join(spec, f, "net");
+	add(spec, "/etc/hosts", "bind", b_hosts, "rbind");
+	add(spec, "/etc/hostname", "bind", b_hostname, "rbind");
+	expect_ok(p, spec, &env_c);
+	hezo_json_free(spec);
+	spec = minimal_spec();
+	join(spec, f, "net");
+	add(spec, "/dev/shm", "bind", b_shm, "rbind");
+	expect_refused(p, spec, &env_c, "is container " ID_B "'s, not this container's");
+	hezo_json_free(spec);
+	/* --ipc=container:B: B's shm. */
+	owners = (struct owners){.ipc = ID_B};
+	spec = minimal_spec();
+	join(spec, f, "ipc");
+	add(spec, "/dev/shm", "bind", b_shm, "rbind");
+	expect_ok(p, spec, &env_c);
+	hezo_json_free(spec);
+	/* The namespace is someone else's: B's files stay B's. */
+	owners = (struct owners){.net = ID_A, .ipc = ID_A};
+	spec = minimal_spec();
+	join(spec, f, "net,ipc");
+	add(spec, "/dev/shm", "bind", b_shm, "rbind");
+	expect_refused(p, spec, &env_c, "is container " ID_B "'s");
+	hezo_json_free(spec);
+	/* Nobody in it, or only processes of no container hezo knows. */
+	owners = (struct owners){0};
+	spec = minimal_spec();
+	join(spec, f, "net");
+	add(spec, "/etc/hosts", "bind", b_hosts, "rbind");
+	expect_refused(p, spec, &env_c, "is container " ID_B "'s");
+	hezo_json_free(spec);
+	owners = (struct owners){.fail = -ESRCH};
+	spec = minimal_spec();
+	join(spec, f, "net");
+	add(spec, "/etc/hosts", "bind", b_hosts, "rbind");
+	expect_refused(p, spec, &env_c, "is container " ID_B "'s");
+	hezo_json_free(spec);
+	/* Cannot tell: fail closed, naming the mount. */
+	owners = (struct owners){.fail = -EIO};
+	spec = minimal_spec();
+	join(spec, f, "net");
+	add(spec, "/etc/hosts", "bind", b_hosts, "rbind");
+	expect_refused(p, spec, &env_c, "mounts[0] (/etc/hosts): cannot tell who holds net");
+	hezo_json_free(spec);
+	/* Its own files, whoever holds the namespaces it joins. */
+	owners = (struct owners){.net = ID_B, .ipc = ID_B, .uts = ID_B};
+	spec = minimal_spec();
+	join(spec, f, "net,ipc,uts");
+	add(spec, "/etc/hosts", "bind", a_hosts, "rbind");
+	expect_ok(p, spec,
+		  &(struct hezo_apply_env){.id = ID_A, .ns_owner = fake_ns_owner, .data = &owners});
+	hezo_json_free(spec);
+	/* uts owner hands hostname (a CRI pod's sandbox), not hosts. */
+	owners = (struct owners){.uts = ID_B};
+	spec = minimal_spec();
+	join(spec, f, "uts");
+	add(spec, "/etc/hostname", "bind", b_hostname, "rbind");
+	expect_ok(p, spec, &env_c);
+	hezo_json_free(spec);
+	spec = minimal_spec();
+	join(spec, f, "uts");
+	add(spec, "/etc/hosts", "bind", b_hosts, "rbind");
+	expect_refused(p, spec, &env_c, "is container " ID_B "'s");
+	hezo_json_free(spec);
+}
+
+const struct CMUnitTest policy_mounts_tests[] = {
+	cmocka_unit_test(test_kernel_fs_places),
+	cmocka_unit_test(test_mount_options),
+	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
+};
+const size_t policy_mounts_ntests = sizeof(policy_mounts_tests) / sizeof(policy_mounts_tests[0]);
