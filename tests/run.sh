@@ -10,7 +10,7 @@ src=$(pwd)
 build=${HEZO_BUILD_DIR:-$src/build-ci}
 
 if [ "$(id -u)" != 0 ]; then
-	echo "run.sh: must run as root (sudo tests/run.sh): the integration tests drive runc and dockerd" >&2
+	echo "run.sh: must run as root (as root: tests/run.sh; or sudo tests/run.sh): the integration tests drive runc and dockerd" >&2
 	exit 1
 fi
 
