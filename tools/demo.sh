@@ -62,7 +62,9 @@ shim=$prefix/bin/hezo-shim
 # running; the demo replaces it while it is that unmodified default, never an admin's own file.
 step "Policy $policy"
 shipped=$src/etc/policy.json
-if [ -e "$policy" ] && ! { [ -f "$shipped" ] && cmp -s "$shipped" "$policy"; }; then
+if [ -e "$policy" ] && cmp -s <(printf '%s\n' "$DEMO_POLICY") "$policy"; then
+	echo "keeping the demo's policy an earlier run wrote"
+elif [ -e "$policy" ] && ! { [ -f "$shipped" ] && cmp -s "$shipped" "$policy"; }; then
 	echo "keeping the existing (admin's own) $policy"
 else
 	mkdir -p "$(dirname "$policy")"
@@ -107,12 +109,14 @@ show_box()
 	local c pid cg bundle
 	c=$("$docker" run -d --runtime=hezo-shim "$@" "$image" sleep 120)
 	"$docker" exec "$c" sh -c "$probe"
-	# gVisor's /proc/self/status has no NoNewPrivs line: read it where it is true, on the host.
+	# gVisor's /proc/self/status has no NoNewPrivs line: read it where it is true, on the host, from
+	# the container's process (under runsc, runsc-sandbox: the Sentry the workload runs in), and
+	# what the shim wrote into the config.json the backend got.
 	pid=$("$docker" inspect -f '{{.State.Pid}}' "$c")
 	bundle=$(hezo_docker_bundle "$c")
 	echo "  no_new_privs   $(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")" \
-		"  (host: /proc/$pid/status of the container's process, $(cat "/proc/$pid/comm"));" \
-		"config.json process.noNewPrivileges $(jq -r '.process.noNewPrivileges' "$bundle/config.json")"
+		"(host: /proc/$pid/status of $(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1));" \
+		"config.json process.noNewPrivileges: $(jq -r '.process.noNewPrivileges' "$bundle/config.json")"
 	cg=$("$docker" inspect -f '{{.HostConfig.CgroupParent}}' "$c")
 	cg=${cg:-/docker}/$c
 	echo "  pids.max       $(cat "/sys/fs/cgroup/pids$cg/pids.max")   (256 + gVisor's headroom of 128)"
