@@ -113,7 +113,8 @@ setup()
 	touch -d '2020-01-02 03:04:05' "$HEZO_CONTAINERD_CONFIG"
 	[ -n "$DAEMON_PID" ] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
 	rm -f "$HEZO_DOCKERD_PIDFILE"
-	"$T/bin/dockerd" &
+	# A shell cannot trap a signal it was started ignoring (nohup's SIGHUP): start with the default.
+	env --default-signal=HUP "$T/bin/dockerd" &
 	DAEMON_PID=$!
 	for _ in $(seq 50); do [ -s "$HEZO_DOCKERD_PIDFILE" ] && break; sleep 0.1; done
 	BEFORE_RUNTIMES=$("$HEZO_DOCKER" info | jq -c 'keys')
