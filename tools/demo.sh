@@ -109,14 +109,16 @@ show_box()
 	local c pid cg bundle
 	c=$("$docker" run -d --runtime=hezo-shim "$@" "$image" sleep 120)
 	"$docker" exec "$c" sh -c "$probe"
-	# gVisor's /proc/self/status has no NoNewPrivs line: read it where it is true, on the host, from
-	# the container's process (under runsc, runsc-sandbox: the Sentry the workload runs in), and
-	# what the shim wrote into the config.json the backend got.
+	# gVisor's /proc/self/status has no NoNewPrivs line. Show it from where it is true: what the
+	# shim wrote into the config.json the backend got, and the host's /proc/PID/status of the
+	# container's process (under runsc that is runsc-sandbox, the Sentry the workload runs in,
+	# which sets no_new_privs on itself whatever the spec says: measured with the spec's false).
 	pid=$("$docker" inspect -f '{{.State.Pid}}' "$c")
 	bundle=$(hezo_docker_bundle "$c")
-	echo "  no_new_privs   $(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")" \
-		"(host: /proc/$pid/status of $(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1));" \
-		"config.json process.noNewPrivileges: $(jq -r '.process.noNewPrivileges' "$bundle/config.json")"
+	echo "  no_new_privs   $(jq -r '.process.noNewPrivileges' "$bundle/config.json")" \
+		"(process.noNewPrivileges in the config.json the backend got, $bundle/config.json)"
+	echo "                 host: NoNewPrivs $(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")" \
+		"in /proc/$pid/status of $(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
 	cg=$("$docker" inspect -f '{{.HostConfig.CgroupParent}}' "$c")
 	cg=${cg:-/docker}/$c
 	echo "  pids.max       $(cat "/sys/fs/cgroup/pids$cg/pids.max")   (256 + gVisor's headroom of 128)"
