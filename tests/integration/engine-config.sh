@@ -190,4 +190,20 @@ scenario "dies under set -e" set-e
 scenario "interrupted (SIGTERM)" signal
 scenario "no daemon.json, passes" pass absent
 scenario "no daemon.json, fails midway" fail absent
+
+# A restore that cannot finish (dockerd does not reload) is a visible failure, not a silent one.
+setup ""
+HEZO_ENGINE_RELOAD_WAIT=2 "$T/child.sh" signal >"$T/child.log" 2>&1 &
+CHILD_PID=$!
+for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.1; done
+kill -STOP "$DAEMON_PID"
+kill -TERM "$CHILD_PID"
+wait "$CHILD_PID"
+kill -CONT "$DAEMON_PID"
+expect_match "$(cat "$T/child.log")" "^Bail out! the engines' files were not all put back" \
+	"[dockerd does not reload] the test bails out at exit" || diag "$(cat "$T/child.log")"
+check "[dockerd does not reload] the file itself was put back" cmp "$T/user-daemon.json" "$HEZO_DAEMON_JSON"
+f=$(find /run -maxdepth 1 -name "hezo-engine-snapshot.$CHILD_PID" 2>/dev/null)
+expect_ne "$f" "" "[dockerd does not reload] the snapshot is kept for a later restore"
+rm -rf "/run/hezo-engine-snapshot.$CHILD_PID"
 tap_done

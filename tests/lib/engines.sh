@@ -83,8 +83,19 @@ hezo_engine_snapshot()
 	_hezo_engine_runtimes >"$HEZO_ENGINE_SNAPSHOT.tmp/runtimes"
 	mv "$HEZO_ENGINE_SNAPSHOT.tmp" "$HEZO_ENGINE_SNAPSHOT" || return 1
 	if declare -F tap_cleanup >/dev/null; then
-		tap_cleanup hezo_engine_restore
+		# tap.sh runs cleanups with their output discarded: keep a way to say the restore failed.
+		exec {_hezo_engine_tap_fd}>&1
+		tap_cleanup _hezo_engine_restore_or_bail
 	fi
+}
+
+_hezo_engine_restore_or_bail()
+{
+	local why
+	why=$(hezo_engine_restore 2>&1) && return 0
+	echo "Bail out! the engines' files were not all put back (snapshot kept in" \
+		"$HEZO_ENGINE_SNAPSHOT): ${why//$'\n'/; }" >&"$_hezo_engine_tap_fd"
+	return 1
 }
 
 # hezo_engine_had_runtime NAME: daemon.json held runtimes.NAME when the snapshot was taken.
@@ -126,7 +137,7 @@ hezo_engine_restore()
 	if [ $changed = yes ] && pid=$(cat "$HEZO_DOCKERD_PIDFILE" 2>/dev/null) && [ -n "$pid" ] &&
 		kill -HUP "$pid" 2>/dev/null; then
 		want=$(cat "$HEZO_ENGINE_SNAPSHOT/runtimes")
-		for ((i = 0; i < 30; i++)); do
+		for ((i = 0; i < ${HEZO_ENGINE_RELOAD_WAIT:-30}; i++)); do
 			[ "$(_hezo_engine_runtimes)" = "$want" ] && break
 			sleep 1
 		done
