@@ -88,6 +88,53 @@ static void first_version(const char *out, char *v, size_t size)
 	snprintf(v, size, "%.*s", (int)n, p);
 }
 
+long hezo_install_runsc_release(const char *out)
+{
+	const char *p;
+	long date = 0;
+	int n = 0;
+
+	if (!out)
+		return -EINVAL;
+	p = strstr(out, "version ");
+	if (!p || memchr(out, '\n', (size_t)(p - out)))
+		return -EINVAL;
+	p += 8;
+	if (strncmp(p, "release-", 8) == 0)
+		p += 8;
+	else if (strncmp(p, "0.0~", 4) == 0)
+		p += 4;
+	else
+		return -EINVAL;
+	for (; n < 8 && p[n] >= '0' && p[n] <= '9'; n++)
+		date = date * 10 + (p[n] - '0');
+	if (n != 8 || (p[n] >= '0' && p[n] <= '9') || date < 20180101L)
+		return -EINVAL;
+	return date;
+}
+
+/* What this host's runsc means for the box: Debian 12's own release has two known costs. */
+static void check_runsc_release(struct doctor *d, const char *out, bool needed)
+{
+	long date = hezo_install_runsc_release(out);
+
+	if (date < 0)
+		report(d, "warn",
+		       "runsc: cannot tell the release from `runsc --version`; "
+		       "hezo-shim is tested with %ld",
+		       HEZO_INSTALL_RUNSC_TESTED);
+	else if (date <= HEZO_INSTALL_RUNSC_OLD)
+		report(d, "warn",
+		       "runsc: release %ld (Debian 12's own) returns EAGAIN from blocking reads "
+		       "in host network mode and costs about 8 host tasks per sandboxed process; "
+		       "install %ld or newer: apt-get install -t bookworm-backports runsc%s",
+		       date, HEZO_INSTALL_RUNSC_TESTED, needed ? " (the policy uses runsc)" : "");
+	else if (date < HEZO_INSTALL_RUNSC_TESTED)
+		report(d, "warn",
+		       "runsc: release %ld is older than %ld, the one hezo-shim is tested with",
+		       date, HEZO_INSTALL_RUNSC_TESTED);
+}
+
 static void check_backends(struct doctor *d)
 {
 	static const char *const defaults[] = {"/usr/bin/runsc", "/usr/sbin/runc", "/usr/bin/crun"};
@@ -130,6 +177,8 @@ static void check_backends(struct doctor *d)
 		first_version(out, version, sizeof(version));
 		report(d, "ok", "%s %s at %s%s", name, version, path,
 		       needed ? " (required by the policy)" : "");
+		if (b == HEZO_BACKEND_RUNSC)
+			check_runsc_release(d, out, needed);
 	}
 }
 

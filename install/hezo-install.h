@@ -78,4 +78,16 @@ int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *
 /* Is there one of our blocks in this TOML text? */
 bool hezo_install_blocks_present(const char *cur, size_t len);
 
+/*
+ * The release date of a runsc from the first line of `runsc --version` ("runsc version
+ * 0.0~20240729.0" as Debian builds it, "runsc version release-20240729.0" upstream), as YYYYMMDD;
+ * -EINVAL when the line carries no date.
+ */
+long hezo_install_runsc_release(const char *version_output);
+
+/* The 2022-12 release Debian 12 ships: blocking reads lost in host network mode (EAGAIN), about
+ * 8 host tasks per sandboxed process. bookworm-backports' 2024-07 release has neither. */
+#define HEZO_INSTALL_RUNSC_OLD	  20221219L
+#define HEZO_INSTALL_RUNSC_TESTED 20240729L
+
 #endif

@@ -1,7 +1,8 @@
 #!/bin/bash
-# The test command (sudo tests/run.sh): set the machine up, build with -Werror and ASan/UBSan in
-# build-ci, run every meson test suite (unit, integration on runc and on runsc, style) and end with
-# one line "N passed, N failed, N skipped" counting meson tests.
+# The test command (tests/run.sh, as root): set the machine up, build with -Werror and ASan/UBSan in
+# build-ci, run every meson test suite (unit, integration on runc and on runsc, style), check that
+# the engines' files, /etc/hezo and dockerd's runtimes are as before, and end with one line
+# "N passed, N failed, N skipped" counting meson tests (one more failed if the machine changed).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -9,11 +10,61 @@ src=$(pwd)
 build=${HEZO_BUILD_DIR:-$src/build-ci}
 
 if [ "$(id -u)" != 0 ]; then
-	echo "run.sh: must run as root (sudo tests/run.sh): the integration tests drive runc and dockerd" >&2
+	echo "run.sh: must run as root (as root: tests/run.sh; or sudo tests/run.sh): the integration tests drive runc and dockerd" >&2
 	exit 1
 fi
 
 bash tests/setup.sh
+
+# The machine as the user has it: the engines' files, /etc/hezo and dockerd's runtimes must read
+# the same after the run, whatever happens (each test restores what it touched; this is the check,
+# and the last resort when a test was killed before it could).
+# shellcheck source=tests/lib/docker.sh
+. tests/lib/docker.sh
+HEZO_ENGINE_EXTRA=/etc/hezo
+HEZO_ENGINE_SNAPSHOT=/run/hezo-engine-snapshot.run.$$
+machine_state()
+{
+	hezo_engine_sums
+	echo "dockerd runtimes: $(_hezo_engine_runtimes)"
+}
+rm -rf "$HEZO_ENGINE_SNAPSHOT"
+hezo_engine_snapshot
+state_before=$(machine_state)
+echo "run.sh: the machine before the tests:"
+printf '%s\n' "$state_before" | sed 's/^/  /'
+# machine_verify: 0 when the machine reads as before; otherwise say what changed, put it back.
+machine_verify()
+{
+	local state_after
+	state_after=$(machine_state)
+	if [ "$state_after" = "$state_before" ]; then
+		echo "run.sh: the engines' files, /etc/hezo and dockerd's runtimes are as before"
+		rm -rf "$HEZO_ENGINE_SNAPSHOT"
+		return 0
+	fi
+	echo "run.sh: FAIL: the tests changed the machine:" >&2
+	diff <(printf '%s\n' "$state_before") <(printf '%s\n' "$state_after") | sed 's/^/  /' >&2
+	if hezo_engine_restore && [ "$(machine_state)" = "$state_before" ]; then
+		echo "run.sh: put back as it was" >&2
+	else
+		echo "run.sh: could not put everything back; the originals are in $HEZO_ENGINE_SNAPSHOT" >&2
+	fi
+	return 1
+}
+machine_verified=0
+# An interrupted or failed run still gets the check (and the restore).
+on_exit()
+{
+	local rc=$?
+	trap - EXIT
+	if [ "$machine_verified" = 0 ] && ! machine_verify; then
+		[ "$rc" -ne 0 ] || rc=1
+	fi
+	exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM HUP
 
 # shellcheck disable=SC2054 # the commas belong to the option values
 opts=(-Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false)
@@ -42,6 +93,11 @@ read -r passed failed skipped < <(jq -rs '
 	   ($r | map(select(. == "FAIL" or . == "ERROR" or . == "TIMEOUT" or . == "UNEXPECTEDPASS")) | length),
 	   ($r | map(select(. == "SKIP")) | length)]
 	| @tsv' "$log")
+machine_verified=1
+if ! machine_verify; then
+	# A run that changed the user's machine fails, whatever the tests said.
+	failed=$((failed + 1))
+fi
 if [ "$((passed + failed + skipped))" -eq 0 ]; then
 	echo "run.sh: meson ran no test" >&2
 	failed=1

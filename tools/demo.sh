@@ -1,6 +1,7 @@
 #!/bin/bash
-# First look at hezo-shim on a fresh Debian 12 machine (sudo tools/demo.sh): install what it needs,
-# build and install the shim, register it with Docker and show the box a plain `docker run` gets.
+# First look at hezo-shim on a fresh Debian 12 machine (tools/demo.sh as root, or sudo tools/demo.sh):
+# install what it needs, build and install the shim, register it with Docker (`hezo-shim install
+# --docker`) and show the box a plain `docker run` gets.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +25,7 @@ DEMO_POLICY='{
 }'
 
 if [ "$(id -u)" != 0 ]; then
-	echo "demo: must run as root (sudo tools/demo.sh)" >&2
+	echo "demo: must run as root (as root: tools/demo.sh; or sudo tools/demo.sh where sudo is installed)" >&2
 	exit 1
 fi
 
@@ -61,7 +62,9 @@ shim=$prefix/bin/hezo-shim
 # running; the demo replaces it while it is that unmodified default, never an admin's own file.
 step "Policy $policy"
 shipped=$src/etc/policy.json
-if [ -e "$policy" ] && ! { [ -f "$shipped" ] && cmp -s "$shipped" "$policy"; }; then
+if [ -e "$policy" ] && cmp -s <(printf '%s\n' "$DEMO_POLICY") "$policy"; then
+	echo "keeping the demo's policy an earlier run wrote"
+elif [ -e "$policy" ] && ! { [ -f "$shipped" ] && cmp -s "$shipped" "$policy"; }; then
 	echo "keeping the existing (admin's own) $policy"
 else
 	mkdir -p "$(dirname "$policy")"
@@ -74,8 +77,15 @@ else
 fi
 cat "$policy"
 
-step "Registering runtime hezo-shim in $HEZO_DAEMON_JSON (merged)"
-hezo_docker_register_runtime hezo-shim "$shim"
+# The way an admin registers it: merged into daemon.json (other keys kept, the original saved as
+# daemon.json.hezo-backup), dockerd reloaded with SIGHUP; `hezo-shim uninstall --docker` undoes it.
+step "Registering runtime hezo-shim: $shim install --docker"
+"$shim" install --docker
+for _ in $(seq 30); do
+	hezo_docker_has_runtime hezo-shim "$shim" && break
+	sleep 1
+done
+hezo_docker_has_runtime hezo-shim "$shim" || { echo "demo: dockerd does not list runtime hezo-shim" >&2; exit 1; }
 jq '.runtimes' "$HEZO_DAEMON_JSON"
 
 # What a process inside sees, in words; the limits are read from the host's cgroup files, since
@@ -85,7 +95,8 @@ probe='
 st() { sed -n "s/^$1:[[:space:]]*//p" /proc/self/status; }
 echo "  kernel         $(cat /proc/version)"
 echo "  capabilities   effective $(st CapEff), bounding $(st CapBnd), permitted $(st CapPrm)"
-echo "  no_new_privs   $(st NoNewPrivs)"
+nnp=$(st NoNewPrivs)
+[ -n "$nnp" ] && echo "  no_new_privs   $nnp"
 echo "  seccomp        mode $(st Seccomp) (2 = filter)"
 echo "  root fs        $(touch /probe 2>&1 || true)"
 echo "  /tmp           $(awk "\$2 == \"/tmp\" { print \$3, \$4 }" /proc/mounts)"
@@ -95,16 +106,25 @@ echo "  exec in /tmp   $(/tmp/bb true 2>&1 || true)"
 
 show_box()
 {
-	local c pid cg
+	local c pid cg bundle
 	c=$("$docker" run -d --runtime=hezo-shim "$@" "$image" sleep 120)
 	"$docker" exec "$c" sh -c "$probe"
+	# gVisor's /proc/self/status has no NoNewPrivs line. Show it from where it is true: what the
+	# shim wrote into the config.json the backend got, and the host's /proc/PID/status of the
+	# container's process (under runsc that is runsc-sandbox, the Sentry the workload runs in,
+	# which sets no_new_privs on itself whatever the spec says: measured with the spec's false).
+	pid=$("$docker" inspect -f '{{.State.Pid}}' "$c")
+	bundle=$(hezo_docker_bundle "$c")
+	echo "  no_new_privs   $(jq -r '.process.noNewPrivileges' "$bundle/config.json")" \
+		"(process.noNewPrivileges in the config.json the backend got, $bundle/config.json)"
+	echo "                 host: NoNewPrivs $(sed -n 's/^NoNewPrivs:[[:space:]]*//p' "/proc/$pid/status")" \
+		"in /proc/$pid/status of $(tr '\0' '\n' <"/proc/$pid/cmdline" | head -n 1)"
 	cg=$("$docker" inspect -f '{{.HostConfig.CgroupParent}}' "$c")
 	cg=${cg:-/docker}/$c
 	echo "  pids.max       $(cat "/sys/fs/cgroup/pids$cg/pids.max")   (256 + gVisor's headroom of 128)"
 	echo "  memory limit   $(($(cat "/sys/fs/cgroup/memory$cg/memory.limit_in_bytes") / 1048576)) MiB," \
 		"memory+swap $(($(cat "/sys/fs/cgroup/memory$cg/memory.memsw.limit_in_bytes") / 1048576)) MiB"
 	echo "  cpu            $(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_quota_us") / $(cat "/sys/fs/cgroup/cpu$cg/cpu.cfs_period_us") us"
-	pid=$("$docker" inspect -f '{{.State.Pid}}' "$c")
 	echo "  egress         nftables in the container's network namespace:"
 	nsenter -t "$pid" -n nft list table inet hezo | sed 's/^/                 /'
 	"$docker" rm -f "$c" >/dev/null

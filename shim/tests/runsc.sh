@@ -27,8 +27,8 @@ hezo_require_shim
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 IMG=$HEZO_TEST_IMAGE
-RT=hezo-shim-runsc
-RT_RUNC=hezo-shim-runsc-p
+RT=hezo-test-runsc
+RT_RUNC=hezo-test-runsc-p
 # dockerd hands every runtime this --root (the shim keys its records by it).
 DROOT=/var/run/docker/runtime-runc/moby
 MIB=1048576

@@ -72,8 +72,6 @@ PIDS=()
 NETNS=()
 LINKS=()
 DOCKER_RUNTIMES=()
-DAEMON_JSON=/etc/docker/daemon.json
-DAEMON_SAVED=""
 PROXYD_PID=""
 
 cleanup()
@@ -189,6 +187,8 @@ ulimit -n 1048576 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 . "$SRC/tests/lib/image.sh"
 # shellcheck source=tests/lib/netns.sh
 . "$SRC/tests/lib/netns.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$SRC/tests/lib/docker.sh"
 
 MACHINE="$(nproc) cores, $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo), kernel $(uname -r)"
 log "machine: $MACHINE; rounds $ROUNDS; quick $QUICK"
@@ -402,24 +402,12 @@ bench_start()
 ###########################################################################################
 # 2. docker run --rm busybox true: hezo-shim runtimes vs runc
 ###########################################################################################
+# The runtimes the bench registers go through the suite's own helper: the first one takes the
+# engines' snapshot (tests/lib/engines.sh), which docker_restore puts back byte for byte.
 docker_restore()
 {
 	[ ${#DOCKER_RUNTIMES[@]} -eq 0 ] && return 0
-	local cur new n pid
-	cur=$(cat "$DAEMON_JSON" 2>/dev/null || echo '{}')
-	new=$cur
-	for n in "${DOCKER_RUNTIMES[@]}"; do
-		new=$(jq --arg n "$n" 'del(.runtimes[$n]) | if .runtimes == {} then del(.runtimes) else . end' <<<"$new")
-	done
-	if [ -n "$DAEMON_SAVED" ] && [ "$(jq -S . <<<"$new")" = "$(jq -S . "$DAEMON_SAVED")" ]; then
-		cp "$DAEMON_SAVED" "$DAEMON_JSON.bench-tmp"
-	elif [ -z "$DAEMON_SAVED" ] && [ "$(jq -c . <<<"$new")" = '{}' ]; then
-		rm -f "$DAEMON_JSON"
-	else
-		printf '%s\n' "$new" >"$DAEMON_JSON.bench-tmp"
-	fi
-	[ -e "$DAEMON_JSON.bench-tmp" ] && mv -f "$DAEMON_JSON.bench-tmp" "$DAEMON_JSON"
-	pid=$(cat /var/run/docker.pid 2>/dev/null) && kill -HUP "$pid" 2>/dev/null
+	hezo_engine_restore || log "daemon.json could not be restored (snapshot kept in $HEZO_ENGINE_SNAPSHOT)"
 	DOCKER_RUNTIMES=()
 }
 
@@ -427,30 +415,8 @@ docker_restore()
 # daemon.json, other keys kept; SIGHUP.
 docker_register()
 {
-	local cur pid name=$1 path=$2 args
-	shift 2
-	args=$(for a in "$@"; do printf '%s\n' "$a"; done | jq -R . | jq -sc .)
-	if [ -z "$DAEMON_SAVED" ] && [ -e "$DAEMON_JSON" ]; then
-		DAEMON_SAVED=$T/daemon.json.orig
-		cp -p "$DAEMON_JSON" "$DAEMON_SAVED"
-	fi
-	cur=$(cat "$DAEMON_JSON" 2>/dev/null || echo '{}')
-	[ -n "$cur" ] || cur='{}'
-	jq -e 'type == "object"' <<<"$cur" >/dev/null || { log "$DAEMON_JSON is not a JSON object"; return 1; }
-	mkdir -p "$(dirname "$DAEMON_JSON")"
-	jq --arg n "$name" --arg p "$path" --argjson a "$args" \
-		'.runtimes = ((.runtimes // {}) + {($n): ({path: $p} + if $a == [] then {} else {runtimeArgs: $a} end)})' \
-		<<<"$cur" >"$DAEMON_JSON.bench-tmp" && mv -f "$DAEMON_JSON.bench-tmp" "$DAEMON_JSON"
-	DOCKER_RUNTIMES+=("$name")
-	pid=$(cat /var/run/docker.pid 2>/dev/null) || { log "dockerd is not running"; return 1; }
-	kill -HUP "$pid"
-	for _ in $(seq 30); do
-		"$DOCKER" info --format '{{json .Runtimes}}' 2>/dev/null |
-			jq -e --arg n "$name" --arg p "$path" '.[$n].path == $p' >/dev/null && return 0
-		sleep 0.5
-	done
-	log "dockerd did not pick up runtime $name"
-	return 1
+	hezo_docker_register_runtime "$@" || { log "cannot register runtime $1"; return 1; }
+	DOCKER_RUNTIMES+=("$1")
 }
 
 bench_docker()

@@ -1,11 +1,11 @@
 #!/bin/bash
-# Engines: docker-compose 1.29 with `runtime: hezo-shim` (compose file format 2.4) on a
+# Engines: docker-compose 1.29 with `runtime: hezo-test-compose` (compose file format 2.4) on a
 # two-service project: up, both services boxed (one asks for --privileged and 8g), exec, down;
 # and a service with a host bind mount that fails with the shim's reason.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# Docker's runtime "hezo-shim" is the shared test wrapper in /run/hezo-test (as in
+# Docker's runtime "hezo-test-compose" is the shared test wrapper in /run/hezo-test (as in
 # tests/integration/docker.sh); the brief's dev policy with the runc backend.
 HEZO_TEST_BACKEND=runc
 # shellcheck source=tests/lib/common.sh
@@ -27,7 +27,7 @@ if ! hezo_docker image inspect "$HEZO_TEST_IMAGE" >/dev/null 2>&1; then
 	hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 	tap_cleanup "hezo_docker rmi '$HEZO_TEST_IMAGE'"
 fi
-RT=hezo-shim
+RT=hezo-test-compose
 # dockerd hands every runtime the same --root.
 DROOT=/run/docker/runtime-runc/moby
 MEM=$((2048 * 1048576))

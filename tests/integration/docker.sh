@@ -1,7 +1,7 @@
 #!/bin/bash
-# Integration: Docker end to end. hezo-shim registered as runtime "hezo-shim" in daemon.json, the
-# backend HEZO_TEST_BACKEND chosen by the test policy; no hardening flag given by the user, and
-# the privileged ones must not open the box.
+# Integration: Docker end to end. hezo-shim registered as runtime hezo-test-docker-BACKEND in
+# daemon.json, the backend HEZO_TEST_BACKEND chosen by the test policy; no hardening flag given by
+# the user, and the privileged ones must not open the box.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -25,7 +25,7 @@ hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 out=$(hezo_docker_bridge_repair 2>&1) || bail_out "docker0 is missing and cannot be recreated: $out"
 [ -n "$out" ] && diag "$out"
 IMG=$HEZO_TEST_IMAGE
-RT=hezo-shim
+RT=hezo-test-docker-$HEZO_TEST_BACKEND
 # dockerd hands every runtime the same --root.
 DROOT=/run/docker/runtime-runc/moby
 MIB=1048576
@@ -64,7 +64,7 @@ container_cgroup()
 
 # --- docker info --------------------------------------------------------------------------------
 expect_match "$(hezo_docker info --format '{{json .Runtimes}}' 2>&1)" "\"$RT\"" "docker info lists runtime $RT"
-expect_match "$(jq -r '.runtimes["hezo-shim"].path' /etc/docker/daemon.json)" "^$HEZO_TEST_WRAPPER\$" \
+expect_match "$(jq -r --arg n "$RT" '.runtimes[$n].path' "$HEZO_DAEMON_JSON")" "^$HEZO_TEST_WRAPPER\$" \
 	"daemon.json has the runtime"
 
 # --- the box with no hardening flags --------------------------------------------------------------

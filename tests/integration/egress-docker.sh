@@ -31,8 +31,8 @@ hezo_image_docker || bail_out "cannot import the busybox test image"
 TAG=hze$$
 E=$HEZO_TEST_DIR/egress-$HEZO_TEST_BACKEND
 INET=$TAG-inet
-RT_A=hezo-egress-$HEZO_TEST_BACKEND
-RT_B=hezo-egress-b-$HEZO_TEST_BACKEND
+RT_A=hezo-test-egress-$HEZO_TEST_BACKEND
+RT_B=hezo-test-egress-b-$HEZO_TEST_BACKEND
 IMG=$HEZO_TEST_IMAGE
 DNS_PORT=5399
 PIDS=()
@@ -137,7 +137,7 @@ hezo_docker_register_runtime "$RT_B" "$E/hezo-shim-b" || bail_out "cannot regist
 jq -n '{egress:{mode:"deny"}}' >"$E/projects/d.json"
 sed 's|--hezo-project b|--hezo-project d|' "$E/hezo-shim-b" >"$E/hezo-shim-d"
 chmod 0755 "$E/hezo-shim-d"
-RT_D=hezo-egress-d-$HEZO_TEST_BACKEND
+RT_D=hezo-test-egress-d-$HEZO_TEST_BACKEND
 hezo_docker_register_runtime "$RT_D" "$E/hezo-shim-d" || bail_out "cannot register $RT_D"
 
 # A network of our own: the test must not depend on docker0 (nor disturb it).

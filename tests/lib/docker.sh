@@ -1,11 +1,14 @@
 # dockerd for the tests: start it when it is not running, and register runtimes in
-# /etc/docker/daemon.json by merging (every other key is kept) and reloading with SIGHUP.
+# /etc/docker/daemon.json by merging (every other key is kept) and reloading with SIGHUP. The
+# first registration takes a snapshot of the engines' files (tests/lib/engines.sh) that the
+# test's exit puts back byte for byte.
 
 # shellcheck shell=bash
 
 HEZO_DOCKER=${HEZO_DOCKER:-/usr/bin/docker}
-HEZO_DAEMON_JSON=${HEZO_DAEMON_JSON:-/etc/docker/daemon.json}
 HEZO_DOCKERD_LOG=${HEZO_DOCKERD_LOG:-/var/log/hezo-test-dockerd.log}
+# shellcheck source=tests/lib/engines.sh
+. "$(dirname "${BASH_SOURCE[0]}")/engines.sh"
 
 hezo_docker()
 {
@@ -26,7 +29,7 @@ hezo_docker_wait()
 hezo_dockerd_pid()
 {
 	local pid
-	pid=$(cat /var/run/docker.pid 2>/dev/null) || return 1
+	pid=$(cat "$HEZO_DOCKERD_PIDFILE" 2>/dev/null) || return 1
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
@@ -72,13 +75,22 @@ hezo_docker_has_runtime()
 		jq -e --arg n "$1" --arg p "${2:-}" 'has($n) and ($p == "" or .[$n].path == $p)' >/dev/null
 }
 
-# hezo_docker_register_runtime NAME PATH [ARG...]: merge runtimes.NAME into daemon.json, keep a
-# backup of the previous file, reload dockerd and wait until `docker info` lists the runtime.
+# hezo_docker_register_runtime NAME PATH [ARG...]: merge runtimes.NAME into daemon.json, reload
+# dockerd and wait until `docker info` lists the runtime. The first call of a test script takes
+# the engines' snapshot, which the script's exit restores (tests/lib/engines.sh): call it from the
+# script's own shell. Name test runtimes hezo-test-...: an entry the user had under any other
+# name (their own "hezo-shim", say) is never rewritten, and the call fails instead.
 hezo_docker_register_runtime()
 {
-	local name=$1 path=$2 pid i args cur
+	local name=$1 path=$2 pid i args cur new
 	shift 2
 	args=$(jq -cn '$ARGS.positional' --args -- "$@")
+	hezo_engine_snapshot || { echo "cannot take a snapshot of the engines' files" >&2; return 1; }
+	if [ "${name#"$HEZO_TEST_RUNTIME_PREFIX"}" = "$name" ] && hezo_engine_had_runtime "$name"; then
+		echo "$HEZO_DAEMON_JSON already has a runtime '$name' that the tests did not create;" \
+			"not rewriting it (name test runtimes $HEZO_TEST_RUNTIME_PREFIX...)" >&2
+		return 1
+	fi
 	mkdir -p "$(dirname "$HEZO_DAEMON_JSON")"
 	if [ -s "$HEZO_DAEMON_JSON" ]; then
 		cur=$(cat "$HEZO_DAEMON_JSON")
@@ -89,12 +101,10 @@ hezo_docker_register_runtime()
 	else
 		cur='{}'
 	fi
-	local new
 	new=$(jq --arg n "$name" --arg p "$path" --argjson a "$args" \
 		'.runtimes = ((.runtimes // {}) + {($n): ({path: $p} + (if ($a | length) > 0 then {runtimeArgs: $a} else {} end))})' \
 		<<<"$cur") || return 1
 	if [ "$new" != "$(jq . <<<"$cur")" ] || [ ! -e "$HEZO_DAEMON_JSON" ]; then
-		[ -e "$HEZO_DAEMON_JSON" ] && cp -p "$HEZO_DAEMON_JSON" "$HEZO_DAEMON_JSON.hezo-bak"
 		printf '%s\n' "$new" >"$HEZO_DAEMON_JSON.tmp" && mv -f "$HEZO_DAEMON_JSON.tmp" "$HEZO_DAEMON_JSON"
 	fi
 	hezo_docker_has_runtime "$name" "$path" && return 0

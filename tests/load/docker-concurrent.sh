@@ -6,7 +6,7 @@
 # runsc processes, mounts, runtime and shim state directories.
 # Usage: tests/load/docker-concurrent.sh [BUILD_DIR]
 #   LOAD_BACKEND=runsc|runc (runsc)  LOAD_EGRESS=proxy|off (proxy)  LOAD_PARALLEL=50  LOAD_ROUNDS=10
-#   LOAD_RUNTIME=hezo-shim-load: the Docker runtime name registered for this test (its own wrapper,
+#   LOAD_RUNTIME=hezo-test-load: the Docker runtime name registered for this test (its own wrapper,
 #   policy and state, so tests using the shared "hezo-shim" runtime are not disturbed).
 #   LOAD_STRICT=1: also require the machine-wide counts to match (only when nothing else runs).
 set -uo pipefail
@@ -20,7 +20,7 @@ BACKEND=${LOAD_BACKEND:-runsc}
 EGRESS=${LOAD_EGRESS:-proxy}
 PAR=${LOAD_PARALLEL:-50}
 ROUNDS=${LOAD_ROUNDS:-10}
-RT=${LOAD_RUNTIME:-hezo-shim-load}
+RT=${LOAD_RUNTIME:-hezo-test-load}
 # shellcheck disable=SC2034 # read by tests/lib/common.sh
 HEZO_TEST_BACKEND=$BACKEND
 

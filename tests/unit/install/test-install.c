@@ -1,4 +1,5 @@
-/* Unit tests for install/: daemon.json merge/unmerge and the TOML blocks on real engine files. */
+/* Unit tests for install/: daemon.json merge/unmerge and the TOML blocks on real engine files;
+ * the runsc release doctor reads. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -572,6 +573,27 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+static void test_runsc_release(void **state)
+{
+	(void)state;
+	assert_int_equal(
+		hezo_install_runsc_release("runsc version 0.0~20240729.0\nspec: 1.0.2-dev\n"),
+		20240729);
+	assert_int_equal(
+		hezo_install_runsc_release("runsc version 0.0~20221219.0\nspec: 1.0.2-dev\n"),
+		HEZO_INSTALL_RUNSC_OLD);
+	assert_int_equal(hezo_install_runsc_release("runsc version release-20231009.0\n"),
+			 20231009);
+	/* No date, a short or long one, or "version " only on a later line: not a release. */
+	assert_int_equal(hezo_install_runsc_release("runsc version 1.2.3\n"), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release("runsc version 0.0~2024072\n"), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release("runsc version 0.0~202407290\n"), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release("runsc\nversion 0.0~20240729.0\n"), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release("runsc version 0.0~00000000.0"), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release(""), -EINVAL);
+	assert_int_equal(hezo_install_runsc_release(NULL), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_podman_refusals),
 		cmocka_unit_test(test_blocks_damaged),
 		cmocka_unit_test(test_toml_verbs_round_trip),
+		cmocka_unit_test(test_runsc_release),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
