@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hezo-egress.h"
 #include "hezo-hook.h"
 
 void hezo_hook_state_clear(struct hezo_hook_state *st)
@@ -104,25 +105,10 @@ void hezo_hook_egress_clear(struct hezo_hook_egress *eg)
 	memset(eg, 0, sizeof(*eg));
 }
 
-static int check_string_list(const struct hezo_json *root, const char *key, struct hezo_error **err)
-{
-	const struct hezo_json *v = hezo_json_get(root, key);
-
-	if (!v)
-		return 0;
-	if (v->type != HEZO_JSON_ARRAY)
-		return hezo_error_set(err, EINVAL, "--egress: \"%s\" is not a list", key);
-	HEZO_JSON_FOREACH (i, v) {
-		if (v->items[i]->type != HEZO_JSON_STRING || !v->items[i]->str[0])
-			return hezo_error_set(
-				err, EINVAL, "--egress: %s[%zu] is not a non-empty string", key, i);
-	}
-	return 0;
-}
-
 int hezo_hook_parse_egress(const char *arg, struct hezo_hook_egress *out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *root = NULL;
+	struct hezo_egress parsed;
 	const struct hezo_json *v;
 	const char *mode;
 	int r;
@@ -148,13 +134,12 @@ int hezo_hook_parse_egress(const char *arg, struct hezo_hook_egress *out, struct
 		return hezo_error_set(err, EINVAL,
 				      "--egress: unknown mode (want proxy, deny or off)");
 
-	r = check_string_list(root, "allow", err);
-	if (r >= 0)
-		r = check_string_list(root, "resolvers", err);
-	if (r >= 0)
-		r = check_string_list(root, "allowRanges", err);
+	/* Every entry by the grammar proxyd will enforce: a section it would refuse fails here,
+	 * before anything is wired. */
+	r = hezo_egress_parse_section(root, &parsed, err);
 	if (r < 0)
-		return r;
+		return hezo_error_prefix(err, "--egress");
+	hezo_egress_clear(&parsed);
 
 	v = hezo_json_get(root, "project");
 	if (v && v->type != HEZO_JSON_NULL) {

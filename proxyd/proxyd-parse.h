@@ -1,7 +1,7 @@
 /*
- * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, allow-list
- * matching, control requests and the per-container address pins. No I/O, no logging:
- * unit-tested and fuzzed.
+ * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, control
+ * requests and the per-container address pins (the allow list itself is egress/hezo-egress.h).
+ * No I/O, no logging: unit-tested and fuzzed.
  */
 #ifndef HEZO_PROXYD_PARSE_H
 #define HEZO_PROXYD_PARSE_H
@@ -10,11 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hezo-egress.h"
 #include "hezo-error.h"
 #include "hezo-json.h"
-
-/* A DNS name in dotted text, lowercase, no trailing dot: at most 253 characters. */
-#define HEZO_NAME_MAX 254
 
 /* ---- dns.c ---- */
 
@@ -125,70 +123,6 @@ int hezo_sni_parse(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]);
  * Host headers, CONNECT, folded or bare-LF lines, a target naming another host, HTTP/2 preface).
  */
 int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port);
-
-/* ---- conf.c ---- */
-
-struct hezo_cidr {
-	int family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-	uint8_t prefix;
-	uint16_t port; /* allow entries: 0 means 80 and 443; unused in allowRanges */
-};
-
-struct hezo_allow_name {
-	char name[HEZO_NAME_MAX]; /* normalised; for a wildcard, the suffix after "*." */
-	bool wildcard;
-	uint16_t port; /* 0: the default ports 80 and 443 */
-};
-
-struct hezo_egress {
-	struct hezo_allow_name *names;
-	size_t nnames;
-	struct hezo_cidr *cidrs; /* address entries of allow; port 0: 80 and 443 */
-	size_t ncidrs;
-	struct hezo_cidr *ranges; /* allowRanges */
-	size_t nranges;
-	struct hezo_resolver {
-		int family;
-		uint8_t addr[16];
-		uint16_t port;
-	} * resolvers;
-	size_t nresolvers;
-};
-
-void hezo_egress_clear(struct hezo_egress *e);
-
-/*
- * Lowercase, drop one trailing dot, check labels (1..63 of [a-z0-9_-], not starting or ending
- * with '-') and the total length. Raw UTF-8 is refused with -EILSEQ: names must come already in
- * punycode (xn--...). -EINVAL for other bad names.
- */
-int hezo_name_normalize(const char *in, size_t len, char out[HEZO_NAME_MAX]);
-
-/* Parse "1.2.3.4", "10.0.0.0/8", "fd00::/8" (prefix optional: full length). */
-int hezo_cidr_parse(const char *s, struct hezo_cidr *out);
-bool hezo_cidr_contains(const struct hezo_cidr *c, int family, const uint8_t *addr);
-
-/* Parse one allow entry ("example.com", "*.example.com:8443", "10.0.0.0/8:5432",
- * "[2001:db8::]/32:443", "fd00::1"; no port: 80 and 443). *is_cidr says which of name/cidr it
- * filled. */
-int hezo_allow_parse(const char *s, struct hezo_allow_name *name, struct hezo_cidr *cidr,
-		     bool *is_cidr, struct hezo_error **err);
-
-/* Parse the egress object of a registration (keys mode, allow, resolvers, allowRanges, project).
- * default_port is the resolver port when an entry names none. */
-int hezo_egress_parse(const struct hezo_json *egress, struct hezo_egress *out,
-		      struct hezo_error **err);
-
-/* May a connection to name on port be made? port 0: any allowed port (DNS). */
-bool hezo_egress_name_allowed(const struct hezo_egress *e, const char *name, uint16_t port);
-/* Does a literal CIDR:port entry allow this destination? */
-bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uint8_t *addr,
-			      uint16_t port);
-/* Loopback, private, link-local, CGNAT, metadata, ULA, multicast and friends, and IPv4-mapped,
- * -compatible, NAT64 and 6to4 forms of those. */
-bool hezo_addr_is_special(int family, const uint8_t *addr);
-bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
 
 /* ---- request.c ---- */
 

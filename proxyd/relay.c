@@ -563,7 +563,7 @@ static void read_head(struct pd_conn *k)
 		return;
 	}
 	if (!hezo_egress_name_allowed(&k->c->eg, k->name, port)) {
-		refuse(k, hezo_egress_name_allowed(&k->c->eg, k->name, 0)
+		refuse(k, hezo_egress_name_listed(&k->c->eg, k->name)
 				  ? "port not allowed for this name"
 				  : (kind[0] == 's' ? "SNI names a host not allowed"
 						    : "Host names a host not allowed"));

@@ -222,6 +222,13 @@ static void test_egress_hostile(void **unused)
 		"{\"mode\":\"proxy\",\"allowRanges\":[null]}",
 		"{\"mode\":\"proxy\",\"project\":\"\"}",
 		"{\"mode\":\"proxy\",\"project\":3}",
+		/* entries proxyd would refuse: the shared grammar refuses them here first */
+		"{\"mode\":\"proxy\",\"allow\":[\"*.com\"]}",
+		"{\"mode\":\"proxy\",\"allow\":[\"300.1.1.1\"]}",
+		"{\"mode\":\"proxy\",\"allow\":[\"a.test:0\"]}",
+		"{\"mode\":\"deny\",\"resolvers\":[\"dns.google\"]}",
+		"{\"mode\":\"proxy\",\"allowRanges\":[\"10.0.0.0\"]}",
+		"{\"mode\":\"proxy\",\"surprise\":[]}",
 	};
 	struct hezo_hook_egress eg;
 

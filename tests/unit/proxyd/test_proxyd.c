@@ -704,12 +704,21 @@ static void test_allow_matching(void **state)
 	assert_false(hezo_egress_name_allowed(&e, "xcdn.test", 443));
 	assert_true(hezo_egress_name_allowed(&e, "api.test", 8443));
 	assert_false(hezo_egress_name_allowed(&e, "api.test", 443));
-	assert_true(hezo_egress_name_allowed(&e, "api.test", 0)); /* DNS: any port */
+	/* Port 0 is no port: no entry allows it (it used to mean "any port"). */
+	assert_false(hezo_egress_name_allowed(&e, "api.test", 0));
+	assert_false(hezo_egress_name_allowed(&e, "example.com", 0));
+	assert_false(hezo_egress_name_allowed(&e, "a.cdn.test", 0));
 	assert_false(hezo_egress_name_allowed(&e, "other.test", 0));
+	/* DNS asks whether a name is listed at all, whatever its port. */
+	assert_true(hezo_egress_name_listed(&e, "api.test"));
+	assert_true(hezo_egress_name_listed(&e, "a.cdn.test"));
+	assert_false(hezo_egress_name_listed(&e, "cdn.test"));
+	assert_false(hezo_egress_name_listed(&e, "other.test"));
 
 	inet_pton(AF_INET, "10.9.8.7", a4);
 	assert_true(hezo_egress_cidr_allowed(&e, AF_INET, a4, 5432));
 	assert_false(hezo_egress_cidr_allowed(&e, AF_INET, a4, 5433));
+	assert_false(hezo_egress_cidr_allowed(&e, AF_INET, a4, 0));
 	inet_pton(AF_INET, "192.0.2.7", a4);
 	assert_true(hezo_egress_cidr_allowed(&e, AF_INET, a4, 25));
 	inet_pton(AF_INET, "192.0.2.8", a4);
