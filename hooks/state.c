@@ -5,6 +5,7 @@
 
 #include "hezo-egress.h"
 #include "hezo-hook.h"
+#include "hezo-id.h"
 
 void hezo_hook_state_clear(struct hezo_hook_state *st)
 {
@@ -16,17 +17,7 @@ void hezo_hook_state_clear(struct hezo_hook_state *st)
 
 bool hezo_hook_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	if (n == 0 || n > 1024 || !strcmp(id, ".") || !strcmp(id, ".."))
-		return false;
-	for (const char *p = id; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '+' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
+	return hezo_id_valid(id);
 }
 
 static int dup_optional_string(const struct hezo_json *root, const char *key, char **out,
@@ -67,7 +58,7 @@ int hezo_hook_parse_state(const char *buf, size_t len, bool need_pid, struct hez
 	if (v->type != HEZO_JSON_STRING)
 		return hezo_error_set(err, EINVAL, "state: \"id\" is not a string");
 	if (!hezo_hook_id_valid(v->str))
-		return hezo_error_set(err, EINVAL, "state: \"id\" is not a valid container id");
+		return hezo_error_set(err, EINVAL, "state: \"id\" is not " HEZO_ID_RULE);
 
 	v = hezo_json_get(root, "pid");
 	if (v && v->type != HEZO_JSON_NULL) {

@@ -12,6 +12,7 @@
 
 #include "hezo-egress.h"
 #include "hezo-error.h"
+#include "hezo-id.h"
 #include "hezo-json.h"
 
 /* ---- dns.c ---- */
@@ -126,9 +127,8 @@ int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]
 
 /* ---- request.c ---- */
 
-/* Container ids as proxyd keeps them (they name state files and mounts): 1..128 of
- * [A-Za-z0-9_+.-], not starting with '.' or '-'. */
-#define HEZO_CTL_ID_MAX	     129
+/* Room for a container id (base/hezo-id.h) and its NUL. */
+#define HEZO_CTL_ID_MAX	     (HEZO_ID_MAX + 1)
 #define HEZO_CTL_PROJECT_MAX 65
 
 enum hezo_ctl_op {

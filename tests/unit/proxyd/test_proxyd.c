@@ -780,6 +780,40 @@ static void test_allow_refusals(void **state)
 	assert_int_equal(egress_error("{}", msg, sizeof(msg)), 0);
 }
 
+/* The id rule at its edges, through the register request proxyd reads (base/hezo-id.h). */
+static void test_ctl_id_limits(void **state)
+{
+	static const struct {
+		size_t len;
+		char first;
+		bool ok;
+	} cases[] = {
+		{1, 'a', true},	 {128, 'a', true}, {129, 'a', false}, {1024, 'a', false},
+		{5, '.', false}, {5, '-', false},  {5, '_', true},
+	};
+	char id[1100], msg[1300];
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(cases); i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		struct hezo_ctl_request q;
+		int r;
+
+		memset(id, 'b', cases[i].len);
+		id[0] = cases[i].first;
+		id[cases[i].len] = '\0';
+		snprintf(msg, sizeof(msg), "{\"op\":\"register\",\"id\":\"%s\",\"egress\":{}}", id);
+		r = hezo_ctl_request_parse(msg, strlen(msg), &q, &err);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("id of %zu starting '%c': %s", cases[i].len, cases[i].first,
+				 r == 0 ? "accepted" : err->msg);
+		if (r == 0)
+			hezo_ctl_request_clear(&q);
+		else
+			assert_non_null(strstr(err->msg, "1-128 characters"));
+		assert_int_equal(hezo_ctl_id_valid(id), cases[i].ok);
+	}
+}
+
 static void test_cidr(void **state)
 {
 	struct hezo_cidr c;
@@ -924,6 +958,7 @@ int main(void)
 		cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_allow_matching),
 		cmocka_unit_test(test_allow_refusals),
+		cmocka_unit_test(test_ctl_id_limits),
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_special_ranges),
 		cmocka_unit_test(test_pins),
