@@ -184,6 +184,9 @@ int hezo_pin_add(struct hezo_pins *p, int family, const uint8_t *addr, const cha
 bool hezo_pin_match(const struct hezo_pins *p, int family, const uint8_t *addr, const char *name,
 		    uint64_t now);
 bool hezo_pin_any(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now);
+/* Is some live pin of addr for a name that e allows on port? (Port 0: never.) */
+bool hezo_pin_any_allowed(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now,
+			  const struct hezo_egress *e, uint16_t port);
 void hezo_pin_expire(struct hezo_pins *p, uint64_t now);
 void hezo_pin_clear(struct hezo_pins *p);
 

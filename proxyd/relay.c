@@ -656,6 +656,12 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 		refuse(k, "destination was not resolved through proxyd");
 		return;
 	}
+	/* No name this address was resolved for is allowed on this port (port 0 included): no
+	 * request could be allowed, so none is waited for. */
+	if (!hezo_pin_any_allowed(&c->pins, k->dst.ss_family, addr, now / 1000, &c->eg, port)) {
+		refuse(k, "port not allowed for any name resolved to this address");
+		return;
+	}
 	/* The head buffer is borrowed only while the head is read and forwarded. */
 	k->up.buf = head_get();
 	if (!k->up.buf) {

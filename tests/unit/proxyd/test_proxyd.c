@@ -903,9 +903,25 @@ static void test_pins(void **state)
 	assert_false(hezo_pin_match(&p, AF_INET, b, "allowed.test", 120));
 	assert_true(hezo_pin_any(&p, AF_INET, a, 120));
 	assert_false(hezo_pin_any(&p, AF_INET6, a6, 120));
+	{
+		/* refused at accept: no name pinned to the address is allowed on the port */
+		struct hezo_egress e =
+			egress_of("{\"allow\":[\"allowed.test\",\"other.test:8080\"]}");
+
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 443));
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 80));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 8080));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 0));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, b, 120, &e, 443));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 160, &e, 443)); /* expired */
+		assert_int_equal(hezo_pin_add(&p, AF_INET, a, "other.test", 5, 100), 0);
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 8080));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 0));
+		hezo_egress_clear(&e);
+	}
 	/* a renewed answer extends, never shortens */
 	assert_int_equal(hezo_pin_add(&p, AF_INET, a, "allowed.test", 3600, 120), 0);
-	assert_int_equal(p.n, 1);
+	assert_int_equal(p.n, 2);
 	assert_true(hezo_pin_match(&p, AF_INET, a, "allowed.test", 3700));
 	assert_int_equal(hezo_pin_add(&p, AF_INET, a, "allowed.test", 1, 130), 0);
 	assert_true(hezo_pin_match(&p, AF_INET, a, "allowed.test", 3700));
