@@ -117,13 +117,57 @@ int hezo_sni_parse(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]);
 
 /* ---- http.c ---- */
 
+enum hezo_http_body {
+	HEZO_HTTP_BODY_NONE,
+	HEZO_HTTP_BODY_LENGTH,
+	HEZO_HTTP_BODY_CHUNKED,
+};
+
+/* One request head as proxyd follows it. */
+struct hezo_http_request {
+	size_t head_len;	  /* through the blank line that ends it */
+	size_t method_len;	  /* the method is buf[0..method_len) */
+	char host[HEZO_NAME_MAX]; /* the Host header's host, as sent (without port) */
+	uint16_t port;		  /* its port, 0 if none */
+	uint8_t minor;		  /* HTTP/1.minor */
+	enum hezo_http_body body;
+	uint64_t length; /* BODY_LENGTH: the Content-Length */
+	bool upgrade;	 /* an Upgrade header: the connection may switch protocols */
+};
+
 /*
- * Parse an HTTP/1.x request head at the start of buf and return 1 with the Host header's host
- * (without port) in out and its port (0 if none) in *port. -EAGAIN: the head is not complete yet
- * (but what is there is plausible); -EINVAL: not a request proxyd lets through (no or several
- * Host headers, CONNECT, folded or bare-LF lines, a target naming another host, HTTP/2 preface).
+ * Parse the HTTP/1.x request head at the start of buf. 1: complete and acceptable, *req filled.
+ * -EAGAIN: not complete yet (what is there is plausible). -EINVAL: refused: not HTTP/1.0 or 1.1,
+ * CONNECT, the HTTP/2 preface, a target naming another host than Host; anything RFC 9112 calls
+ * invalid in a request head (obs-fold, a space before a colon, a bare CR or LF, NUL or other
+ * control characters); and ambiguous framing or Host: no Host or two, two Content-Lengths or a
+ * list, Content-Length with Transfer-Encoding, a Transfer-Encoding other than one "chunked",
+ * Transfer-Encoding in HTTP/1.0. Bytes outside ASCII are refused too.
  */
+int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_request *req);
+
+/* The same, giving only the Host (the first request of a connection). */
 int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port);
+
+/* A chunked request body being followed (hezo_http_chunked_scan). */
+struct hezo_http_chunked {
+	uint8_t st, digits;
+	uint64_t left;
+};
+
+void hezo_http_chunked_init(struct hezo_http_chunked *c);
+/*
+ * Consume up to len bytes of a chunked body. 1: the body ended at buf[*used] (what follows is
+ * the next request); 0: all len bytes belong to the body, more is needed; -EINVAL: bad framing
+ * (a size that is not hex or over 15 digits, a bare CR, data not followed by CRLF, trailer
+ * fields, which proxyd does not pass).
+ */
+int hezo_http_chunked_scan(struct hezo_http_chunked *c, const uint8_t *buf, size_t len,
+			   size_t *used);
+/* Inside a chunk's data: how many data bytes are left (they may be moved without scanning). */
+uint64_t hezo_http_chunked_data_left(const struct hezo_http_chunked *c);
+/* n (at most data_left) data bytes went by unscanned. */
+void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n);
 
 /* ---- request.c ---- */
 
