@@ -9,8 +9,22 @@
 
 #include "hezo-cleanup.h"
 #include "hezo-egress.h"
+#include "hezo-log.h"
 
 #define PROJECT_MAX 64
+
+/* Input quoted in a message: escaped, so the message stays one printable line, and cut short. */
+struct shown {
+	char s[200];
+};
+
+static struct shown show(const char *in)
+{
+	struct shown o;
+
+	hezo_json_escape(o.s, sizeof(o.s), in);
+	return o;
+}
 
 static const char *const mode_names[] = {
 	[HEZO_EGRESS_PROXY] = "proxy",
@@ -79,7 +93,7 @@ static int parse_lists(const struct hezo_json *allow, const struct hezo_json *re
 
 			if (hezo_allow_parse(allow->items[i]->str, &n, &c, &is_cidr, &why) < 0)
 				return hezo_error_set(err, EINVAL, "egress.allow[%zu]: \"%s\": %s",
-						      i, allow->items[i]->str, why);
+						      i, show(allow->items[i]->str).s, why);
 			if (is_cidr)
 				e->cidrs[e->ncidrs++] = c;
 			else
@@ -96,7 +110,7 @@ static int parse_lists(const struct hezo_json *allow, const struct hezo_json *re
 				return hezo_error_set(err, EINVAL,
 						      "egress.resolvers[%zu]: \"%s\": %s "
 						      "(expected IP or IP:PORT)",
-						      i, resolvers->items[i]->str, why);
+						      i, show(resolvers->items[i]->str).s, why);
 			e->nresolvers++;
 		}
 	}
@@ -108,7 +122,7 @@ static int parse_lists(const struct hezo_json *allow, const struct hezo_json *re
 			if (hezo_range_parse(ranges->items[i]->str, &e->ranges[i], &why) < 0)
 				return hezo_error_set(err, EINVAL,
 						      "egress.allowRanges[%zu]: \"%s\": %s", i,
-						      ranges->items[i]->str, why);
+						      show(ranges->items[i]->str).s, why);
 			e->nranges++;
 		}
 	}
@@ -133,7 +147,7 @@ static int parse_section(const struct hezo_json *egress, bool proxy_only, struct
 			ok = ok || strcmp(egress->keys[i], known[k]) == 0;
 		if (!ok)
 			return hezo_error_set(err, EINVAL, "egress.%s: unknown key",
-					      egress->keys[i]);
+					      show(egress->keys[i]).s);
 	}
 	mode = hezo_json_get(egress, "mode");
 	if (mode && hezo_egress_mode_parse(hezo_json_string(mode), &e.mode) < 0)
