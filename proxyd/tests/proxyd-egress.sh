@@ -143,8 +143,32 @@ import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def answer(self):
-        n = int(self.headers.get("Content-Length") or 0)
+        chunked = (self.headers.get("Transfer-Encoding") or "").lower() == "chunked"
+        n = 0 if chunked else int(self.headers.get("Content-Length") or 0)  # TE wins (RFC 9112)
         body = self.rfile.read(n) if n else b""
+        if chunked:
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                body += self.rfile.read(size)
+                self.rfile.readline()
+                if size == 0:
+                    break
+        if self.path == "/ws":  # accept the upgrade, then echo raw bytes
+            with open(sys.argv[1], "a") as f:
+                f.write("host=%s \"%s\" upgraded\n" % (self.headers.get("Host"), self.requestline))
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                d = self.rfile.read1(4096)
+                if not d:
+                    break
+                self.wfile.write(b"echo:" + d)
+                self.wfile.flush()
+            self.close_connection = True
+            return
         with open(sys.argv[1], "a") as f:
             f.write("host=%s \"%s\" body=%d\n" % (self.headers.get("Host"), self.requestline, len(body)))
         out = ("host=%s\n" % self.headers.get("Host")).encode()
@@ -221,7 +245,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..66"
+echo "1..69"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -379,6 +403,19 @@ check "c1: a body that looks like a request passes as the body; the next request
 	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /b HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 42\r\n\r\nGET /inbody HTTP/1.1\r\nHost: other.test\r\n\r\n' \
 		'GET /after-body HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q '^HTTP/1.1 403' &&
 		grep -q '\"POST /b HTTP/1.1\" body=42' $T/upstream.log && ! grep -q 'after-body\|GET /inbody' $T/upstream.log"
+check "c1: a chunked body passes by its framing; the request after it is checked" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /chunked HTTP/1.1\r\nHost: cdn.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n20\r\nGET / HTTP/1.1\r\nHost: x.test\r\n\r\n\r\n0\r\n\r\n' \
+		'GET /after-chunked HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 403' && grep -q '\"POST /chunked HTTP/1.1\" body=37' $T/upstream.log &&
+		! grep -q 'after-chunked' $T/upstream.log"
+check "c1: a WebSocket upgrade the server accepts (101) relays the rest as it comes" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
+		'frame-bytes\r\n\r\nnot http') && echo \"\$out\" | grep -q '^HTTP/1.1 101' &&
+		echo \"\$out\" | grep -q 'echo:frame-bytes'"
+check "c1: an Upgrade the server declines keeps every later request checked" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws-declined HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
+		'GET /after-declined HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 403' && ! grep -q 'after-declined' $T/upstream.log"
 check "c1: a port no entry allows is refused at accept (netlog reason, no wait)" \
 	bash -c "ip netns exec hzp-c1 python3 -c '
 import socket, time
