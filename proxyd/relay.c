@@ -79,9 +79,11 @@ struct pd_conn {
 		uint8_t st;    /* enum http_state */
 		uint32_t nreq; /* requests passed */
 		size_t ok;     /* H_HEAD..H_HOLD: bytes at the front of up.buf checked to go */
-		uint64_t left; /* H_LENGTH */
 		uint64_t refused_ms; /* H_REFUSED: when it happened */
-		struct hezo_http_chunked ch;
+		union {
+			uint64_t left;		     /* H_LENGTH */
+			struct hezo_http_chunked ch; /* H_CHUNKED */
+		};
 	} h;
 };
 
