@@ -46,7 +46,7 @@ void hezo_hook_state_clear(struct hezo_hook_state *st);
 int hezo_hook_parse_state(const char *buf, size_t len, bool need_pid, struct hezo_hook_state *out,
 			  struct hezo_error **err);
 
-/* A container id as runc accepts it: 1..1024 of [A-Za-z0-9_+.-], and not "." or "..". */
+/* A container id by the one rule (base/hezo-id.h). */
 bool hezo_hook_id_valid(const char *id);
 
 enum hezo_hook_mode {

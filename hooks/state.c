@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hezo-egress.h"
 #include "hezo-hook.h"
+#include "hezo-id.h"
 
 void hezo_hook_state_clear(struct hezo_hook_state *st)
 {
@@ -15,17 +17,7 @@ void hezo_hook_state_clear(struct hezo_hook_state *st)
 
 bool hezo_hook_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	if (n == 0 || n > 1024 || !strcmp(id, ".") || !strcmp(id, ".."))
-		return false;
-	for (const char *p = id; *p; p++) {
-		char c = *p;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '+' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
+	return hezo_id_valid(id);
 }
 
 static int dup_optional_string(const struct hezo_json *root, const char *key, char **out,
@@ -66,7 +58,7 @@ int hezo_hook_parse_state(const char *buf, size_t len, bool need_pid, struct hez
 	if (v->type != HEZO_JSON_STRING)
 		return hezo_error_set(err, EINVAL, "state: \"id\" is not a string");
 	if (!hezo_hook_id_valid(v->str))
-		return hezo_error_set(err, EINVAL, "state: \"id\" is not a valid container id");
+		return hezo_error_set(err, EINVAL, "state: \"id\" is not " HEZO_ID_RULE);
 
 	v = hezo_json_get(root, "pid");
 	if (v && v->type != HEZO_JSON_NULL) {
@@ -104,25 +96,10 @@ void hezo_hook_egress_clear(struct hezo_hook_egress *eg)
 	memset(eg, 0, sizeof(*eg));
 }
 
-static int check_string_list(const struct hezo_json *root, const char *key, struct hezo_error **err)
-{
-	const struct hezo_json *v = hezo_json_get(root, key);
-
-	if (!v)
-		return 0;
-	if (v->type != HEZO_JSON_ARRAY)
-		return hezo_error_set(err, EINVAL, "--egress: \"%s\" is not a list", key);
-	HEZO_JSON_FOREACH (i, v) {
-		if (v->items[i]->type != HEZO_JSON_STRING || !v->items[i]->str[0])
-			return hezo_error_set(
-				err, EINVAL, "--egress: %s[%zu] is not a non-empty string", key, i);
-	}
-	return 0;
-}
-
 int hezo_hook_parse_egress(const char *arg, struct hezo_hook_egress *out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *root = NULL;
+	struct hezo_egress parsed;
 	const struct hezo_json *v;
 	const char *mode;
 	int r;
@@ -148,13 +125,12 @@ int hezo_hook_parse_egress(const char *arg, struct hezo_hook_egress *out, struct
 		return hezo_error_set(err, EINVAL,
 				      "--egress: unknown mode (want proxy, deny or off)");
 
-	r = check_string_list(root, "allow", err);
-	if (r >= 0)
-		r = check_string_list(root, "resolvers", err);
-	if (r >= 0)
-		r = check_string_list(root, "allowRanges", err);
+	/* Every entry by the grammar proxyd will enforce: a section it would refuse fails here,
+	 * before anything is wired. */
+	r = hezo_egress_parse_section(root, &parsed, err);
 	if (r < 0)
-		return r;
+		return hezo_error_prefix(err, "--egress");
+	hezo_egress_clear(&parsed);
 
 	v = hezo_json_get(root, "project");
 	if (v && v->type != HEZO_JSON_NULL) {

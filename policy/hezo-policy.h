@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hezo-egress.h" /* enum hezo_egress_mode: part of the egress JSON form */
 #include "hezo-error.h"
 #include "hezo-json.h"
 
@@ -18,12 +19,6 @@ enum hezo_backend {
 	HEZO_BACKEND_RUNC,
 	HEZO_BACKEND_CRUN,
 	HEZO_BACKEND_COUNT,
-};
-
-enum hezo_egress_mode {
-	HEZO_EGRESS_PROXY,
-	HEZO_EGRESS_DENY,
-	HEZO_EGRESS_OFF,
 };
 
 enum hezo_runsc_network {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hezo-egress.h"
 #include "hezo-file.h"
 #include "policy-internal.h"
 
@@ -379,182 +380,6 @@ static int parse_cpus_text(const char *s, uint64_t *milli)
 	return 0;
 }
 
-static int parse_port(const char *s, size_t len)
-{
-	unsigned v = 0;
-
-	if (len == 0 || len > 5)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	return v >= 1 && v <= 65535 ? (int)v : -EINVAL;
-}
-
-/* Parse an address of len bytes (no brackets); returns AF_INET, AF_INET6 or -EINVAL. */
-static int parse_ip(const char *s, size_t len, unsigned char *bin)
-{
-	char buf[64];
-
-	if (len == 0 || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	if (inet_pton(AF_INET, buf, bin) == 1)
-		return AF_INET;
-	if (inet_pton(AF_INET6, buf, bin) == 1)
-		return AF_INET6;
-	return -EINVAL;
-}
-
-/* "ADDR/N" with no host bits set. */
-static int parse_cidr(const char *s, size_t len)
-{
-	const char *slash = memchr(s, '/', len);
-	unsigned char bin[16];
-	unsigned prefix = 0, bits;
-	int fam;
-	size_t i;
-
-	if (!slash)
-		return -EINVAL;
-	fam = parse_ip(s, (size_t)(slash - s), bin);
-	if (fam < 0)
-		return fam;
-	i = (size_t)(slash - s) + 1;
-	if (i == len || len - i > 3)
-		return -EINVAL;
-	for (; i < len; i++) {
-		if (!isdigit((unsigned char)s[i]))
-			return -EINVAL;
-		prefix = prefix * 10 + (unsigned)(s[i] - '0');
-	}
-	bits = fam == AF_INET ? 32 : 128;
-	if (prefix > bits)
-		return -EINVAL;
-	for (unsigned b = prefix; b < bits; b++)
-		if (bin[b / 8] & (0x80 >> (b % 8)))
-			return -EINVAL;
-	return 0;
-}
-
-/* Hostname, optionally "*." in front; letters, digits, '-' and '_' in labels of 1..63. */
-static int parse_hostname(const char *s, size_t len)
-{
-	size_t label = 0;
-	bool all_digits = true;
-
-	if (len >= 2 && s[0] == '*' && s[1] == '.') {
-		s += 2;
-		len -= 2;
-	}
-	if (len == 0 || len > 253)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-		if (ch == '.') {
-			if (label == 0 || s[i - 1] == '-')
-				return -EINVAL;
-			label = 0;
-			all_digits = true;
-			continue;
-		}
-		if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_')
-			return -EINVAL;
-		if (label == 0 && ch == '-')
-			return -EINVAL;
-		if (!isdigit((unsigned char)ch))
-			all_digits = false;
-		if (++label > 63)
-			return -EINVAL;
-	}
-	if (label == 0 || s[len - 1] == '-')
-		return -EINVAL;
-	/* "300.1.1.1" is a mistyped address, not a name. */
-	if (all_digits)
-		return -EINVAL;
-	return 0;
-}
-
-/* Split "TARGET[:PORT]" where TARGET may be [v6], v6 (no port then), CIDR, v4 or a host. */
-static int parse_egress_allow(const char *s)
-{
-	size_t len = strlen(s);
-	const char *slash = strchr(s, '/');
-	const char *colon;
-	unsigned char bin[16];
-
-	if (len == 0)
-		return -EINVAL;
-	if (slash) {
-		/* CIDR: the prefix digits end it; ":port" may follow. */
-		const char *q = slash + 1;
-		const char *a = s;
-		size_t alen = (size_t)(slash - s);
-		char buf[80];
-
-		while (isdigit((unsigned char)*q))
-			q++;
-		if (*q == ':' && parse_port(q + 1, strlen(q + 1)) < 0)
-			return -EINVAL;
-		if (*q != ':' && *q != '\0')
-			return -EINVAL;
-		if (alen >= 2 && a[0] == '[' && a[alen - 1] == ']') {
-			a++;
-			alen -= 2;
-		}
-		if (alen + (size_t)(q - slash) >= sizeof(buf))
-			return -EINVAL;
-		memcpy(buf, a, alen);
-		memcpy(buf + alen, slash, (size_t)(q - slash));
-		return parse_cidr(buf, alen + (size_t)(q - slash));
-	}
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-		if (!end || parse_ip(s + 1, (size_t)(end - s - 1), bin) != AF_INET6)
-			return -EINVAL;
-		if (end[1] == '\0')
-			return 0;
-		if (end[1] != ':')
-			return -EINVAL;
-		return parse_port(end + 2, strlen(end + 2)) < 0 ? -EINVAL : 0;
-	}
-	if (parse_ip(s, len, bin) == AF_INET6)
-		return 0;
-	colon = strrchr(s, ':');
-	if (colon) {
-		if (parse_port(colon + 1, strlen(colon + 1)) < 0)
-			return -EINVAL;
-		len = (size_t)(colon - s);
-	}
-	if (parse_ip(s, len, bin) == AF_INET)
-		return 0;
-	return parse_hostname(s, len);
-}
-
-static int parse_resolver(const char *s)
-{
-	size_t len = strlen(s);
-	unsigned char bin[16];
-	const char *colon;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-		if (!end || parse_ip(s + 1, (size_t)(end - s - 1), bin) != AF_INET6 ||
-		    end[1] != ':')
-			return -EINVAL;
-		return parse_port(end + 2, strlen(end + 2)) < 0 ? -EINVAL : 0;
-	}
-	if (parse_ip(s, len, bin) > 0)
-		return 0;
-	colon = strrchr(s, ':');
-	if (!colon || parse_port(colon + 1, strlen(colon + 1)) < 0)
-		return -EINVAL;
-	return parse_ip(s, (size_t)(colon - s), bin) == AF_INET ? 0 : -EINVAL;
-}
-
 static void lowercase(char *s)
 {
 	for (; *s; s++)
@@ -639,37 +464,43 @@ static int elem_any(struct pctx *c, const char *field, const char *s, char **nor
 	return 0;
 }
 
+/* The grammar is egress/'s (the hook and proxyd parse the same entries with it). */
 static int elem_egress_allow(struct pctx *c, const char *field, const char *s, char **norm)
 {
-	char q[256];
+	char q[256], canon[HEZO_EGRESS_ENTRY_MAX];
+	const char *why = NULL;
 
 	hezo_policy_quote(q, sizeof(q), s);
-	if (parse_egress_allow(s) < 0)
-		return perr(c, field, "%s is not a host, *.domain or CIDR (with an optional :port)",
-			    q);
-	*norm = strdup(s);
+	if (hezo_allow_normalize(s, canon, &why) < 0)
+		return perr(c, field,
+			    "%s is not a host, *.domain or CIDR (with an optional :port): %s", q,
+			    why);
+	*norm = strdup(canon);
 	if (!*norm)
 		return oom(c);
-	lowercase(*norm);
 	return 0;
 }
 
 static int elem_resolver(struct pctx *c, const char *field, const char *s, char **norm)
 {
+	struct hezo_resolver r;
+	const char *why = NULL;
 	char q[256];
 
 	hezo_policy_quote(q, sizeof(q), s);
-	if (parse_resolver(s) < 0)
-		return perr(c, field, "%s is not an IP address or IP:port", q);
+	if (hezo_resolver_parse(s, &r, &why) < 0)
+		return perr(c, field, "%s is not an IP address or IP:port: %s", q, why);
 	return 0;
 }
 
 static int elem_cidr(struct pctx *c, const char *field, const char *s, char **norm)
 {
+	struct hezo_cidr r;
+	const char *why = NULL;
 	char q[256];
 
 	hezo_policy_quote(q, sizeof(q), s);
-	if (parse_cidr(s, strlen(s)) < 0)
+	if (hezo_range_parse(s, &r, &why) < 0)
 		return perr(c, field, "%s is not a CIDR (ADDRESS/PREFIX, no host bits set)", q);
 	return 0;
 }
@@ -1558,7 +1389,7 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 	if (strcmp(k, "egress.allow") == 0) {
 		_cleanup_free_ char *copy = strdup(val);
 		struct hezo_strv s = {0};
-		char *save = NULL, *tok;
+		char *save = NULL, *tok, canon[HEZO_EGRESS_ENTRY_MAX];
 
 		if (!copy || hezo_strv_init(&s) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
@@ -1569,9 +1400,14 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 			end = tok + strlen(tok);
 			while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
 				*--end = '\0';
-			lowercase(tok);
 			if (*tok == '\0')
 				continue;
+			/* Compared in the canonical spelling the policy keeps; a token that is no
+			 * entry at all is in no list. */
+			if (hezo_allow_normalize(tok, canon, NULL) == 0)
+				tok = canon;
+			else
+				lowercase(tok);
 			if (!hezo_strv_contains(&p->egress_allow, tok)) {
 				char q[256];
 				hezo_policy_quote(q, sizeof(q), tok);

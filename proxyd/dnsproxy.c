@@ -629,7 +629,7 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 			  now);
 		return;
 	}
-	if (!q.name[0] || !hezo_egress_name_allowed(&c->eg, q.name, 0)) {
+	if (!q.name[0] || !hezo_egress_name_listed(&c->eg, q.name)) {
 		answer_empty(udp, client, clen, tc, msg, &q, HEZO_DNS_NXDOMAIN);
 		c->st.dns_refused++;
 		pd_stats.dns_refused++;

@@ -1,6 +1,9 @@
 /*
- * The Host of a plain HTTP/1.x request, read from its head. Pure; strict on purpose: anything a
- * server and proxyd could read differently (folding, bare LF, two Hosts) is refused.
+ * Plain HTTP/1.x requests as proxyd follows them on a connection: the strict request-head parser
+ * (Host, body framing, Upgrade) and the chunked-body scanner. Pure and allocation-free, so the
+ * relay and a later TLS interception can share them. Strict on purpose: anything RFC 9112 calls
+ * invalid in a request head, and anything a server and proxyd could read differently (folding,
+ * bare CR or LF, two Hosts, Content-Length with Transfer-Encoding), is refused.
  */
 #include <errno.h>
 #include <string.h>
@@ -79,28 +82,72 @@ static int check_prefix(const uint8_t *buf, size_t len)
 	return -EAGAIN;
 }
 
-int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port)
+/*
+ * Find the end of the head (just past CRLF CRLF) while checking every byte: CR only before LF,
+ * LF only after CR, no other control character but HTAB, no NUL, nothing outside ASCII (a
+ * server decoding Latin-1 may split lines at 0x85). 0: not complete yet; -EINVAL.
+ */
+static int head_end(const uint8_t *buf, size_t len, size_t *end)
 {
-	const uint8_t *end = NULL, *line, *sp1, *sp2, *eol;
-	const uint8_t *target;
-	size_t target_len, mlen;
-	bool have_host = false;
-
 	for (size_t i = 0; i < len; i++) {
-		if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r'))
-			return -EINVAL; /* bare LF */
-		if (buf[i] == '\0')
+		uint8_t c = buf[i];
+
+		if (c == '\r') {
+			if (i + 1 < len && buf[i + 1] != '\n')
+				return -EINVAL; /* a bare CR */
+		} else if (c == '\n') {
+			if (i == 0 || buf[i - 1] != '\r')
+				return -EINVAL; /* a bare LF */
+			if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
+				*end = i + 1;
+				return 1;
+			}
+		} else if ((c < 0x20 && c != '\t') || c >= 0x7f) {
 			return -EINVAL;
-		if (i >= 3 && memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
-			end = buf + i + 1;
-			break;
 		}
 	}
-	if (!end)
-		return check_prefix(buf, len);
+	return 0;
+}
 
-	/* Request line: METHOD SP target SP HTTP/1.x */
-	eol = memmem(buf, (size_t)(end - buf), "\r\n", 2);
+static bool name_is(const uint8_t *name, size_t len, const char *want)
+{
+	return len == strlen(want) && strncasecmp((const char *)name, want, len) == 0;
+}
+
+/* Content-Length: 1*DIGIT, no list, below 2^63. */
+static int parse_length(const uint8_t *v, size_t len, uint64_t *out)
+{
+	uint64_t n = 0;
+
+	if (len == 0 || len > 18)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		n = n * 10 + (uint64_t)(v[i] - '0');
+	}
+	*out = n;
+	return 0;
+}
+
+int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_request *req)
+{
+	const uint8_t *end, *line, *sp1, *sp2, *eol, *target;
+	size_t target_len, mlen, hend = 0;
+	bool have_host = false, have_cl = false, have_te = false;
+	int r;
+
+	memset(req, 0, sizeof(*req));
+	r = head_end(buf, len, &hend);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return check_prefix(buf, len);
+	end = buf + hend;
+	req->head_len = hend;
+
+	/* Request line: METHOD SP target SP HTTP/1.x, single spaces. */
+	eol = memmem(buf, hend, "\r\n", 2);
 	sp1 = memchr(buf, ' ', (size_t)(eol - buf));
 	if (!sp1 || sp1 == buf)
 		return -EINVAL;
@@ -122,6 +169,8 @@ int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]
 	if (eol - (sp2 + 1) != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
 	    (sp2[8] != '0' && sp2[8] != '1'))
 		return -EINVAL;
+	req->minor = (uint8_t)(sp2[8] - '0');
+	req->method_len = mlen;
 
 	for (line = eol + 2; line < end - 2; line = eol + 2) {
 		const uint8_t *colon, *v, *ve;
@@ -132,25 +181,40 @@ int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]
 		colon = memchr(line, ':', (size_t)(eol - line));
 		if (!colon || colon == line)
 			return -EINVAL;
+		/* A name is a token: no space before the colon. */
 		for (const uint8_t *p = line; p < colon; p++)
 			if (!is_tchar(*p))
 				return -EINVAL;
-		if (colon - line != 4 || strncasecmp((const char *)line, "host", 4) != 0)
-			continue;
-		if (have_host)
-			return -EINVAL;
 		v = colon + 1;
 		ve = eol;
 		while (v < ve && (*v == ' ' || *v == '\t'))
 			v++;
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 			ve--;
-		if (split_authority(v, (size_t)(ve - v), out, port) < 0)
-			return -EINVAL;
-		have_host = true;
+		if (name_is(line, (size_t)(colon - line), "host")) {
+			if (have_host ||
+			    split_authority(v, (size_t)(ve - v), req->host, &req->port))
+				return -EINVAL;
+			have_host = true;
+		} else if (name_is(line, (size_t)(colon - line), "content-length")) {
+			if (have_cl || parse_length(v, (size_t)(ve - v), &req->length) < 0)
+				return -EINVAL;
+			have_cl = true;
+		} else if (name_is(line, (size_t)(colon - line), "transfer-encoding")) {
+			/* Only "chunked" alone: a list or another coding is framing two parties
+			 * could disagree on. */
+			if (have_te || !name_is(v, (size_t)(ve - v), "chunked"))
+				return -EINVAL;
+			have_te = true;
+		} else if (name_is(line, (size_t)(colon - line), "upgrade")) {
+			req->upgrade = true;
+		}
 	}
-	if (!have_host)
+	if (!have_host || (have_cl && have_te) || (have_te && req->minor == 0))
 		return -EINVAL;
+	req->body = have_te   ? HEZO_HTTP_BODY_CHUNKED
+		    : have_cl ? HEZO_HTTP_BODY_LENGTH
+			      : HEZO_HTTP_BODY_NONE;
 
 	/* An absolute-form target must name the same authority as Host. */
 	if (target_len > 7 && strncasecmp((const char *)target, "http://", 7) == 0) {
@@ -162,10 +226,141 @@ int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]
 			ae++;
 		if (split_authority(a, (size_t)(ae - a), tname, &tport) < 0)
 			return -EINVAL;
-		if (strcasecmp(tname, out) != 0 || tport != *port)
+		if (strcasecmp(tname, req->host) != 0 || tport != req->port)
 			return -EINVAL;
 	} else if (target[0] != '/' && !(target_len == 1 && target[0] == '*')) {
 		return -EINVAL;
 	}
 	return 1;
+}
+
+int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port)
+{
+	struct hezo_http_request req;
+	int r = hezo_http_parse_request(buf, len, &req);
+
+	if (r == 1) {
+		memcpy(out, req.host, sizeof(req.host));
+		*port = req.port;
+	}
+	return r;
+}
+
+/* ---- chunked bodies ---- */
+
+enum {
+	CH_SIZE0, /* the first hex digit of a size */
+	CH_SIZE,  /* more hex digits, ';' or CR */
+	CH_EXT,	  /* a chunk extension, up to CR */
+	CH_SIZE_LF,
+	CH_DATA,
+	CH_DATA_CR,
+	CH_DATA_LF,
+	CH_TRAILER, /* after the last chunk: only the final CRLF (no trailer fields) */
+	CH_END_LF,
+	CH_DONE,
+};
+
+void hezo_http_chunked_init(struct hezo_http_chunked *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+static int hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int hezo_http_chunked_scan(struct hezo_http_chunked *c, const uint8_t *buf, size_t len,
+			   size_t *used)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		uint8_t b = buf[i];
+		int h;
+
+		switch (c->st) {
+		case CH_SIZE0:
+		case CH_SIZE:
+			h = hexval(b);
+			if (h >= 0) {
+				/* 15 hex digits: below 2^60, no overflow. */
+				if (++c->digits > 15)
+					return -EINVAL;
+				c->left = c->left * 16 + (uint64_t)h;
+				c->st = CH_SIZE;
+			} else if (c->st == CH_SIZE && b == ';') {
+				c->st = CH_EXT;
+			} else if (c->st == CH_SIZE && b == '\r') {
+				c->st = CH_SIZE_LF;
+			} else {
+				return -EINVAL;
+			}
+			break;
+		case CH_EXT:
+			if (b == '\r')
+				c->st = CH_SIZE_LF;
+			else if ((b < 0x20 && b != '\t') || b >= 0x7f)
+				return -EINVAL;
+			break;
+		case CH_SIZE_LF:
+			if (b != '\n')
+				return -EINVAL;
+			c->digits = 0;
+			c->st = c->left ? CH_DATA : CH_TRAILER;
+			break;
+		case CH_DATA: {
+			size_t n = len - i;
+
+			if (n > c->left)
+				n = (size_t)c->left;
+			c->left -= n;
+			i += n;
+			if (c->left == 0)
+				c->st = CH_DATA_CR;
+			continue;
+		}
+		case CH_DATA_CR:
+		case CH_TRAILER:
+			if (b != '\r')
+				return -EINVAL;
+			c->st = c->st == CH_DATA_CR ? CH_DATA_LF : CH_END_LF;
+			break;
+		case CH_DATA_LF:
+			if (b != '\n')
+				return -EINVAL;
+			c->st = CH_SIZE0;
+			break;
+		case CH_END_LF:
+			if (b != '\n')
+				return -EINVAL;
+			c->st = CH_DONE;
+			*used = i + 1;
+			return 1;
+		default:
+			return -EINVAL;
+		}
+		i++;
+	}
+	*used = i;
+	return 0;
+}
+
+uint64_t hezo_http_chunked_data_left(const struct hezo_http_chunked *c)
+{
+	return c->st == CH_DATA ? c->left : 0;
+}
+
+void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n)
+{
+	c->left -= n;
+	if (c->left == 0)
+		c->st = CH_DATA_CR;
 }

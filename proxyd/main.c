@@ -65,24 +65,8 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 
 static int parse_upstream(const char *s)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_json_ struct hezo_json *eg = NULL;
-	struct hezo_egress e;
-	char doc[256];
-	int r;
-
-	/* Same syntax as egress.resolvers: reuse that parser. */
-	if (strlen(s) > 100 || strchr(s, '"') || strchr(s, '\\'))
-		return -EINVAL;
-	snprintf(doc, sizeof(doc), "{\"resolvers\":[\"%s\"]}", s);
-	if (hezo_json_parse(doc, strlen(doc), &eg, &err) < 0)
-		return -EINVAL;
-	r = hezo_egress_parse(eg, &e, &err);
-	if (r < 0)
-		return r;
-	pd_cfg.upstream = e.resolvers[0];
-	hezo_egress_clear(&e);
-	return 0;
+	/* Same syntax as egress.resolvers: the one grammar (egress/). */
+	return hezo_resolver_parse(s, &pd_cfg.upstream, NULL);
 }
 
 static void tick(void)

@@ -1,7 +1,7 @@
 /*
- * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, allow-list
- * matching, control requests and the per-container address pins. No I/O, no logging:
- * unit-tested and fuzzed.
+ * hezo-proxyd's pure parts: DNS messages, TLS ClientHello SNI, HTTP request heads, control
+ * requests and the per-container address pins (the allow list itself is egress/hezo-egress.h).
+ * No I/O, no logging: unit-tested and fuzzed.
  */
 #ifndef HEZO_PROXYD_PARSE_H
 #define HEZO_PROXYD_PARSE_H
@@ -10,11 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hezo-egress.h"
 #include "hezo-error.h"
+#include "hezo-id.h"
 #include "hezo-json.h"
-
-/* A DNS name in dotted text, lowercase, no trailing dot: at most 253 characters. */
-#define HEZO_NAME_MAX 254
 
 /* ---- dns.c ---- */
 
@@ -118,83 +117,62 @@ int hezo_sni_parse(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]);
 
 /* ---- http.c ---- */
 
+enum hezo_http_body {
+	HEZO_HTTP_BODY_NONE,
+	HEZO_HTTP_BODY_LENGTH,
+	HEZO_HTTP_BODY_CHUNKED,
+};
+
+/* One request head as proxyd follows it. */
+struct hezo_http_request {
+	size_t head_len;	  /* through the blank line that ends it */
+	size_t method_len;	  /* the method is buf[0..method_len) */
+	char host[HEZO_NAME_MAX]; /* the Host header's host, as sent (without port) */
+	uint16_t port;		  /* its port, 0 if none */
+	uint8_t minor;		  /* HTTP/1.minor */
+	enum hezo_http_body body;
+	uint64_t length; /* BODY_LENGTH: the Content-Length */
+	bool upgrade;	 /* an Upgrade header: the connection may switch protocols */
+};
+
 /*
- * Parse an HTTP/1.x request head at the start of buf and return 1 with the Host header's host
- * (without port) in out and its port (0 if none) in *port. -EAGAIN: the head is not complete yet
- * (but what is there is plausible); -EINVAL: not a request proxyd lets through (no or several
- * Host headers, CONNECT, folded or bare-LF lines, a target naming another host, HTTP/2 preface).
+ * Parse the HTTP/1.x request head at the start of buf. 1: complete and acceptable, *req filled.
+ * -EAGAIN: not complete yet (what is there is plausible). -EINVAL: refused: not HTTP/1.0 or 1.1,
+ * CONNECT, the HTTP/2 preface, a target naming another host than Host; anything RFC 9112 calls
+ * invalid in a request head (obs-fold, a space before a colon, a bare CR or LF, NUL or other
+ * control characters); and ambiguous framing or Host: no Host or two, two Content-Lengths or a
+ * list, Content-Length with Transfer-Encoding, a Transfer-Encoding other than one "chunked",
+ * Transfer-Encoding in HTTP/1.0. Bytes outside ASCII are refused too.
  */
+int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_request *req);
+
+/* The same, giving only the Host (the first request of a connection). */
 int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port);
 
-/* ---- conf.c ---- */
-
-struct hezo_cidr {
-	int family; /* AF_INET or AF_INET6 */
-	uint8_t addr[16];
-	uint8_t prefix;
-	uint16_t port; /* allow entries: 0 means 80 and 443; unused in allowRanges */
+/* A chunked request body being followed (hezo_http_chunked_scan). */
+struct hezo_http_chunked {
+	uint8_t st, digits;
+	uint64_t left;
 };
 
-struct hezo_allow_name {
-	char name[HEZO_NAME_MAX]; /* normalised; for a wildcard, the suffix after "*." */
-	bool wildcard;
-	uint16_t port; /* 0: the default ports 80 and 443 */
-};
-
-struct hezo_egress {
-	struct hezo_allow_name *names;
-	size_t nnames;
-	struct hezo_cidr *cidrs; /* address entries of allow; port 0: 80 and 443 */
-	size_t ncidrs;
-	struct hezo_cidr *ranges; /* allowRanges */
-	size_t nranges;
-	struct hezo_resolver {
-		int family;
-		uint8_t addr[16];
-		uint16_t port;
-	} * resolvers;
-	size_t nresolvers;
-};
-
-void hezo_egress_clear(struct hezo_egress *e);
-
+void hezo_http_chunked_init(struct hezo_http_chunked *c);
 /*
- * Lowercase, drop one trailing dot, check labels (1..63 of [a-z0-9_-], not starting or ending
- * with '-') and the total length. Raw UTF-8 is refused with -EILSEQ: names must come already in
- * punycode (xn--...). -EINVAL for other bad names.
+ * Consume up to len bytes of a chunked body. 1: the body ended at buf[*used] (what follows is
+ * the next request); 0: all len bytes belong to the body, more is needed; -EINVAL: bad framing
+ * (a size that is not hex or over 15 digits, a bare CR, data not followed by CRLF, trailer
+ * fields, which proxyd does not pass).
  */
-int hezo_name_normalize(const char *in, size_t len, char out[HEZO_NAME_MAX]);
-
-/* Parse "1.2.3.4", "10.0.0.0/8", "fd00::/8" (prefix optional: full length). */
-int hezo_cidr_parse(const char *s, struct hezo_cidr *out);
-bool hezo_cidr_contains(const struct hezo_cidr *c, int family, const uint8_t *addr);
-
-/* Parse one allow entry ("example.com", "*.example.com:8443", "10.0.0.0/8:5432",
- * "[2001:db8::]/32:443", "fd00::1"; no port: 80 and 443). *is_cidr says which of name/cidr it
- * filled. */
-int hezo_allow_parse(const char *s, struct hezo_allow_name *name, struct hezo_cidr *cidr,
-		     bool *is_cidr, struct hezo_error **err);
-
-/* Parse the egress object of a registration (keys mode, allow, resolvers, allowRanges, project).
- * default_port is the resolver port when an entry names none. */
-int hezo_egress_parse(const struct hezo_json *egress, struct hezo_egress *out,
-		      struct hezo_error **err);
-
-/* May a connection to name on port be made? port 0: any allowed port (DNS). */
-bool hezo_egress_name_allowed(const struct hezo_egress *e, const char *name, uint16_t port);
-/* Does a literal CIDR:port entry allow this destination? */
-bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uint8_t *addr,
-			      uint16_t port);
-/* Loopback, private, link-local, CGNAT, metadata, ULA, multicast and friends, and IPv4-mapped,
- * -compatible, NAT64 and 6to4 forms of those. */
-bool hezo_addr_is_special(int family, const uint8_t *addr);
-bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
+int hezo_http_chunked_scan(struct hezo_http_chunked *c, const uint8_t *buf, size_t len,
+			   size_t *used);
+/* Inside a chunk's data: how many data bytes are left (they may be moved without scanning). */
+uint64_t hezo_http_chunked_data_left(const struct hezo_http_chunked *c);
+/* n (at most data_left) data bytes went by unscanned. */
+void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n);
 
 /* ---- request.c ---- */
 
-/* Container ids as proxyd keeps them (they name state files and mounts): 1..128 of
- * [A-Za-z0-9_+.-], not starting with '.' or '-'. */
-#define HEZO_CTL_ID_MAX	     129
+/* Room for a container id (base/hezo-id.h) and its NUL. */
+#define HEZO_CTL_ID_MAX	     (HEZO_ID_MAX + 1)
 #define HEZO_CTL_PROJECT_MAX 65
 
 enum hezo_ctl_op {
@@ -250,6 +228,9 @@ int hezo_pin_add(struct hezo_pins *p, int family, const uint8_t *addr, const cha
 bool hezo_pin_match(const struct hezo_pins *p, int family, const uint8_t *addr, const char *name,
 		    uint64_t now);
 bool hezo_pin_any(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now);
+/* Is some live pin of addr for a name that e allows on port? (Port 0: never.) */
+bool hezo_pin_any_allowed(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now,
+			  const struct hezo_egress *e, uint16_t port);
 void hezo_pin_expire(struct hezo_pins *p, uint64_t now);
 void hezo_pin_clear(struct hezo_pins *p);
 

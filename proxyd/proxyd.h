@@ -14,7 +14,7 @@
 
 #define PD_TCP_PORT    15001
 #define PD_DNS_PORT    15053
-#define PD_ID_MAX      129 /* container ids: 1..128 of [A-Za-z0-9_+.-], not starting with '.' or '-' */
+#define PD_ID_MAX      (HEZO_ID_MAX + 1) /* a container id (base/hezo-id.h) and its NUL */
 #define PD_PROJECT_MAX 65
 #define PD_HEAD_MAX    16384
 

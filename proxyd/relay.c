@@ -1,7 +1,9 @@
 /*
  * The transparent TCP relay: accept in the container's namespace, recover the original
  * destination, decide from the ClientHello or request head, connect from proxyd's own namespace
- * and copy both ways with backpressure, half-close and splice() through a pipe.
+ * and copy both ways with backpressure, half-close and splice() through a pipe. On plain HTTP
+ * every request of the connection is read (http.c) before it is passed: each must name the host
+ * the connection was allowed for.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +35,20 @@
 enum conn_state { ST_HEAD, ST_CONNECTING, ST_RELAY };
 
 /*
+ * Where a plain-HTTP connection's client stream is. H_NONE: not followed (TLS, an address
+ * entry): bytes pass as they come. H_OPAQUE: the server switched protocols (101): the same.
+ */
+enum http_state {
+	H_NONE,
+	H_HEAD,	   /* the next request head is due */
+	H_LENGTH,  /* a Content-Length body: h.left bytes to pass */
+	H_CHUNKED, /* a chunked body: h.ch follows it */
+	H_HOLD,	   /* an Upgrade request went out: the client waits until the answer is seen */
+	H_OPAQUE,
+	H_REFUSED, /* a request was refused: answered 403 once the earlier responses are out */
+};
+
+/*
  * One direction of a relay. Bytes leave in order: first buf (the request head proxyd read, or a
  * copy buffer when no pipe can be had), then the pipe. Both are borrowed from pools only while
  * they hold bytes, so an idle relay holds its two sockets and nothing else.
@@ -59,6 +75,16 @@ struct pd_conn {
 	const char *reason;
 	uint64_t start_ms, deadline_ms, last_ms;
 	struct dir up, down;
+	struct {
+		uint8_t st;    /* enum http_state */
+		uint32_t nreq; /* requests passed */
+		size_t ok;     /* H_HEAD..H_HOLD: bytes at the front of up.buf checked to go */
+		uint64_t refused_ms; /* H_REFUSED: when it happened */
+		union {
+			uint64_t left;		     /* H_LENGTH */
+			struct hezo_http_chunked ch; /* H_CHUNKED */
+		};
+	} h;
 };
 
 static unsigned nactive;
@@ -232,6 +258,174 @@ static bool dir_can_fill(const struct dir *d)
 	return !d->buf || d->off + d->len < PD_HEAD_MAX || d->off > 0;
 }
 
+/* ---- following plain HTTP (the client's direction only) ---- */
+
+static bool http_followed(const struct pd_conn *k, const struct dir *d)
+{
+	return d == &k->up && k->h.st != H_NONE && k->h.st != H_OPAQUE;
+}
+
+/* Buffered bytes that may be written: on a followed connection only the checked ones. */
+static size_t dir_sendable(const struct pd_conn *k, const struct dir *d)
+{
+	return http_followed(k, d) ? k->h.ok : d->len;
+}
+
+static bool conn_has_data(const struct pd_conn *k, const struct dir *d)
+{
+	return dir_sendable(k, d) > 0 || d->inpipe > 0;
+}
+
+static const char *conn_verdict(const struct pd_conn *k)
+{
+	return k->h.st == H_REFUSED ? "deny" : "allow";
+}
+
+/* Stop passing the client's bytes: those checked still go, the rest is dropped, nothing more
+ * is read; the upstream gets a half-close, and the client a 403 when the upstream is done. */
+static void http_refuse(struct pd_conn *k, const char *reason)
+{
+	struct dir *d = &k->up;
+
+	k->h.st = H_REFUSED;
+	k->reason = reason;
+	k->h.refused_ms = pd_now_ms();
+	d->len = k->h.ok;
+	if (d->len == 0)
+		d->off = 0;
+	d->eof = true;
+}
+
+/* Check what has arrived after the bytes already checked, request by request. */
+static void http_advance(struct pd_conn *k)
+{
+	struct dir *d = &k->up;
+
+	while (k->h.ok < d->len) {
+		const uint8_t *p = d->buf + d->off + k->h.ok;
+		size_t avail = d->len - k->h.ok, used = 0;
+		struct hezo_http_request req;
+		char name[HEZO_NAME_MAX];
+		int r;
+
+		switch (k->h.st) {
+		case H_HEAD:
+			r = hezo_http_parse_request(p, avail, &req);
+			if (r == -EAGAIN) {
+				if (avail >= PD_HEAD_MAX)
+					http_refuse(k, "a later request head is over 16 KiB");
+				return;
+			}
+			if (r < 0) {
+				http_refuse(k, "a later request is not HTTP/1 with one Host header "
+					       "and unambiguous framing");
+				return;
+			}
+			if (hezo_name_normalize(req.host, strlen(req.host), name) < 0 ||
+			    strcmp(name, k->name) != 0) {
+				http_refuse(k, "a later request's Host names another host than the "
+					       "connection was allowed for");
+				return;
+			}
+			k->h.nreq++;
+			k->h.ok += req.head_len;
+			if (req.upgrade) {
+				k->h.st = H_HOLD;
+				return;
+			}
+			if (req.body == HEZO_HTTP_BODY_LENGTH && req.length > 0) {
+				k->h.left = req.length;
+				k->h.st = H_LENGTH;
+			} else if (req.body == HEZO_HTTP_BODY_CHUNKED) {
+				hezo_http_chunked_init(&k->h.ch);
+				k->h.st = H_CHUNKED;
+			}
+			break;
+		case H_LENGTH:
+			used = avail < k->h.left ? avail : (size_t)k->h.left;
+			k->h.ok += used;
+			k->h.left -= used;
+			if (k->h.left == 0)
+				k->h.st = H_HEAD;
+			break;
+		case H_CHUNKED:
+			r = hezo_http_chunked_scan(&k->h.ch, p, avail, &used);
+			if (r < 0) {
+				http_refuse(k, "a malformed chunked request body");
+				return;
+			}
+			k->h.ok += used;
+			if (r == 1)
+				k->h.st = H_HEAD;
+			break;
+		default:
+			return;
+		}
+	}
+}
+
+/*
+ * After an Upgrade request the first bytes of the answer decide: "HTTP/1.1 101" to the
+ * connection's first request, before any response byte was passed, makes the rest opaque;
+ * anything else means the connection stays HTTP, and the client's next bytes are a request.
+ */
+static void http_upgrade_answer(struct pd_conn *k)
+{
+	static const char sw[] = "HTTP/1.1 101";
+	uint8_t peek[sizeof(sw) - 1];
+	ssize_t n = recv(k->uw.fd, peek, sizeof(peek), MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0)
+		return;
+	if (n > 0 && memcmp(peek, sw, (size_t)n) == 0 && (size_t)n < sizeof(peek))
+		return; /* not enough to tell yet */
+	if ((size_t)n == sizeof(peek) && memcmp(peek, sw, sizeof(peek)) == 0 && k->h.nreq == 1 &&
+	    k->down.bytes == 0 && !conn_has_data(k, &k->down)) {
+		k->h.st = H_OPAQUE;
+		return;
+	}
+	k->h.st = H_HEAD;
+	http_advance(k);
+}
+
+/*
+ * How the client's next bytes may be read on a followed connection: 0 not now, 1 into the pipe
+ * (at most *max: body bytes need no look), 2 into the buffer to be checked. Buffer and pipe never
+ * both hold bytes, so the order they leave in is the order they came.
+ */
+static int http_fill_mode(const struct pd_conn *k, uint64_t *max)
+{
+	const struct dir *d = &k->up;
+	uint64_t body = 0;
+
+	if (d->eof || k->h.st == H_HOLD || k->h.st == H_REFUSED)
+		return 0;
+	if (k->h.st == H_LENGTH)
+		body = k->h.left;
+	else if (k->h.st == H_CHUNKED)
+		body = hezo_http_chunked_data_left(&k->h.ch);
+	if (body > 0 && d->len == 0) {
+		if (d->pipe[0] >= 0 && (d->pipe_full || d->inpipe >= d->pipe_cap))
+			return 0;
+		*max = body;
+		return 1;
+	}
+	if (d->inpipe > 0)
+		return 0;
+	if (d->buf && d->off == 0 && d->len == PD_HEAD_MAX)
+		return 0;
+	return 2;
+}
+
+static bool conn_can_fill(const struct pd_conn *k, const struct dir *d)
+{
+	uint64_t max;
+
+	if (!http_followed(k, d))
+		return dir_can_fill(d);
+	return http_fill_mode(k, &max) != 0;
+}
+
 /* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had.
  * *want: how much was asked for. */
 static ssize_t dir_fill(struct dir *d, int src, size_t *want)
@@ -268,6 +462,64 @@ static ssize_t dir_fill(struct dir *d, int src, size_t *want)
 	return n;
 }
 
+/* dir_fill for a followed client: body bytes spliced as they are, the rest read and checked. */
+static ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want)
+{
+	uint64_t max = 0;
+	int mode = http_fill_mode(k, &max);
+	ssize_t n;
+
+	if (mode == 0) {
+		*want = 1;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (mode == 1 && d->pipe[0] < 0)
+		pipe_get(d);
+	if (mode == 1 && d->pipe[0] >= 0) {
+		*want = d->pipe_cap - d->inpipe;
+		if (*want > max)
+			*want = (size_t)max;
+		n = splice(src, NULL, d->pipe[1], NULL, *want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0) {
+			d->inpipe += (size_t)n;
+			if (k->h.st == H_LENGTH) {
+				k->h.left -= (uint64_t)n;
+				if (k->h.left == 0)
+					k->h.st = H_HEAD;
+			} else {
+				hezo_http_chunked_skip(&k->h.ch, (uint64_t)n);
+			}
+		} else if (n < 0 && errno == EAGAIN && d->inpipe > 0) {
+			d->pipe_full = true;
+		}
+		return n;
+	}
+	if (!d->buf) {
+		d->buf = head_get();
+		if (!d->buf) {
+			errno = ENOMEM;
+			return -1;
+		}
+		d->off = d->len = 0;
+	}
+	if (d->off + d->len == PD_HEAD_MAX && d->off > 0) {
+		memmove(d->buf, d->buf + d->off, d->len);
+		d->off = 0;
+	}
+	*want = PD_HEAD_MAX - d->off - d->len;
+	n = read(src, d->buf + d->off + d->len, *want);
+	if (n > 0) {
+		d->len += (size_t)n;
+		http_advance(k);
+	} else if (n == 0) {
+		d->len = k->h.ok; /* a request cut short is not passed */
+		if (d->len == 0)
+			d->off = 0;
+	}
+	return n;
+}
+
 /*
  * Move what we can from src to dst. readable: src reported data (or may have some); without it
  * src is not read, so no read is spent on an EAGAIN epoll already predicted. A short read means
@@ -289,10 +541,12 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readabl
 		ssize_t n;
 
 		/* Drain first: the buffer (the request head) goes before anything in the pipe. */
-		if (d->len > 0 && writable) {
-			want = d->len;
+		if (dir_sendable(k, d) > 0 && writable) {
+			want = dir_sendable(k, d);
 			n = write(dst, d->buf + d->off, want);
 			if (n > 0) {
+				if (http_followed(k, d))
+					k->h.ok -= (size_t)n;
 				d->off += (size_t)n;
 				d->len -= (size_t)n;
 				d->bytes += (uint64_t)n;
@@ -326,8 +580,9 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readabl
 				writable = false;
 			}
 		}
-		if (readable && dir_can_fill(d)) {
-			n = dir_fill(d, src, &want);
+		if (readable && conn_can_fill(k, d)) {
+			n = http_followed(k, d) ? http_fill(k, d, src, &want)
+						: dir_fill(d, src, &want);
 			if (n > 0) {
 				progress = true;
 				if ((size_t)n < want)
@@ -356,8 +611,10 @@ static int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readabl
 		d->buf = NULL;
 		d->off = 0;
 	}
-	/* Not before the upstream connect completed: a shutdown then would abort it. */
-	if (d->eof && !dir_has_data(d) && !d->shut && k->st == ST_RELAY) {
+	/* Not before the upstream connect completed: a shutdown then would abort it. Nor to a
+	 * refused client, which gets its 403 after the upstream's last bytes. */
+	if (d->eof && !dir_has_data(d) && !d->shut && k->st == ST_RELAY &&
+	    !(d == &k->down && k->h.st == H_REFUSED)) {
 		shutdown(dst, SHUT_WR);
 		d->shut = true;
 	}
@@ -368,13 +625,13 @@ static void relay_interest(struct pd_conn *k)
 {
 	uint32_t ce = 0, ue = 0;
 
-	if (dir_can_fill(&k->up))
+	if (conn_can_fill(k, &k->up))
 		ce |= EPOLLIN | EPOLLRDHUP;
 	if (dir_has_data(&k->down))
 		ce |= EPOLLOUT;
 	if (dir_can_fill(&k->down))
 		ue |= EPOLLIN | EPOLLRDHUP;
-	if (dir_has_data(&k->up))
+	if (conn_has_data(k, &k->up))
 		ue |= EPOLLOUT;
 	if (pd_watch_set(&k->cw, ce) < 0 || pd_watch_set(&k->uw, ue) < 0)
 		conn_end(k, "error", "epoll", true);
@@ -382,17 +639,39 @@ static void relay_interest(struct pd_conn *k)
 
 #define EV_READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
+static void refused_answer(struct pd_conn *k)
+{
+	static const char msg[] = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+				  "Content-Length: 35\r\nConnection: close\r\n\r\n"
+				  "hezo-proxyd: this request is denied";
+	ssize_t n = write(k->cw.fd, msg, sizeof(msg) - 1);
+
+	(void)n; /* a client that cannot take 150 bytes gets only the close */
+}
+
 static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 {
 	bool cfail = false, ufail = false;
-	int r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
+	bool uread = uev & EV_READABLE;
+	int r;
 
+	if (k->h.st == H_HOLD && uread) {
+		http_upgrade_answer(k);
+		/* Undecided: leave the answer unread until more of it has come. */
+		uread = k->h.st != H_HOLD;
+	}
+	r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
 	if (r == 0)
-		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uev & EV_READABLE, &ufail, &cfail);
+		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uread, &ufail, &cfail);
 	if (r < 0) {
 		k->c_dead = cfail && r == -ECONNRESET;
 		k->u_dead = ufail && r == -ECONNRESET;
-		conn_end(k, "allow", k->reason, true);
+		conn_end(k, conn_verdict(k), k->reason, true);
+		return;
+	}
+	if (k->h.st == H_REFUSED && k->down.eof && !dir_has_data(&k->down)) {
+		refused_answer(k);
+		conn_end(k, "deny", k->reason, false);
 		return;
 	}
 	if (k->up.shut && k->down.shut) {
@@ -400,12 +679,12 @@ static void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 		return;
 	}
 	/* A side that hung up or failed while we want nothing from it would spin the loop. */
-	if ((cev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->up) && !dir_has_data(&k->down)) {
-		conn_end(k, "allow", k->reason, true);
+	if ((cev & (EPOLLERR | EPOLLHUP)) && !conn_can_fill(k, &k->up) && !dir_has_data(&k->down)) {
+		conn_end(k, conn_verdict(k), k->reason, true);
 		return;
 	}
-	if ((uev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->down) && !dir_has_data(&k->up)) {
-		conn_end(k, "allow", k->reason, true);
+	if ((uev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->down) && !conn_has_data(k, &k->up)) {
+		conn_end(k, conn_verdict(k), k->reason, true);
 		return;
 	}
 	relay_interest(k);
@@ -441,7 +720,8 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 	bool cfail = false, ufail = false;
 	int fd, r, one = 1;
 
-	k->reason = reason;
+	if (k->h.st != H_REFUSED) /* a pipelined request already refused keeps its reason */
+		k->reason = reason;
 	k->c->st.conns_allowed++;
 	pd_stats.conns_allowed++;
 	/* This socket is created in proxyd's own (host) namespace. */
@@ -552,8 +832,10 @@ static void read_head(struct pd_conn *k)
 		return;
 	}
 	if (r < 0) {
-		refuse(k, kind[0] == 's' ? "malformed TLS ClientHello"
-					 : "not an HTTP/1 request with one Host header");
+		refuse(k, kind[0] == 's'
+				  ? "malformed TLS ClientHello"
+				  : "not an HTTP/1 request with one Host header and unambiguous "
+				    "framing");
 		return;
 	}
 	if (hezo_name_normalize(raw, strlen(raw), k->name) < 0) {
@@ -563,7 +845,7 @@ static void read_head(struct pd_conn *k)
 		return;
 	}
 	if (!hezo_egress_name_allowed(&k->c->eg, k->name, port)) {
-		refuse(k, hezo_egress_name_allowed(&k->c->eg, k->name, 0)
+		refuse(k, hezo_egress_name_listed(&k->c->eg, k->name)
 				  ? "port not allowed for this name"
 				  : (kind[0] == 's' ? "SNI names a host not allowed"
 						    : "Host names a host not allowed"));
@@ -572,6 +854,12 @@ static void read_head(struct pd_conn *k)
 	if (!hezo_pin_match(&k->c->pins, k->dst.ss_family, addr, k->name, pd_now_ms() / 1000)) {
 		refuse(k, "destination is not an address proxyd resolved for this name");
 		return;
+	}
+	if (kind[0] == 'h') {
+		/* Follow every request: this first one passes the check again, what the client
+		 * sent after it is checked before it goes. */
+		k->h.st = H_HEAD;
+		http_advance(k);
 	}
 	connect_upstream(k, kind[0] == 's' ? "sni" : "host");
 }
@@ -656,6 +944,12 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 		refuse(k, "destination was not resolved through proxyd");
 		return;
 	}
+	/* No name this address was resolved for is allowed on this port (port 0 included): no
+	 * request could be allowed, so none is waited for. */
+	if (!hezo_pin_any_allowed(&c->pins, k->dst.ss_family, addr, now / 1000, &c->eg, port)) {
+		refuse(k, "port not allowed for any name resolved to this address");
+		return;
+	}
 	/* The head buffer is borrowed only while the head is read and forwarded. */
 	k->up.buf = head_get();
 	if (!k->up.buf) {
@@ -707,6 +1001,9 @@ void pd_relay_tick(struct pd_container *c, uint64_t now)
 			refuse(k, "no ClientHello or request head within the time limit");
 		else if (k->st == ST_CONNECTING && now >= k->deadline_ms)
 			conn_end(k, "error", "upstream connect timed out", true);
+		else if (k->st == ST_RELAY && k->h.st == H_REFUSED &&
+			 now - k->h.refused_ms >= pd_cfg.head_timeout_s * 1000ull)
+			conn_end(k, "deny", k->reason, true); /* the upstream never finished */
 		else if (k->st == ST_RELAY && now - k->last_ms >= pd_cfg.idle_timeout_s * 1000ull)
 			conn_end(k, "allow", "idle timeout", true);
 	}

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hezo-id.h"
 #include "proxyd-parse.h"
 
-#define ID_RULE "1-128 characters of [A-Za-z0-9_+.-], not starting with '.' or '-'"
+#define ID_RULE HEZO_ID_RULE
 
 void hezo_ctl_request_clear(struct hezo_ctl_request *r)
 {
@@ -19,22 +20,8 @@ void hezo_ctl_request_clear(struct hezo_ctl_request *r)
 
 bool hezo_ctl_id_valid(const char *id)
 {
-	size_t n = strlen(id);
-
-	/*
-	 * runc's id characters, capped, and no leading '.' or '-': the id names a state file and
-	 * a bind mount under proxyd's state directory.
-	 */
-	if (n == 0 || n >= HEZO_CTL_ID_MAX || id[0] == '.' || id[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = id[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '_' || c == '+' || c == '.' || c == '-'))
-			return false;
-	}
-	return true;
+	/* The id names a state file and a bind mount under proxyd's state directory. */
+	return hezo_id_valid(id);
 }
 
 static int get_id(const struct hezo_json *doc, const char *key, bool required, char *out,

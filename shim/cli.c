@@ -511,28 +511,17 @@ const char *shim_args_positional(const struct shim_args *a, size_t i)
 
 int shim_validate_id(const char *id, struct hezo_error **err)
 {
-	size_t len;
+	char shown[160];
 
 	if (!id || !*id)
 		return hezo_error_set(err, EINVAL, "container ID is missing");
-	len = strlen(id);
-	if (len > SHIM_ID_MAX)
+	if (hezo_id_valid(id))
+		return 0;
+	if (strlen(id) > HEZO_ID_MAX)
 		return hezo_error_set(err, EINVAL, "container ID is longer than %d characters",
-				      SHIM_ID_MAX);
-	if (id[0] == '.')
-		return hezo_error_set(err, EINVAL, "container ID \"%.64s\" starts with '.'", id);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)id[i];
-		if (!(isascii(c) && (isalnum(c) || c == '_' || c == '+' || c == '.' || c == '-'))) {
-			char shown[160];
-			hezo_json_escape(shown, sizeof(shown), id);
-			return hezo_error_set(err, EINVAL,
-					      "container ID \"%s\" has a character outside "
-					      "[A-Za-z0-9_+.-]",
-					      shown);
-		}
-	}
-	return 0;
+				      HEZO_ID_MAX);
+	hezo_json_escape(shown, sizeof(shown), id);
+	return hezo_error_set(err, EINVAL, "container ID \"%s\" is not " HEZO_ID_RULE, shown);
 }
 
 uint64_t shim_fnv1a64(const char *s)

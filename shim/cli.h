@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "hezo-error.h"
+#include "hezo-id.h"
 #include "hezo-json.h"
 
 /* A growable, NULL-terminated argument vector owning its strings. */
@@ -103,8 +104,9 @@ bool shim_args_bool(const struct shim_args *a, const char *name);
 /* i-th positional, NULL past the end. */
 const char *shim_args_positional(const struct shim_args *a, size_t i);
 
-/* Container IDs become file names: 1..1024 of [A-Za-z0-9_+.-], not starting with '.'. */
-#define SHIM_ID_MAX 1024
+/* Container IDs by the one rule (base/hezo-id.h): the hook and proxyd take every id the shim does.
+ */
+#define SHIM_ID_MAX HEZO_ID_MAX
 int shim_validate_id(const char *id, struct hezo_error **err);
 
 /* Directory name under the state dir for a --root: 16 hex digits of FNV-1a/64, or "default". */

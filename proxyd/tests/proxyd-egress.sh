@@ -96,6 +96,7 @@ ip -6 addr add fd00:201::1/64 dev hzp-veth0 nodad
 ip link set hzp-veth0 up
 ip -n hzp-inet addr add 10.201.0.2/24 dev inet0
 ip -n hzp-inet addr add 10.201.0.3/24 dev inet0
+ip -n hzp-inet addr add 10.201.0.4/24 dev inet0
 ip -n hzp-inet -6 addr add fd00:201::2/64 dev inet0 nodad
 ip -n hzp-inet link set inet0 up
 
@@ -134,6 +135,86 @@ PIDS+=($!)
 ip netns exec hzp-inet openssl s_server -quiet -www -accept 443 -cert "$T/cert.pem" \
 	-key "$T/key.pem" >/dev/null 2>&1 &
 PIDS+=($!)
+# an HTTP/1.1 keep-alive server (port 8081), as a CDN serves many names from one address
+# (cdn.test and other.test): it logs the Host and request line of every request it reads. Python's parser also
+# splits header lines at a bare CR.
+cat >"$T/upstream.py" <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def answer(self):
+        chunked = (self.headers.get("Transfer-Encoding") or "").lower() == "chunked"
+        n = 0 if chunked else int(self.headers.get("Content-Length") or 0)  # TE wins (RFC 9112)
+        body = self.rfile.read(n) if n else b""
+        if chunked:
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                body += self.rfile.read(size)
+                self.rfile.readline()
+                if size == 0:
+                    break
+        if self.path == "/ws":  # accept the upgrade, then echo raw bytes
+            with open(sys.argv[1], "a") as f:
+                f.write("host=%s \"%s\" upgraded\n" % (self.headers.get("Host"), self.requestline))
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            while True:
+                d = self.rfile.read1(4096)
+                if not d:
+                    break
+                self.wfile.write(b"echo:" + d)
+                self.wfile.flush()
+            self.close_connection = True
+            return
+        with open(sys.argv[1], "a") as f:
+            f.write("host=%s \"%s\" body=%d\n" % (self.headers.get("Host"), self.requestline, len(body)))
+        out = ("host=%s\n" % self.headers.get("Host")).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+    do_GET = do_POST = answer
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("10.201.0.4", 8081), H).serve_forever()
+PY
+: >"$T/upstream.log"
+ip netns exec hzp-inet python3 "$T/upstream.py" "$T/upstream.log" &
+PIDS+=($!)
+# A client for the keep-alive cases: sends each argument (Python escapes) on one connection,
+# reading one response after each; prints what came back, then "closed" or "open".
+cat >"$T/hclient.py" <<'PY'
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+out = b""
+for req in sys.argv[3:]:
+    s.sendall(req.encode().decode("unicode_escape").encode("latin-1"))
+    time.sleep(0.3)
+    try:
+        d = s.recv(65536)
+    except (ConnectionResetError, socket.timeout):
+        d = b""
+    out += d
+    if not d:
+        break
+end = "open"
+try:
+    s.settimeout(3)
+    while True:
+        d = s.recv(65536)
+        if not d:
+            end = "closed"
+            break
+        out += d
+except ConnectionResetError:
+    end = "closed"
+except socket.timeout:
+    pass
+sys.stdout.write(out.decode("latin-1") + "\n" + end + "\n")
+PY
 ip netns exec hzp-inet python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -149,6 +230,7 @@ dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
 	--address=/denied.test/10.201.0.2 --address=/rebind.test/127.0.0.1 \
 	--address=/private.test/192.168.77.7 --address=/hostaddr.test/10.201.0.1 \
 	--host-record=cdn.target.test,10.201.0.2 --cname=alias.test,cdn.target.test \
+	--address=/cdn.test/10.201.0.4 --address=/other.test/10.201.0.4 \
 	>"$T/dnsmasq.log" 2>&1 &
 PIDS+=($!)
 
@@ -163,7 +245,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..56"
+echo "1..69"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -216,7 +298,7 @@ check "its netns helper keeps only CAP_SYS_ADMIN, under seccomp" \
 	bash -c "$(declare -f status_is); h=\$(pgrep -P $PROXYD_PID) && [ -n \"\$h\" ] &&
 		status_is \$h CapEff 0000000000200000 && status_is \$h CapBnd 0000000000200000 &&
 		status_is \$h NoNewPrivs 1 && status_is \$h Seccomp 2"
-EG1='{"mode":"proxy","allow":["allowed.test","rebind.test","private.test","hostaddr.test","alias.test","10.201.0.3/32:7777"],"resolvers":["127.0.0.1:5353"],"allowRanges":["10.201.0.0/24","fd00:201::/64"]}'
+EG1='{"mode":"proxy","allow":["allowed.test","cdn.test:8081","rebind.test","private.test","hostaddr.test","alias.test","10.201.0.3/32:7777"],"resolvers":["127.0.0.1:5353"],"allowRanges":["10.201.0.0/24","fd00:201::/64"]}'
 EG2='{"mode":"proxy","allow":["10.201.0.3:7777"],"resolvers":["127.0.0.1:5353"]}'
 check "register c1" ctl register c1 /run/netns/hzp-c1 "$EG1" projA
 check "register c2" ctl register c2 /run/netns/hzp-c2 "$EG2" projB
@@ -292,6 +374,68 @@ print(el)
 raise SystemExit(0 if d == b\"\" and 8 <= el <= 14 else 1)
 '"
 
+# ---- plain HTTP: every request on a connection is checked, its framing followed ----
+hc() { ip netns exec hzp-c1 python3 "$T/hclient.py" 10.201.0.4 8081 "$@"; }
+ip netns exec hzp-c1 busybox nslookup cdn.test 127.0.0.1 >/dev/null
+check "c1: keep-alive, two requests for cdn.test on one connection both served" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ka1 HTTP/1.1\r\nHost: cdn.test\r\n\r\n' \
+		'GET /ka2 HTTP/1.1\r\nHost: cdn.test\r\n\r\n') && [ \$(echo \"\$out\" | grep -c 'host=cdn.test') = 2 ] &&
+		grep -q '\"GET /ka2 HTTP/1.1\"' $T/upstream.log"
+check "c1: keep-alive second request naming other.test gets 403, upstream never sees it" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET / HTTP/1.1\r\nHost: cdn.test\r\n\r\n' \
+		'GET /second HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 403' && echo \"\$out\" | grep -q '^closed' &&
+		! grep -q 'other.test\|/second' $T/upstream.log"
+check "netlog: the second-Host connection is a deny with the reason" \
+	grep -q '"name":"cdn.test","verdict":"deny","reason":"a later request'"'"'s Host names another host' "$T/log/c1.jsonl"
+check "c1: pipelined requests in one write: the other.test one never reaches upstream" \
+	bash -c "$(declare -f hc); T=$T; hc 'GET /p1 HTTP/1.1\r\nHost: cdn.test\r\n\r\nGET /p2 HTTP/1.1\r\nHost: other.test\r\n\r\n' >/dev/null &&
+		grep -q '\"GET /p1 HTTP/1.1\"' $T/upstream.log && ! grep -q '/p2' $T/upstream.log"
+check "c1: a bare CR hiding a second Host is refused, upstream serves nothing" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /?t=bareCR HTTP/1.1\r\nX-A: a\rHost: other.test\r\nHost: cdn.test\r\n\r\n') &&
+		! echo \"\$out\" | grep -q 'host=' && ! grep -q 'bareCR' $T/upstream.log"
+check "netlog: the bare-CR request is a deny for its framing" \
+	grep -q '"verdict":"deny","reason":"not an HTTP/1 request with one Host header and unambiguous framing"' "$T/log/c1.jsonl"
+check "c1: Content-Length with Transfer-Encoding is refused, upstream serves nothing" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /clte HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n') &&
+		! echo \"\$out\" | grep -q 'host=' && ! grep -q 'clte' $T/upstream.log"
+check "c1: a body that looks like a request passes as the body; the next request is checked" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /b HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 42\r\n\r\nGET /inbody HTTP/1.1\r\nHost: other.test\r\n\r\n' \
+		'GET /after-body HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q '^HTTP/1.1 403' &&
+		grep -q '\"POST /b HTTP/1.1\" body=42' $T/upstream.log && ! grep -q 'after-body\|GET /inbody' $T/upstream.log"
+check "c1: a chunked body passes by its framing; the request after it is checked" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /chunked HTTP/1.1\r\nHost: cdn.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n20\r\nGET / HTTP/1.1\r\nHost: x.test\r\n\r\n\r\n0\r\n\r\n' \
+		'GET /after-chunked HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 403' && grep -q '\"POST /chunked HTTP/1.1\" body=37' $T/upstream.log &&
+		! grep -q 'after-chunked' $T/upstream.log"
+check "c1: a WebSocket upgrade the server accepts (101) relays the rest as it comes" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
+		'frame-bytes\r\n\r\nnot http') && echo \"\$out\" | grep -q '^HTTP/1.1 101' &&
+		echo \"\$out\" | grep -q 'echo:frame-bytes'"
+check "c1: an Upgrade the server declines keeps every later request checked" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws-declined HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
+		'GET /after-declined HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 403' && ! grep -q 'after-declined' $T/upstream.log"
+check "c1: a port no entry allows is refused at accept (netlog reason, no wait)" \
+	bash -c "ip netns exec hzp-c1 python3 -c '
+import socket, time
+t = time.time()
+try:
+    s = socket.create_connection((\"10.201.0.2\", 8080), timeout=5)
+    d = s.recv(10)
+except ConnectionResetError:
+    d = b\"\"
+raise SystemExit(0 if d == b\"\" and time.time() - t < 0.4 else 1)
+' && python3 -c '
+import json, sys
+import time
+for _ in range(30):  # netlog lines are written in batches
+    hit = [o for o in map(json.loads, open(\"$T/log/c1.jsonl\")) if o[\"dst\"] == \"10.201.0.2:8080\"]
+    if hit:
+        break
+    time.sleep(0.1)
+sys.exit(0 if hit and all(o[\"verdict\"] == \"deny\" and o[\"reason\"] == \"port not allowed for any name resolved to this address\" and o[\"durationMs\"] < 100 for o in hit) else 1)
+'"
 check "c1: 8 MiB through the relay arrive intact" \
 	bash -c "[ \"\$(ip netns exec hzp-c1 curl -sS --max-time 20 -4 http://allowed.test/big | sha256sum)\" = \"\$(sha256sum <$T/www/big)\" ]"
 
@@ -398,6 +542,26 @@ else
 	ok "netlog CLI --follow prints lines as they are written # SKIP no netlog tool"
 	ok "netlog CLI refuses an ambiguous id prefix # SKIP no netlog tool"
 fi
+
+# ---- port 0 (after the netlog checks above, which read every port as 1..65535) ----
+check "c1: port 0 at an allowed name's address is refused at accept, never relayed" \
+	bash -c "ip netns exec hzp-c1 busybox nslookup cdn.test 127.0.0.1 >/dev/null; ip netns exec hzp-c1 python3 -c '
+import socket
+try:
+    s = socket.create_connection((\"10.201.0.4\", 0), timeout=5)
+    s.recv(10)
+except OSError:
+    pass
+'; python3 -c '
+import json, sys
+import time
+for _ in range(30):  # netlog lines are written in batches
+    hit = [o for o in map(json.loads, open(\"$T/log/c1.jsonl\")) if o[\"dst\"] == \"10.201.0.4:0\"]
+    if hit:
+        break
+    time.sleep(0.1)
+sys.exit(0 if hit and all(o[\"verdict\"] == \"deny\" and o[\"reason\"] == \"port not allowed for any name resolved to this address\" for o in hit) else 1)
+'"
 
 # ---- deregistration ----
 check "deregister c2" ctl deregister c2

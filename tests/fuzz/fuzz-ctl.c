@@ -4,8 +4,10 @@
  * registration must survive proxyd's state file (written, read back at restart) unchanged.
  *
  * Build and run by hand from the top of the checkout:
- *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iproxyd \
- *       tests/fuzz/fuzz-ctl.c proxyd/request.c proxyd/conf.c spec/json.c base/error.c \
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress \
+ *       -Iproxyd \
+ *       tests/fuzz/fuzz-ctl.c proxyd/request.c egress/grammar.c egress/section.c egress/match.c \
+ *       spec/json.c base/error.c \
  *       -lyajl -o /tmp/fuzz-ctl
  *   mkdir -p /tmp/fuzz-ctl-corpus && /tmp/fuzz-ctl -max_total_time=60 /tmp/fuzz-ctl-corpus \
  *       tests/fuzz/corpus/ctl

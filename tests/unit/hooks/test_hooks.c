@@ -23,6 +23,7 @@
 #include <linux/netfilter/nfnetlink.h>
 
 #include "hezo-hook.h"
+#include "hezo-id.h"
 
 /* ---- state ---- */
 
@@ -149,6 +150,9 @@ static void test_state_error_names_field(void **unused)
 static void test_id_valid(void **unused)
 {
 	char long_id[1026];
+	char state[1200];
+	struct hezo_hook_state st;
+	_cleanup_error_ struct hezo_error *err = NULL;
 
 	assert_true(hezo_hook_id_valid("0123456789abcdef"));
 	assert_true(hezo_hook_id_valid("a.b"));
@@ -156,11 +160,27 @@ static void test_id_valid(void **unused)
 	assert_false(hezo_hook_id_valid(""));
 	assert_false(hezo_hook_id_valid("a\nb"));
 	assert_false(hezo_hook_id_valid("ä"));
+	/* the shared rule's edges (base/hezo-id.h): what the shim and proxyd take, no more */
+	assert_false(hezo_hook_id_valid(".hidden"));
+	assert_false(hezo_hook_id_valid("-flag"));
+	assert_true(hezo_hook_id_valid("a-"));
 	memset(long_id, 'a', sizeof(long_id) - 1);
 	long_id[sizeof(long_id) - 1] = 0;
 	assert_false(hezo_hook_id_valid(long_id));
 	long_id[1024] = 0;
+	assert_false(hezo_hook_id_valid(long_id)); /* runc's 1024 no longer: proxyd refused it */
+	long_id[HEZO_ID_MAX + 1] = 0;
+	assert_false(hezo_hook_id_valid(long_id));
+	long_id[HEZO_ID_MAX] = 0;
 	assert_true(hezo_hook_id_valid(long_id));
+	/* and through the state document the hook reads */
+	snprintf(state, sizeof(state), "{\"id\":\"%s\",\"pid\":1}", long_id);
+	assert_int_equal(hezo_hook_parse_state(state, strlen(state), true, &st, &err), 0);
+	hezo_hook_state_clear(&st);
+	long_id[HEZO_ID_MAX] = 'a';
+	snprintf(state, sizeof(state), "{\"id\":\"%s\",\"pid\":1}", long_id);
+	assert_int_equal(hezo_hook_parse_state(state, strlen(state), true, &st, &err), -EINVAL);
+	assert_non_null(strstr(err->msg, "1-128 characters"));
 }
 
 /* ---- --egress ---- */
@@ -222,6 +242,13 @@ static void test_egress_hostile(void **unused)
 		"{\"mode\":\"proxy\",\"allowRanges\":[null]}",
 		"{\"mode\":\"proxy\",\"project\":\"\"}",
 		"{\"mode\":\"proxy\",\"project\":3}",
+		/* entries proxyd would refuse: the shared grammar refuses them here first */
+		"{\"mode\":\"proxy\",\"allow\":[\"*.com\"]}",
+		"{\"mode\":\"proxy\",\"allow\":[\"300.1.1.1\"]}",
+		"{\"mode\":\"proxy\",\"allow\":[\"a.test:0\"]}",
+		"{\"mode\":\"deny\",\"resolvers\":[\"dns.google\"]}",
+		"{\"mode\":\"proxy\",\"allowRanges\":[\"10.0.0.0\"]}",
+		"{\"mode\":\"proxy\",\"surprise\":[]}",
 	};
 	struct hezo_hook_egress eg;
 

@@ -617,6 +617,118 @@ static void test_http_incomplete_and_refused(void **state)
 			 -EINVAL);
 }
 
+static int req_of(const char *head, struct hezo_http_request *req)
+{
+	return hezo_http_parse_request((const uint8_t *)head, strlen(head), req);
+}
+
+static void test_http_request_strict(void **state)
+{
+	static const char *const refused[] = {
+		/* a bare CR inside a value hides a second Host from a CRLF-only reader */
+		"GET /?t=bareCR HTTP/1.1\r\nX-A: a\rHost: other.test\r\nHost: cdn.test\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: a\rb\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5, 5\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: +5\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1234567890123456789\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: "
+		"chunked\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n",
+		"POST / HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: y\r\n\tz\r\n\r\n", /* obs-fold */
+		"GET / HTTP/1.1\r\nHost : a.test\r\n\r\n",		 /* space before colon */
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: \x85y\r\n\r\n",	 /* Latin-1 NEL */
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: \x7f\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: \x0b\r\n\r\n",
+		"GET  / HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		"\r\nGET / HTTP/1.1\r\nHost: a.test\r\n\r\n",
+		"GET / HTTP/1.1 \r\nHost: a.test\r\n\r\n",
+	};
+	struct hezo_http_request req;
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(refused); i++)
+		if (req_of(refused[i], &req) != -EINVAL)
+			fail_msg("accepted: %s", refused[i]);
+	/* a bare CR is refused as soon as the byte after it is seen, before the head ends */
+	assert_int_equal(req_of("GET / HTTP/1.1\r\nX: a\r", &req), -EAGAIN);
+	assert_int_equal(req_of("GET / HTTP/1.1\r\nX: a\rH", &req), -EINVAL);
+
+	assert_int_equal(req_of("POST /u HTTP/1.1\r\nHost: a.test\r\nContent-Length: 12\r\n\r\n"
+				"hello world!GET",
+				&req),
+			 1);
+	assert_int_equal(req.body, HEZO_HTTP_BODY_LENGTH);
+	assert_int_equal(req.length, 12);
+	assert_int_equal(req.head_len, 54);
+	assert_int_equal(req.minor, 1);
+	assert_int_equal(req.method_len, 4);
+	assert_int_equal(
+		req_of("POST / HTTP/1.1\r\nHost: a.test\r\ntransfer-encoding: Chunked\r\n\r\n",
+		       &req),
+		1);
+	assert_int_equal(req.body, HEZO_HTTP_BODY_CHUNKED);
+	assert_int_equal(req_of("GET /ws HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\n"
+				"Upgrade: websocket\r\n\r\n",
+				&req),
+			 1);
+	assert_true(req.upgrade);
+	assert_int_equal(req.body, HEZO_HTTP_BODY_NONE);
+	assert_int_equal(req_of("GET / HTTP/1.0\r\nHost: a.test\r\n\r\n", &req), 1);
+	assert_int_equal(req.minor, 0);
+	assert_false(req.upgrade);
+}
+
+static int chunked_all(const char *body, size_t *used)
+{
+	struct hezo_http_chunked c;
+
+	hezo_http_chunked_init(&c);
+	return hezo_http_chunked_scan(&c, (const uint8_t *)body, strlen(body), used);
+}
+
+static void test_http_chunked(void **state)
+{
+	struct hezo_http_chunked c;
+	const char *body =
+		"5\r\nhello\r\n1A;name=val\r\n0123456789abcdefghijklmnop\r\n0\r\n\r\nGET";
+	size_t used, total = 0;
+
+	assert_int_equal(chunked_all(body, &used), 1);
+	assert_int_equal(used, strlen(body) - 3);
+	/* byte by byte gives the same end */
+	hezo_http_chunked_init(&c);
+	for (size_t i = 0;; i++) {
+		int r = hezo_http_chunked_scan(&c, (const uint8_t *)body + i, 1, &used);
+
+		total += used;
+		if (r == 1)
+			break;
+		assert_int_equal(r, 0);
+	}
+	assert_int_equal(total, strlen(body) - 3);
+	/* data can be skipped unscanned */
+	hezo_http_chunked_init(&c);
+	assert_int_equal(hezo_http_chunked_scan(&c, (const uint8_t *)"10\r\n", 4, &used), 0);
+	assert_int_equal(hezo_http_chunked_data_left(&c), 16);
+	hezo_http_chunked_skip(&c, 16);
+	assert_int_equal(hezo_http_chunked_data_left(&c), 0);
+	assert_int_equal(hezo_http_chunked_scan(&c, (const uint8_t *)"\r\n0\r\n\r\n", 7, &used), 1);
+
+	assert_int_equal(chunked_all("5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("5\r\nhelloX\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("5 \r\nhello\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("-1\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("5\rhello", &used), -EINVAL);
+	assert_int_equal(chunked_all("5;a\rb\r\nhello", &used), -EINVAL);
+	assert_int_equal(chunked_all("1000000000000000\r\n", &used), -EINVAL);
+	assert_int_equal(chunked_all("fffffffffffffff\r\n", &used), 0);
+}
+
 /* ---- names, allow-lists, CIDRs ---- */
 
 static void test_name_normalize(void **state)
@@ -704,12 +816,21 @@ static void test_allow_matching(void **state)
 	assert_false(hezo_egress_name_allowed(&e, "xcdn.test", 443));
 	assert_true(hezo_egress_name_allowed(&e, "api.test", 8443));
 	assert_false(hezo_egress_name_allowed(&e, "api.test", 443));
-	assert_true(hezo_egress_name_allowed(&e, "api.test", 0)); /* DNS: any port */
+	/* Port 0 is no port: no entry allows it (it used to mean "any port"). */
+	assert_false(hezo_egress_name_allowed(&e, "api.test", 0));
+	assert_false(hezo_egress_name_allowed(&e, "example.com", 0));
+	assert_false(hezo_egress_name_allowed(&e, "a.cdn.test", 0));
 	assert_false(hezo_egress_name_allowed(&e, "other.test", 0));
+	/* DNS asks whether a name is listed at all, whatever its port. */
+	assert_true(hezo_egress_name_listed(&e, "api.test"));
+	assert_true(hezo_egress_name_listed(&e, "a.cdn.test"));
+	assert_false(hezo_egress_name_listed(&e, "cdn.test"));
+	assert_false(hezo_egress_name_listed(&e, "other.test"));
 
 	inet_pton(AF_INET, "10.9.8.7", a4);
 	assert_true(hezo_egress_cidr_allowed(&e, AF_INET, a4, 5432));
 	assert_false(hezo_egress_cidr_allowed(&e, AF_INET, a4, 5433));
+	assert_false(hezo_egress_cidr_allowed(&e, AF_INET, a4, 0));
 	inet_pton(AF_INET, "192.0.2.7", a4);
 	assert_true(hezo_egress_cidr_allowed(&e, AF_INET, a4, 25));
 	inet_pton(AF_INET, "192.0.2.8", a4);
@@ -769,6 +890,40 @@ static void test_allow_refusals(void **state)
 		assert_null(strchr(msg, '\n'));
 	}
 	assert_int_equal(egress_error("{}", msg, sizeof(msg)), 0);
+}
+
+/* The id rule at its edges, through the register request proxyd reads (base/hezo-id.h). */
+static void test_ctl_id_limits(void **state)
+{
+	static const struct {
+		size_t len;
+		char first;
+		bool ok;
+	} cases[] = {
+		{1, 'a', true},	 {128, 'a', true}, {129, 'a', false}, {1024, 'a', false},
+		{5, '.', false}, {5, '-', false},  {5, '_', true},
+	};
+	char id[1100], msg[1300];
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(cases); i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		struct hezo_ctl_request q;
+		int r;
+
+		memset(id, 'b', cases[i].len);
+		id[0] = cases[i].first;
+		id[cases[i].len] = '\0';
+		snprintf(msg, sizeof(msg), "{\"op\":\"register\",\"id\":\"%s\",\"egress\":{}}", id);
+		r = hezo_ctl_request_parse(msg, strlen(msg), &q, &err);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("id of %zu starting '%c': %s", cases[i].len, cases[i].first,
+				 r == 0 ? "accepted" : err->msg);
+		if (r == 0)
+			hezo_ctl_request_clear(&q);
+		else
+			assert_non_null(strstr(err->msg, "1-128 characters"));
+		assert_int_equal(hezo_ctl_id_valid(id), cases[i].ok);
+	}
 }
 
 static void test_cidr(void **state)
@@ -860,9 +1015,25 @@ static void test_pins(void **state)
 	assert_false(hezo_pin_match(&p, AF_INET, b, "allowed.test", 120));
 	assert_true(hezo_pin_any(&p, AF_INET, a, 120));
 	assert_false(hezo_pin_any(&p, AF_INET6, a6, 120));
+	{
+		/* refused at accept: no name pinned to the address is allowed on the port */
+		struct hezo_egress e =
+			egress_of("{\"allow\":[\"allowed.test\",\"other.test:8080\"]}");
+
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 443));
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 80));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 8080));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 0));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, b, 120, &e, 443));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 160, &e, 443)); /* expired */
+		assert_int_equal(hezo_pin_add(&p, AF_INET, a, "other.test", 5, 100), 0);
+		assert_true(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 8080));
+		assert_false(hezo_pin_any_allowed(&p, AF_INET, a, 120, &e, 0));
+		hezo_egress_clear(&e);
+	}
 	/* a renewed answer extends, never shortens */
 	assert_int_equal(hezo_pin_add(&p, AF_INET, a, "allowed.test", 3600, 120), 0);
-	assert_int_equal(p.n, 1);
+	assert_int_equal(p.n, 2);
 	assert_true(hezo_pin_match(&p, AF_INET, a, "allowed.test", 3700));
 	assert_int_equal(hezo_pin_add(&p, AF_INET, a, "allowed.test", 1, 130), 0);
 	assert_true(hezo_pin_match(&p, AF_INET, a, "allowed.test", 3700));
@@ -912,9 +1083,12 @@ int main(void)
 		cmocka_unit_test(test_sni_garbage),
 		cmocka_unit_test(test_http_host),
 		cmocka_unit_test(test_http_incomplete_and_refused),
+		cmocka_unit_test(test_http_request_strict),
+		cmocka_unit_test(test_http_chunked),
 		cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_allow_matching),
 		cmocka_unit_test(test_allow_refusals),
+		cmocka_unit_test(test_ctl_id_limits),
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_special_ranges),
 		cmocka_unit_test(test_pins),

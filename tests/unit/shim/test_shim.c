@@ -650,6 +650,19 @@ static void test_id_validation(void **state)
 	longid[SHIM_ID_MAX] = 'a';
 	longid[SHIM_ID_MAX + 1] = '\0';
 	assert_int_equal(shim_validate_id(longid, NULL), -EINVAL);
+	/* the shared rule (base/hezo-id.h): 128 is the limit the hook and proxyd hold too */
+	assert_int_equal(SHIM_ID_MAX, 128);
+	assert_int_equal(shim_validate_id("-flag", NULL), -EINVAL);
+	assert_int_equal(shim_validate_id("a-", NULL), 0);
+	{
+		char big[1025];
+		_cleanup_error_ struct hezo_error *err = NULL;
+
+		memset(big, 'a', 1024);
+		big[1024] = '\0';
+		assert_int_equal(shim_validate_id(big, &err), -EINVAL); /* accepted before */
+		assert_non_null(strstr(err->msg, "longer than 128"));
+	}
 }
 
 /* ---- log lines ---- */
@@ -856,7 +869,7 @@ static void test_record_roundtrip(void **state)
 	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object(), *back = NULL;
 	struct hezo_json *args;
 	struct shim_target t = {0};
-	char longid[SHIM_ID_MAX + 1];
+	char longid[1024 + 1]; /* record names stay safe for ids longer than any valid one */
 	struct stat st;
 
 	assert_non_null(mkdtemp(dir));
@@ -893,16 +906,16 @@ static void test_record_roundtrip(void **state)
 	ctx.g.root = "/run/x";
 
 	/* IDs too long for a file name still get a record */
-	memset(longid, 'b', SHIM_ID_MAX);
-	longid[SHIM_ID_MAX] = '\0';
+	memset(longid, 'b', 1024);
+	longid[1024] = '\0';
 	hezo_json_set(rec, "id", hezo_json_new_string(longid));
 	assert_int_equal(shim_record_write(&ctx, longid, rec, NULL), 0);
 	assert_int_equal(shim_record_read(&ctx, longid, &back, NULL), 0);
 	hezo_json_free(back);
 	back = NULL;
-	longid[SHIM_ID_MAX - 1] = 'c'; /* same 150-char prefix, other ID */
+	longid[1024 - 1] = 'c'; /* same 150-char prefix, other ID */
 	assert_int_equal(shim_record_read(&ctx, longid, &back, NULL), -ENOENT);
-	longid[SHIM_ID_MAX - 1] = 'b';
+	longid[1024 - 1] = 'b';
 
 	assert_int_equal(shim_record_remove(&ctx, "c1"), 0);
 	assert_int_equal(shim_record_remove(&ctx, longid), 0);

@@ -1,0 +1,130 @@
+/*
+ * The egress allow-list contract that policy/, hooks/ and proxyd/ share (docs/egress.md, "The
+ * grammar"): the syntax of allow entries, resolvers and allowRanges, the structure they parse
+ * into, the JSON section the shim hands the hook and the hook hands proxyd, and the matching
+ * proxyd does. Pure: no I/O, no logging.
+ */
+#ifndef HEZO_EGRESS_H
+#define HEZO_EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hezo-error.h"
+#include "hezo-json.h"
+
+/* A DNS name in dotted text, lowercase, no trailing dot: at most 253 characters. */
+#define HEZO_NAME_MAX 254
+/* Longest allow entry, resolver or range accepted at all (a longest name with "*." and a port). */
+#define HEZO_EGRESS_ENTRY_MAX 272
+
+enum hezo_egress_mode {
+	HEZO_EGRESS_PROXY,
+	HEZO_EGRESS_DENY,
+	HEZO_EGRESS_OFF,
+};
+
+struct hezo_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	uint8_t prefix;
+	uint16_t port; /* allow entries: 0 means 80 and 443; unused in allowRanges */
+};
+
+struct hezo_allow_name {
+	char name[HEZO_NAME_MAX]; /* normalised; for a wildcard, the suffix after "*." */
+	bool wildcard;
+	uint16_t port; /* 0: the default ports 80 and 443 */
+};
+
+struct hezo_resolver {
+	int family;
+	uint8_t addr[16];
+	uint16_t port;
+};
+
+struct hezo_egress {
+	enum hezo_egress_mode mode;
+	struct hezo_allow_name *names;
+	size_t nnames;
+	struct hezo_cidr *cidrs; /* address entries of allow; port 0: 80 and 443 */
+	size_t ncidrs;
+	struct hezo_cidr *ranges; /* allowRanges */
+	size_t nranges;
+	struct hezo_resolver *resolvers;
+	size_t nresolvers;
+};
+
+void hezo_egress_clear(struct hezo_egress *e);
+
+/* ---- grammar.c: one entry at a time. On -EINVAL, *why (when not NULL) says what is wrong in
+ * a few words, without the input; the caller names the field and quotes the input. ---- */
+
+/*
+ * Lowercase, drop one trailing dot, check labels (1..63 of [a-z0-9_-], not starting or ending
+ * with '-') and the total length. Raw UTF-8 is refused with -EILSEQ: names must come already in
+ * punycode (xn--...). -EINVAL for other bad names. This is the rule for names proxyd reads from
+ * the wire (DNS questions, SNI, Host); allow entries add hezo_allow_parse's checks.
+ */
+int hezo_name_normalize(const char *in, size_t len, char out[HEZO_NAME_MAX]);
+
+/* "1.2.3.4", "10.0.0.0/8", "fd00::/8" (prefix optional: full length), no host bits set. */
+int hezo_cidr_parse(const char *s, struct hezo_cidr *out);
+bool hezo_cidr_contains(const struct hezo_cidr *c, int family, const uint8_t *addr);
+
+/*
+ * One allow entry: "example.com", "*.example.com:8443", "10.0.0.0/8:5432", "fd00::/8:443",
+ * "[2001:db8::]/32:443", "[2001:db8::/32]:22", "fd00::1", "[fd00::1]:443" (no port: 80 and
+ * 443). *is_cidr says which of name/cidr it filled.
+ */
+int hezo_allow_parse(const char *s, struct hezo_allow_name *name, struct hezo_cidr *cidr,
+		     bool *is_cidr, const char **why);
+
+/*
+ * The canonical spelling of an allow entry (what policy keeps and prints, and what annotations
+ * are compared with): names lowercased without a trailing dot and with the port in decimal,
+ * addresses lowercased as written. -EINVAL (with *why) when s is not an entry.
+ */
+int hezo_allow_normalize(const char *s, char out[HEZO_EGRESS_ENTRY_MAX], const char **why);
+
+/* A resolver: "1.1.1.1", "1.1.1.1:5353", "2001:db8::53", "[2001:db8::53]", "[::1]:5353".
+ * No port: 53. */
+int hezo_resolver_parse(const char *s, struct hezo_resolver *out, const char **why);
+
+/* An allowRanges entry: ADDRESS/PREFIX, prefix required, no host bits set. */
+int hezo_range_parse(const char *s, struct hezo_cidr *out, const char **why);
+
+/* ---- section.c: the JSON form ({"mode","allow","resolvers","allowRanges","project"}) ---- */
+
+/* Parse the mode name; -EINVAL for anything but proxy, deny or off. */
+int hezo_egress_mode_parse(const char *s, enum hezo_egress_mode *out);
+const char *hezo_egress_mode_name(enum hezo_egress_mode m);
+
+/*
+ * Parse an egress section: every list entry by the grammar above, unknown keys refused, "mode"
+ * optional (proxy when absent), "project" a string or null when present. Errors name the key and
+ * index: "egress.allow[2]: \"*.com\": wildcard too broad".
+ */
+int hezo_egress_parse_section(const struct hezo_json *egress, struct hezo_egress *out,
+			      struct hezo_error **err);
+
+/* The same for what proxyd serves: a section whose mode is not proxy is refused. */
+int hezo_egress_parse(const struct hezo_json *egress, struct hezo_egress *out,
+		      struct hezo_error **err);
+
+/* ---- match.c ---- */
+
+/* May a connection to name on port be made? Port 0 is never allowed: no entry can name it. */
+bool hezo_egress_name_allowed(const struct hezo_egress *e, const char *name, uint16_t port);
+/* Does some entry name this host, whatever its port (DNS answers it)? */
+bool hezo_egress_name_listed(const struct hezo_egress *e, const char *name);
+/* Does a literal CIDR:port entry allow this destination? Port 0: no. */
+bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uint8_t *addr,
+			      uint16_t port);
+/* Loopback, private, link-local, CGNAT, metadata, ULA, multicast and friends, and IPv4-mapped,
+ * -compatible, NAT64 and 6to4 forms of those. */
+bool hezo_addr_is_special(int family, const uint8_t *addr);
+bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
+
+#endif
