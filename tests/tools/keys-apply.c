@@ -1,6 +1,10 @@
 /*
  * Test driver: put one OCI document through the policy as the shim does (hezo_policy_apply_spec,
  * _process or _resources, with no environment) and print the result, for tests/tools/keys.sh.
+ * The fields whose check needs this machine's engines (root.path, linux.cgroupsPath, hooks: see
+ * policy/paths.c, tested in tests/unit/policy with a fake env) are first pointed at what needs
+ * no env, after the key check has seen the document as it came, so that key spelling is what
+ * decides here.
  * Usage: keys-apply spec|process|resources FILE [POLICY_FILE]   (default policy: "{}")
  * Exit 0: the applied document on stdout; 1: "refused: MESSAGE" on stdout; 2: usage or I/O.
  */
@@ -11,6 +15,20 @@
 #include "hezo-file.h"
 #include "hezo-policy.h"
 #include "hezo-spec.h"
+
+static int neutralise(struct hezo_json *doc)
+{
+	struct hezo_json *root = hezo_json_get_type(doc, "root", HEZO_JSON_OBJECT);
+	struct hezo_json *linux_ = hezo_json_get_type(doc, "linux", HEZO_JSON_OBJECT);
+
+	if (root && hezo_json_get(root, "path") &&
+	    hezo_json_set(root, "path", hezo_json_new_string("rootfs")) < 0)
+		return -1;
+	if (linux_)
+		hezo_json_remove(linux_, "cgroupsPath");
+	hezo_json_remove(doc, "hooks");
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -40,9 +58,14 @@ int main(int argc, char **argv)
 	}
 	r = hezo_spec_parse(data, len, argv[1], &doc, &err);
 	if (r == 0) {
-		if (strcmp(argv[1], "spec") == 0)
-			r = hezo_policy_apply_spec(p, doc, NULL, &err);
-		else if (strcmp(argv[1], "process") == 0)
+		if (strcmp(argv[1], "spec") == 0) {
+			r = hezo_spec_check_keys(doc, HEZO_SPEC_DOC_CONFIG, "config.json", &err);
+			if (r == 0 && neutralise(doc) < 0) {
+				fprintf(stderr, "out of memory\n");
+				return 2;
+			}
+			r = r ?: hezo_policy_apply_spec(p, doc, NULL, &err);
+		} else if (strcmp(argv[1], "process") == 0)
 			r = hezo_policy_apply_process(p, doc, &err);
 		else
 			r = hezo_policy_apply_resources(p, doc, &err);
