@@ -17,8 +17,8 @@
 /*
  * Host tasks in the container's pids cgroup = base + perTask * gVisor tasks, measured with 0 to
  * 256 sleeping, busy and fork-bombing tasks (docs/runsc.md, "Processes"; tests/bench/run.sh row
- * runsc-host-tasks). A fork bomb held at 256 tasks costs the most: up to 728 host tasks under
- * systrap (2024-07), up to 3136 under ptrace (2022-12), varying from run to run. The figures
+ * runsc). A fork bomb held at 256 tasks costs the most: up to 728 host tasks under
+ * systrap (2024-07), up to 3149 under ptrace (2022-12), varying from run to run. The figures
  * below leave room above the worst case seen.
  */
 static const struct shim_runsc_model models[] = {
