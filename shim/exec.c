@@ -126,7 +126,9 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 		r = shim_runsc_exec_prefix(rec, id, &prefix, &err);
 		if (r < 0)
 			goto fail;
-		(void)hezo_json_get_int64(hezo_json_get_path(rec, "box.pids"), &nproc);
+		/* box.pids is the workload's count only where create recorded the backstop too. */
+		if (hezo_json_get_path(rec, "box.hostPids"))
+			(void)hezo_json_get_int64(hezo_json_get_path(rec, "box.pids"), &nproc);
 	}
 
 	process = shim_args_get(&a, "process");

@@ -3,8 +3,9 @@
 # HEZO_TEST_BACKEND (docs/runsc.md, "Processes"): 200 processes under the default 256 start and
 # finish; beyond 256, forks fail with EAGAIN inside while the container goes on and exits 0; a
 # fork bomb is contained and the host's task count comes back; memory past the cap is reported
-# as OOM by docker inspect and hezo-shim inspect; /tmp past 64 MiB gives ENOSPC. HEZO_TEST_RUNSC
-# names another runsc binary to test (e.g. /opt/runsc-2022/runsc).
+# as OOM by docker inspect and hezo-shim inspect; /tmp past 64 MiB gives ENOSPC; docker exec'd
+# processes count against the same limit. HEZO_TEST_RUNSC names another runsc binary to test
+# (e.g. /opt/runsc-2022/runsc).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -146,6 +147,15 @@ if [ "$HEZO_TEST_BACKEND" = runsc ]; then
 else
 	expect_eq "$(jq -r .pidsMaxHits <<<"$n" 2>&1)" 66 "[320] runc: hezo-shim inspect counts 66 refusals"
 fi
+
+# --- docker exec'd processes count against the same limit ------------------------------------------
+run_d exec 'sleep 120' || not_ok "[exec] docker run -d"
+out=$(timeout -k 5 120 "$HEZO_DOCKER" exec "$NAME" sh -c "$OVER" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[exec] the exec'd shell goes on and exits 0" || diag "$out"
+# 256 less the container's sleep, the exec'd shell and its launcher.
+expect_match "$out" '^started=253 refused=67$' "[exec] an exec'd shell gets 253, the rest are refused"
+expect_eq "$(hezo_docker inspect -f '{{.State.Running}}' "$NAME" 2>&1)" true "[exec] the container still runs"
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
 
 # --- a fork bomb -------------------------------------------------------------------------------------
 before=$(host_tasks)
