@@ -78,7 +78,7 @@ hezo_require_backend()
 
 # The host's pids.max the policy leads to under the backend, for a workload limit of N (256):
 # runc: N. runsc: the shim's model of gVisor's own threads (docs/runsc.md, "Processes"), restated
-# here on purpose: systrap (runsc from 0.0~20240729, the default) 64 + 5 * N, else 128 + 20 * N.
+# here on purpose: systrap (runsc from 0.0~20240729, the default) 64 + 5 * N, else 128 + 24 * N.
 hezo_expected_pids()
 {
 	local base=${1:-256} bin date
@@ -91,7 +91,7 @@ hezo_expected_pids()
 	if [ "${date:-0}" -ge 20240729 ]; then
 		echo $((64 + 5 * base))
 	else
-		echo $((128 + 20 * base))
+		echo $((128 + 24 * base))
 	fi
 }
 

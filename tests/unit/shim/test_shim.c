@@ -1180,11 +1180,11 @@ static void test_runsc_pids(void **state)
 	/* KVM, an unknown platform or version: the largest cost measured */
 	assert_string_equal(shim_runsc_model_for(20240729, "kvm")->platform, "unmeasured");
 	assert_true(unk->per_task >= pt->per_task && unk->base >= pt->base);
-	/* the backstop is above the most measured at 256 tasks (728 systrap, 3149 ptrace) */
+	/* the backstop is above the most measured at 256 tasks (728 systrap, 3546 ptrace) */
 	assert_int_equal(shim_runsc_host_limit(sys, 256, 0), 64 + 5 * 256);
-	assert_int_equal(shim_runsc_host_limit(pt, 256, 0), 128 + 20 * 256);
+	assert_int_equal(shim_runsc_host_limit(pt, 256, 0), 128 + 24 * 256);
 	assert_true(shim_runsc_host_limit(sys, 256, 0) > 728 * 3 / 2);
-	assert_true(shim_runsc_host_limit(pt, 256, 0) > 3149 * 3 / 2);
+	assert_true(shim_runsc_host_limit(pt, 256, 0) > 3546 * 3 / 2);
 	assert_int_equal(shim_runsc_host_limit(sys, 10, 7), 64 + 50 + 7);
 	assert_int_equal(shim_runsc_host_limit(sys, UINT64_MAX / 2, 0), INT64_MAX);
 	assert_int_equal(shim_runsc_host_limit(sys, 1, UINT64_MAX), INT64_MAX);
@@ -1207,7 +1207,7 @@ static void test_runsc_pids(void **state)
 		    "\"hard\":20}]},\"linux\":{\"resources\":{\"pids\":{\"limit\":50}}}}");
 	assert_int_equal(shim_runsc_size_pids(pt, extra, s, &w, &h, NULL), 0);
 	assert_at(s, "process.rlimits", "[{\"type\":\"RLIMIT_NPROC\",\"hard\":20,\"soft\":10}]");
-	assert_int_equal(h, 128 + 20 * 50 + 100);
+	assert_int_equal(h, 128 + 24 * 50 + 100);
 	hezo_json_free(s);
 
 	/* no process.rlimits at all */
