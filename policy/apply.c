@@ -3,8 +3,9 @@
 /*
  * Rules beyond docs/policy.md, for the reader: an update's absent field means "unchanged" and
  * stays absent; a period sent alone in an update gets a quota of cpus * period so the ratio cannot
- * grow; under runsc pids.limit is min(engine, policy) + backends.runsc.pidsHeadroom because
- * gVisor's own threads are charged to the container's pids cgroup. Mounts: mounts.c.
+ * grow; pids.limit is min(engine, policy) under every backend (the workload's count: shim/runsc.c
+ * turns it into RLIMIT_NPROC inside gVisor and sizes the host cgroup for the Sentry). Mounts:
+ * mounts.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -202,14 +203,6 @@ int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *pro
 
 /* ---- resources ---- */
 
-static uint64_t pids_ceiling(const struct hezo_policy *p)
-{
-	/* gVisor's own threads are charged to the container's pids cgroup. */
-	if (p->backend == HEZO_BACKEND_RUNSC)
-		return p->pids + p->pids_headroom;
-	return p->pids;
-}
-
 /* update: an absent field means "unchanged" and stays absent. */
 static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, const char *field,
 			   bool update, struct hezo_error **err)
@@ -263,7 +256,6 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 	snprintf(f, sizeof(f), "%s.pids", field);
 	pids = hezo_json_get(res, "pids");
 	if (!update || pids) {
-		uint64_t ceiling = pids_ceiling(p);
 		int64_t n = 0;
 		bool has = false;
 
@@ -278,8 +270,6 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 			uint64_t v = has && n > 0 ? (uint64_t)n : UINT64_MAX;
 			if (v > p->pids)
 				v = p->pids;
-			if (p->backend == HEZO_BACKEND_RUNSC)
-				v += ceiling - p->pids;
 			r = set_int(pids, "limit", (int64_t)v, err);
 			if (r < 0)
 				return r;

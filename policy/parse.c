@@ -147,7 +147,6 @@ static int policy_new_default(struct hezo_policy **out)
 			return -ENOMEM;
 	}
 	p->runsc_network = HEZO_RUNSC_NET_HOST;
-	p->pids_headroom = 128;
 	p->no_new_privs = true;
 	p->readonly_rootfs = true;
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_tmpfs); i++)

@@ -255,6 +255,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	struct shim_args a = {0};
 	char bundle_real[PATH_MAX];
 	const char *id, *bundle;
+	int64_t tasks = 0, host_pids = 0;
 	bool engine_seccomp;
 	size_t len;
 	int r;
@@ -322,6 +323,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		r = shim_runsc_check_spec(p, spec, &err);
 		if (r < 0)
 			goto fail;
+		r = shim_runsc_size_pids(shim_runsc_model_of(ctx, &t), p, spec, &tasks, &host_pids,
+					 &err);
+		if (r < 0)
+			goto fail;
 		r = shim_runsc_prepare_exec(spec, &exec_bpf, &err);
 		if (r < 0)
 			goto fail;
@@ -336,6 +341,14 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* Under runsc the box's pids is the workload's count; the host's backstop is beside it. */
+	if (tasks > 0 &&
+	    (hezo_json_set(hezo_json_get(rec, "box"), "pids", hezo_json_new_int(tasks)) < 0 ||
+	     hezo_json_set(hezo_json_get(rec, "box"), "hostPids", hezo_json_new_int(host_pids)) <
+		     0)) {
+		r = hezo_error_set(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
 	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
 	if (r < 0)
 		goto fail;
@@ -343,7 +356,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	if (r < 0)
 		goto fail;
 
-	/* From here on: undo on failure. */
+	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
+	shim_ended_remove(ctx, id);
 	r = shim_record_write(ctx, id, rec, &err);
 	if (r < 0)
 		goto fail;

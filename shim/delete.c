@@ -1,6 +1,7 @@
 /*
  * delete: the one pass-through verb with work after it. The backend runs as a child so the
- * container's record goes only once the backend has really deleted the container. runsc's
+ * container's record goes only once the backend has really deleted the container; a limit the
+ * container reached is noted first (ended.c), while its cgroup is still there. runsc's
  * delete is always forced: without --force it leaves a created sandbox (and its gofer) running.
  */
 #include <errno.h>
@@ -12,7 +13,7 @@
 int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_json_ struct hezo_json *rec = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL, *note = NULL;
 	struct shim_argv av = {0};
 	struct shim_target t = {0};
 	struct shim_args a = {0};
@@ -56,6 +57,17 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	}
 	if (r < 0)
 		goto fail;
+	/* Before the backend removes the cgroup: did a limit end (or hit) the container? */
+	if (a.npos == 1 && shim_ended_check(rec, &note) == 0 && note) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		const struct hezo_json *why = hezo_json_get(note, "reasons");
+
+		HEZO_JSON_FOREACH (i, why)
+			shim_log(ctx, "warning", "container %s: %s", id,
+				 hezo_json_string(why->items[i]) ?: "?");
+		if (shim_ended_write(ctx, id, note, &e) < 0)
+			shim_log(ctx, "warning", "container %s: %s", id, e->msg);
+	}
 	r = shim_spawn_wait(ctx, &av, &err);
 	if (r < 0)
 		goto fail;

@@ -13,7 +13,8 @@
 
 /* Rewrite the process file given with --process, in its own directory, atomically. */
 static int clamp_process_file(const struct hezo_policy *p, const char *path,
-			      const struct shim_argv *prefix, struct hezo_error **err)
+			      const struct shim_argv *prefix, int64_t nproc,
+			      struct hezo_error **err)
 {
 	_cleanup_free_ char *dir = strdup(path), *data = NULL, *out = NULL;
 	_cleanup_json_ struct hezo_json *proc = NULL;
@@ -50,6 +51,9 @@ static int clamp_process_file(const struct hezo_policy *p, const char *path,
 	if (proc->type != HEZO_JSON_OBJECT)
 		return hezo_error_set(err, EINVAL, "exec --process %s: not a JSON object", path);
 	r = hezo_policy_apply_process(p, proc, err);
+	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
+	if (r == 0 && nproc > 0)
+		r = shim_runsc_set_nproc(proc, nproc, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
 	if (prefix && prefix->n) {
@@ -91,6 +95,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	struct shim_target t = {0};
 	struct shim_args a = {0};
 	const char *id, *process;
+	int64_t nproc = 0;
 	size_t dropped;
 	int r;
 
@@ -121,11 +126,14 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 		r = shim_runsc_exec_prefix(rec, id, &prefix, &err);
 		if (r < 0)
 			goto fail;
+		/* box.pids is the workload's count only where create recorded the backstop too. */
+		if (hezo_json_get_path(rec, "box.hostPids"))
+			(void)hezo_json_get_int64(hezo_json_get_path(rec, "box.pids"), &nproc);
 	}
 
 	process = shim_args_get(&a, "process");
 	if (process) {
-		r = clamp_process_file(p, process, &prefix, &err);
+		r = clamp_process_file(p, process, &prefix, nproc, &err);
 		if (r < 0)
 			goto fail;
 	}

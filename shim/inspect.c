@@ -1,6 +1,7 @@
 /*
  * `hezo-shim inspect CONTAINER`: the box a container really got, read from what was applied (its
- * record, the rewritten config.json in its bundle and the host's cgroup files), not from docs.
+ * record, the rewritten config.json in its bundle and the host's cgroup files), not from docs;
+ * for a deleted container that reached a limit, the note kept at delete.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -118,15 +119,19 @@ static int live_limits(const char *cgpath, struct hezo_json *out)
 		{"memory", "memory.limit_in_bytes"},
 		{"memory", "memory.memsw.limit_in_bytes"},
 		{"pids", "pids.max"},
+		{"pids", "pids.current"},
+		/* "max N": forks the host's pids.max refused (under runsc: the Sentry's). */
+		{"pids", "pids.events"},
 		{"cpu", "cpu.cfs_quota_us"},
 		{"cpu", "cpu.cfs_period_us"},
 	};
+	char dir[4096];
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < HEZO_ARRAY_SIZE(files); i++) {
 		_cleanup_error_ struct hezo_error *ignored = NULL;
 		_cleanup_free_ char *text = NULL;
-		char dir[4096], path[4200];
+		char path[4200];
 		struct hezo_json *v;
 
 		if (shim_cgroup_dir("/sys/fs/cgroup", cgpath, files[i].controller, dir,
@@ -138,6 +143,17 @@ static int live_limits(const char *cgpath, struct hezo_json *out)
 		text[strcspn(text, "\n")] = '\0';
 		v = hezo_json_new_string(text);
 		r = v ? hezo_json_set(out, files[i].file, v) : -ENOMEM;
+	}
+	if (r == 0 && shim_cgroup_dir("/sys/fs/cgroup", cgpath, "memory", dir, sizeof(dir)) == 0) {
+		_cleanup_error_ struct hezo_error *ignored = NULL;
+		_cleanup_free_ char *text = NULL;
+		char path[4200];
+		long long kills;
+
+		snprintf(path, sizeof(path), "%s/memory.oom_control", dir);
+		if (hezo_read_file_at(AT_FDCWD, path, 4096, &text, NULL, &ignored) == 0 &&
+		    (kills = shim_cgroup_counter(text, "oom_kill")) >= 0)
+			r = hezo_json_set(out, "memory.oom_kill", hezo_json_new_int(kills));
 	}
 	return r;
 }
@@ -259,6 +275,21 @@ int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **ar
 				       ctx->g.root);
 	} else {
 		r = find_record(ctx->state_dir, id, &rec, &err);
+	}
+	if (r == -ENOENT) {
+		_cleanup_json_ struct hezo_json *note = NULL;
+
+		/* Gone, but deleted after reaching a limit: say which (ended.c). */
+		if (shim_ended_read(ctx, id, &note) == 0) {
+			out = hezo_json_new_object();
+			if (!out || hezo_json_set(out, "id", hezo_json_new_string(id)) < 0 ||
+			    hezo_json_set(out, "ended", TAKE_PTR(note)) < 0 ||
+			    hezo_json_dump(out, true, &text, &len, NULL) < 0)
+				return shim_failf(ctx, "out of memory");
+			fwrite(text, 1, len, stdout);
+			fputc('\n', stdout);
+			return 0;
+		}
 	}
 	if (r < 0)
 		return shim_fail_stderr(ctx, err);

@@ -1,5 +1,5 @@
 /*
- * What gVisor's runsc (2022-12-19) lacks or does differently, done by the shim: update emulated
+ * What gVisor's runsc lacks or does differently, done by the shim: update emulated
  * on the sandbox's host cgroup, host PIDs for ps, a created sandbox destroyed on kill, and the
  * checks a spec must pass before runsc may run it.
  */
@@ -302,20 +302,6 @@ int shim_cgroup_update_v1(const char *root, const char *cgpath, const struct hez
 	return 0;
 }
 
-int shim_runsc_check_pids(const struct hezo_policy *p, int64_t limit, struct hezo_error **err)
-{
-	uint64_t head = hezo_policy_runsc_pids_headroom(p);
-
-	if (limit > 0 && limit < SHIM_RUNSC_MIN_PIDS)
-		return hezo_error_set(err, EINVAL,
-				      "pids limit %" PRId64
-				      " (with backends.runsc.pidsHeadroom %" PRIu64
-				      ") is below %d, the least a gVisor sandbox needs: its own "
-				      "threads count against pids.max",
-				      limit, head, SHIM_RUNSC_MIN_PIDS);
-	return 0;
-}
-
 /* The annotation keys CRI implementations put on every container of a pod. */
 static const char *const pod_type_keys[] = {
 	"io.kubernetes.cri.container-type",
@@ -327,11 +313,9 @@ int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *s
 {
 	const struct hezo_json *ann = hezo_json_get_type(spec, "annotations", HEZO_JSON_OBJECT);
 	const struct hezo_json *nss = hezo_json_get_path(spec, "linux.namespaces");
-	const struct hezo_json *lim = hezo_json_get_path(spec, "linux.resources.pids.limit");
 	_cleanup_json_ struct hezo_json *pj = NULL;
 	const struct hezo_json *allow;
 	bool netns = false, host_ok = false;
-	int64_t pids = 0;
 
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(pod_type_keys); i++) {
 		const char *v = hezo_json_string(hezo_json_get(ann, pod_type_keys[i]));
@@ -343,12 +327,6 @@ int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *s
 				"shim "
 				"or a runc backend for this project",
 				pod_type_keys[i]);
-	}
-
-	if (lim && hezo_json_get_int64(lim, &pids) == 0) {
-		int r = shim_runsc_check_pids(p, pids, err);
-		if (r < 0)
-			return r;
 	}
 
 	/*
@@ -485,24 +463,35 @@ int shim_runsc_host_pids(struct shim_ctx *ctx, const struct shim_target *t,
 	return 0;
 }
 
+int shim_runsc_check_update(const struct hezo_json *req, const char *id, struct hezo_error **err)
+{
+	const struct hezo_json *lim = hezo_json_get_path(req, "pids.limit");
+	int64_t n = 0;
+
+	/*
+	 * The workload's limit is RLIMIT_NPROC inside the Sentry, fixed at create: nothing can
+	 * change it in a running sandbox, and a host limit sized for another count would either
+	 * not bind or end the sandbox. 0 is what engines send for "unchanged".
+	 */
+	if (lim && lim->type != HEZO_JSON_NULL && (hezo_json_get_int64(lim, &n) < 0 || n != 0))
+		return hezo_error_set(err, EOPNOTSUPP,
+				      "update %s: pids.limit cannot be changed under runsc: the "
+				      "limit is RLIMIT_NPROC inside the sandbox, set at create",
+				      id);
+	return 0;
+}
+
 int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 		      const struct hezo_policy *p, const struct hezo_json *res,
 		      struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_free_ char *status = NULL;
-	const struct hezo_json *lim = hezo_json_get_path(res, "pids.limit");
 	const char *cgpath;
 	char dir[PATH_MAX];
-	int64_t n = 0;
 	long pid = 0;
 	int r;
 
-	if (lim && hezo_json_get_int64(lim, &n) == 0) {
-		r = shim_runsc_check_pids(p, n, err);
-		if (r < 0)
-			return hezo_error_prefix(err, "update %s", id);
-	}
 	r = shim_record_read(ctx, id, &rec, err);
 	if (r == -ENOENT)
 		return hezo_error_set(err, ENOENT,

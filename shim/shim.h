@@ -75,6 +75,17 @@ int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err);
 
+/* ended.c: why a container ended, kept at delete when one of its limits was reached. */
+/* The number after "key " in a cgroup file of "key value" lines (-1: absent). */
+long long shim_cgroup_counter(const char *text, const char *key);
+/* A note (NULL: no limit reached) from the record's cgroup: pids.max refusals, OOM kills. */
+int shim_ended_check(const struct hezo_json *rec, struct hezo_json **out);
+int shim_ended_write(const struct shim_ctx *ctx, const char *id, struct hezo_json *note,
+		     struct hezo_error **err);
+/* 0 and *out, or -ENOENT. */
+int shim_ended_read(const struct shim_ctx *ctx, const char *id, struct hezo_json **out);
+void shim_ended_remove(const struct shim_ctx *ctx, const char *id);
+
 /* run.c: hand over to the backend. */
 /* execve argv[0]; returns only on failure (-errno, err filled). */
 int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);
@@ -95,13 +106,30 @@ int shim_resolve_policy(struct shim_ctx *ctx, const char *id, struct shim_target
 int shim_load_policy(const struct shim_ctx *ctx, struct hezo_policy **out, struct hezo_error **err);
 
 /*
- * runsc.c: what runsc lacks, done by the shim. A gVisor sandbox's own threads count against
- * pids.max: one running `sleep` used 38 here, `sh -c 'sleep; echo'` needed 56, and a limit of 32
- * failed at start with runsc's opaque "EOF". Below this floor the shim refuses.
+ * runsc-pids.c: the pids limit under runsc. Inside the sandbox it is RLIMIT_NPROC (the Sentry
+ * refuses a fork past it with EAGAIN); the host cgroup gets base + perTask * limit (+ the policy's
+ * backends.runsc.pidsHeadroom) for the Sentry's own tasks, a backstop the workload never reaches.
  */
-#define SHIM_RUNSC_MIN_PIDS 96
-int shim_runsc_check_pids(const struct hezo_policy *p, int64_t limit, struct hezo_error **err);
-/* After policy: pod app containers (CRI annotations), the pids floor, host-network guard. */
+struct shim_runsc_model {
+	const char *platform;
+	uint64_t base, per_task;
+};
+/* YYYYMMDD of `runsc --version` output ("0.0~20240729.0", "release-20240729.0"); 0: unknown. */
+uint64_t shim_runsc_release_date(const char *version_output);
+/* The model for a release (0: unknown) and a --platform (NULL: the release's default). */
+const struct shim_runsc_model *shim_runsc_model_for(uint64_t release, const char *platform);
+/* The model for the runsc binary t names (its version cached in the state directory). */
+const struct shim_runsc_model *shim_runsc_model_of(struct shim_ctx *ctx,
+						   const struct shim_target *t);
+uint64_t shim_runsc_host_limit(const struct shim_runsc_model *m, uint64_t tasks, uint64_t extra);
+/* process.rlimits gets one RLIMIT_NPROC of at most limit (a lower one from the engine stays). */
+int shim_runsc_set_nproc(struct hezo_json *process, int64_t limit, struct hezo_error **err);
+/* After policy: RLIMIT_NPROC = the spec's pids limit, which becomes the host backstop. */
+int shim_runsc_size_pids(const struct shim_runsc_model *m, const struct hezo_policy *p,
+			 struct hezo_json *spec, int64_t *tasks, int64_t *host,
+			 struct hezo_error **err);
+
+/* After policy: pod app containers (CRI annotations), host-network guard. */
 int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *spec,
 			  struct hezo_error **err);
 /*
@@ -124,6 +152,8 @@ int shim_runsc_destroy(struct shim_ctx *ctx, const struct shim_target *t, const 
 int shim_runsc_host_pids(struct shim_ctx *ctx, const struct shim_target *t,
 			 const struct hezo_json *rec, const char *id, struct hezo_json **out,
 			 struct hezo_error **err);
+/* Before policy: an update's request runsc can honour (pids.limit cannot change). */
+int shim_runsc_check_update(const struct hezo_json *req, const char *id, struct hezo_error **err);
 /* update by writing the sandbox's cgroup files (runsc has no update command). */
 int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 		      const struct hezo_policy *p, const struct hezo_json *res,

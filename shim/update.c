@@ -98,6 +98,8 @@ int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
+	if (t.backend == HEZO_BACKEND_RUNSC && (r = shim_runsc_check_update(res, id, &err)) < 0)
+		goto fail;
 	r = hezo_policy_apply_resources(p, res, &err);
 	if (r < 0) {
 		hezo_error_prefix(&err, "update %s", id);

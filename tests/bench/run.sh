@@ -2,7 +2,7 @@
 # The benchmark suite (docs/performance.md): every figure is a ratio against a baseline measured in
 # the same run, median and min-max over rounds. Writes tests/bench/results.md and prints it.
 #
-#   sudo tests/bench/run.sh [--quick] [--only start,docker,hook,proxyd] [--build DIR] [--out FILE]
+#   sudo tests/bench/run.sh [--quick] [--only start,docker,hook,proxyd,runsc] [--build DIR] [--out FILE]
 #
 # Needs root, the tools named in docs/performance.md, and builds the tree (release) into
 # build-bench when the binaries are missing. Traffic stays on loopback and in the network
@@ -14,7 +14,7 @@ BUILD=${HEZO_BUILD_DIR:-$SRC/build-bench}
 OUT=${HEZO_BENCH_OUT:-$SRC/tests/bench/results.md}
 QUICK=0
 KEEP=0
-ONLY=start,docker,hook,proxyd
+ONLY=start,docker,hook,proxyd,runsc
 
 usage()
 {
@@ -837,10 +837,83 @@ bench_proxyd()
 	ctl deregister bench-c >/dev/null 2>&1
 }
 
+# ---- 5. runsc: gVisor's host tasks against the backstop the shim sizes ----
+# hezo-shim runs a bundle under each runsc found (policy pids 256, so RLIMIT_NPROC 256 inside);
+# the host's pids.current is sampled every 50 ms. Baseline: the same sandbox at rest (a shell and
+# one sleep); hezo: the peak with 256 tasks held (254 sleeping, or a fork bomb). The ratio is
+# peak / the host pids.max the shim chose: below 1 the workload never reaches the backstop.
+runsc_peak()
+{
+	local bin=$1 id=$2 script=$3 b=$T/runsc/$2 cg peak=0 max=0 c pid
+	rm -rf "$b"
+	mkdir -p "$b"
+	jq --arg s "$script" --arg id "$id" --arg r "$T/runsc/rootfs" \
+		'.root = {path: $r, readonly: true} | .process.terminal = false
+		| .process.args = ["sh", "-c", $s] | .process.env = ["PATH=/bin"]
+		| .linux.cgroupsPath = ("/hezo-bench/" + $id)' "$T/runsc/config.json" >"$b/config.json"
+	jq --arg p "$bin" '.backend = "runsc" | .backends.runsc = {path: $p, network: "none"}' \
+		"$T/policy-dev.json" >"$T/runsc/policy.json"
+	HEZO_POLICY="$T/runsc/policy.json" HEZO_STATE_DIR="$T/state" "$SHIM" --root "$T/runsc-root" \
+		run -b "$b" "$id" >"$b/out" 2>&1 &
+	pid=$!
+	cg=/sys/fs/cgroup/pids/hezo-bench/$id
+	while kill -0 "$pid" 2>/dev/null; do
+		c=$(cat "$cg/pids.current" 2>/dev/null || echo 0)
+		[ "$c" -gt "$peak" ] && peak=$c
+		[ -r "$cg/pids.max" ] && max=$(cat "$cg/pids.max")
+		sleep 0.05
+	done
+	wait "$pid" || log "runsc $id exited $?: $(tail -n 2 "$b/out")"
+	"$bin" --root "$T/runsc-root" delete --force "$id" >/dev/null 2>&1
+	for c in /sys/fs/cgroup/*/hezo-bench/"$id"; do rmdir "$c" 2>/dev/null; done
+	echo "$peak $max"
+}
+
+bench_runsc()
+{
+	local bin rel r w rest peaks per ratio max out rounds=$ROUNDS
+	# shellcheck disable=SC2016
+	local sleepers='i=0; while [ $i -lt 254 ]; do sleep 10 & i=$((i + 1)); done; sleep 6; kill -9 -1; exit 0'
+	# shellcheck disable=SC2016
+	local bomb='mkfifo /tmp/idle; exec 3<>/tmp/idle; export B='"'"'while :; do sh -c "$B" & done'"'"'
+sh -c "$B" 2>/dev/null & read -t 8 x <&3; kill -9 -1; wait; exit 0'
+	log "5. runsc host tasks"
+	mkdir -p "$T/runsc" "$T/runsc-root" "$T/state"
+	hezo_busybox_rootfs "$T/runsc/rootfs" >/dev/null || { note "runsc rows: no busybox rootfs"; return; }
+	runc spec --bundle "$T/runsc" || return
+	echo "$POLICY_DEV" >"$T/policy-dev.json"
+	for bin in /usr/bin/runsc /opt/runsc-2022/runsc; do
+		[ -x "$bin" ] || { note "runsc rows: no $bin"; continue; }
+		rel=$("$bin" --version 2>/dev/null | head -n 1 | awk '{ print $3 }')
+		for w in sleepers bomb; do
+			rest=() peaks=()
+			for ((r = 1; r <= rounds; r++)); do
+				out=$(runsc_peak "$bin" "rest-$r" 'sleep 3')
+				rest+=("${out% *}")
+				out=$(runsc_peak "$bin" "$w-$r" "${!w}")
+				peaks+=("${out% *}")
+				max=${out#* }
+			done
+			rest=$(printf '%s\n' "${rest[@]}" | stats)
+			per=$(for ((r = 0; r < rounds; r++)); do
+				awk -v p="${peaks[$r]}" -v b="$(med "$rest")" 'BEGIN { print (p - b) / 254 }'
+			done | stats)
+			ratio=$(for p in "${peaks[@]}"; do awk -v p="$p" -v m="$max" 'BEGIN { print (m > 0 ? p / m : "nan") }'; done | stats)
+			peaks=$(printf '%s\n' "${peaks[@]}" | stats)
+			row runsc "host tasks, 256 tasks inside ($w), runsc $rel; peak / host pids.max $max" \
+				"$(med "$rest") at rest" \
+				"$(med "$peaks") ($(cut -d' ' -f2 <<<"$peaks")–$(cut -d' ' -f3 <<<"$peaks")); $(fmt "$(med "$per")" 1 1) per task" \
+				"$(fmt_ratio "$ratio")" "< 1.00" "$(verdict "$(cut -d' ' -f3 <<<"$ratio")" "<=" 0.99)"
+		done
+	done
+	rmdir /sys/fs/cgroup/*/hezo-bench 2>/dev/null
+}
+
 want start && bench_start
 want docker && bench_docker
 want hook && bench_hook
 want proxyd && bench_proxyd
+want runsc && bench_runsc
 
 {
 	echo "# hezo-shim benchmarks"

@@ -443,8 +443,8 @@ static void test_docker_default(void **state)
 	assert_string_equal(seccomp_before, seccomp_after);
 	assert_at(spec, "linux.resources.memory",
 		  "{\"disableOOMKiller\":false,\"limit\":2147483648,\"swap\":2147483648}");
-	/* runsc: the policy's 256 plus the 128 of headroom for gVisor's own threads. */
-	assert_at(spec, "linux.resources.pids", "{\"limit\":384}");
+	/* runsc too: the workload's 256 (shim/runsc-pids.c sizes the host's limit from it). */
+	assert_at(spec, "linux.resources.pids", "{\"limit\":256}");
 	assert_at(spec, "linux.resources.cpu", "{\"shares\":0,\"period\":100000,\"quota\":200000}");
 	assert_at(spec, "linux.resources.blockIO", "{\"weight\":0}");
 	/* Engine files are allowed onto their fixed destinations, sources resolved. */
@@ -492,8 +492,8 @@ static void test_docker_flags(void **state)
 	/* --memory 8g --memory-swap 16g: down to the policy's 2g, no swap. */
 	assert_at(spec, "linux.resources.memory",
 		  "{\"limit\":2147483648,\"swap\":2147483648,\"disableOOMKiller\":false}");
-	/* --pids-limit 50 is stricter than the policy; runsc's headroom still added. */
-	assert_at(spec, "linux.resources.pids", "{\"limit\":178}");
+	/* --pids-limit 50 is stricter than the policy, under runsc as under runc. */
+	assert_at(spec, "linux.resources.pids", "{\"limit\":50}");
 
 	hezo_json_free(spec);
 	spec = hezo_json_clone(copy);
@@ -571,8 +571,8 @@ static void test_pids_rules(void **state)
 	check_resources(runc, "{\"pids\":{\"limit\":1000}}", "pids", "{\"limit\":256}");
 	check_resources(runc, "{\"pids\":{\"limit\":0}}", "pids", "{\"limit\":256}");
 	check_resources(runc, "{\"pids\":{\"limit\":-1}}", "pids", "{\"limit\":256}");
-	check_resources(runsc, "{\"pids\":{\"limit\":100}}", "pids", "{\"limit\":228}");
-	check_resources(runsc, "{\"pids\":{\"limit\":100000}}", "pids", "{\"limit\":384}");
+	check_resources(runsc, "{\"pids\":{\"limit\":100}}", "pids", "{\"limit\":100}");
+	check_resources(runsc, "{\"pids\":{\"limit\":100000}}", "pids", "{\"limit\":256}");
 }
 
 static void test_cpu_rules(void **state)
@@ -1179,7 +1179,7 @@ static void test_podman(void **state)
 	assert_box(spec);
 	/* /run is the policy's tmpfs, so what podman put below it goes. */
 	assert_null(find_mount(spec, "/run/.containerenv", 0));
-	assert_at(spec, "linux.resources.pids", "{\"limit\":384}");
+	assert_at(spec, "linux.resources.pids", "{\"limit\":256}");
 }
 
 static void test_ctr(void **state)
@@ -1283,8 +1283,8 @@ static void test_update(void **state)
 			    "{\"cpu\":{\"quota\":1000,\"period\":200000}}");
 	}
 	update_case(p, "{\"blockIO\":{\"weight\":10}}", "{\"blockIO\":{\"weight\":10}}");
-	update_case(p, "{\"pids\":{\"limit\":0}}", "{\"pids\":{\"limit\":384}}");
-	update_case(p, "{\"pids\":{\"limit\":10}}", "{\"pids\":{\"limit\":138}}");
+	update_case(p, "{\"pids\":{\"limit\":0}}", "{\"pids\":{\"limit\":256}}");
+	update_case(p, "{\"pids\":{\"limit\":10}}", "{\"pids\":{\"limit\":10}}");
 	update_case(p, "{\"memory\":{\"swap\":-1}}", "{\"memory\":{\"swap\":2147483648}}");
 	update_case(p, "{\"memory\":{\"swap\":1048576}}", "{\"memory\":{\"swap\":1048576}}");
 	update_case(p, "{\"cpu\":{\"period\":10000}}",

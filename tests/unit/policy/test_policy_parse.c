@@ -96,7 +96,7 @@ static void test_defaults(void **state)
 	assert_non_null(args);
 	assert_null(args[0]);
 	assert_int_equal(hezo_policy_runsc_network(p), HEZO_RUNSC_NET_HOST);
-	assert_int_equal(hezo_policy_runsc_pids_headroom(p), 128);
+	assert_int_equal(hezo_policy_runsc_pids_headroom(p), 0);
 	assert_null(hezo_policy_project(p));
 	assert_int_equal(hezo_policy_egress_mode(p), HEZO_EGRESS_PROXY);
 	assert_false(hezo_policy_cap_allowed(p, "CAP_CHOWN"));

@@ -1201,7 +1201,7 @@ static struct hezo_policy *runsc_policy(const char *extra)
 
 static void test_runsc_check_spec(void **state)
 {
-	_cleanup_policy_ struct hezo_policy *p = runsc_policy(""), *low = NULL, *hostnet = NULL;
+	_cleanup_policy_ struct hezo_policy *p = runsc_policy(""), *hostnet = NULL;
 	_cleanup_error_ struct hezo_error *err = NULL;
 	struct hezo_json *s;
 
@@ -1224,30 +1224,127 @@ static void test_runsc_check_spec(void **state)
 	assert_true(shim_runsc_check_spec(p, s, NULL) < 0);
 	hezo_json_free(s);
 
-	/* the pids floor, naming the numbers */
+	/* no pids floor any more: the host's limit is derived from the workload's */
 	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"
-		    "\"resources\":{\"pids\":{\"limit\":95}}}}");
-	assert_true(shim_runsc_check_spec(p, s, &err) < 0);
-	assert_string_equal(err->msg, "pids limit 95 (with backends.runsc.pidsHeadroom 128) is "
-				      "below 96, the least a gVisor sandbox needs: its own threads "
-				      "count against pids.max");
-	hezo_json_free(s);
-	hezo_error_free(err);
-	err = NULL;
-	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"
-		    "\"resources\":{\"pids\":{\"limit\":96}}}}");
+		    "\"resources\":{\"pids\":{\"limit\":5}}}}");
 	assert_int_equal(shim_runsc_check_spec(p, s, NULL), 0);
 	hezo_json_free(s);
-	low = runsc_policy(",\"backends\":{\"runsc\":{\"pidsHeadroom\":0}}");
-	assert_true(shim_runsc_check_pids(low, 64, &err) < 0);
-	assert_non_null(strstr(err->msg, "pids limit 64 (with backends.runsc.pidsHeadroom 0)"));
-	assert_int_equal(shim_runsc_check_pids(low, 384, NULL), 0);
 
 	/* host network mode without a network namespace would be the host's network */
 	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"pid\"}]}}");
 	assert_true(shim_runsc_check_spec(p, s, NULL) < 0);
 	hostnet = runsc_policy(",\"namespaces\":{\"allowHost\":[\"network\"]}");
 	assert_int_equal(shim_runsc_check_spec(hostnet, s, NULL), 0);
+	hezo_json_free(s);
+}
+
+/* The JSON text at path in root is want. */
+static void assert_at(const struct hezo_json *root, const char *path, const char *want)
+{
+	const struct hezo_json *v = hezo_json_get_path(root, path);
+	_cleanup_free_ char *got = NULL;
+	size_t len;
+
+	if (!v)
+		print_error("%s: absent, want %s\n", path, want);
+	assert_non_null(v);
+	assert_int_equal(hezo_json_dump(v, false, &got, &len, NULL), 0);
+	if (strcmp(got, want) != 0)
+		print_error("%s: got %s\n   want %s\n", path, got, want);
+	assert_string_equal(got, want);
+}
+
+/* RLIMIT_NPROC inside the sandbox and the host's backstop from the model (shim/runsc-pids.c). */
+static void test_runsc_pids(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = runsc_policy("");
+	_cleanup_policy_ struct hezo_policy *extra =
+		runsc_policy(",\"backends\":{\"runsc\":{\"pidsHeadroom\":100}}");
+	_cleanup_error_ struct hezo_error *err = NULL;
+	const struct shim_runsc_model *sys, *pt, *unk;
+	struct hezo_json *s;
+	int64_t w = 0, h = 0;
+
+	(void)state;
+	assert_int_equal(shim_runsc_release_date("runsc version 0.0~20240729.0\nspec: 1.0.2-dev\n"),
+			 20240729);
+	assert_int_equal(shim_runsc_release_date("runsc version release-20221219.0\n"), 20221219);
+	assert_int_equal(shim_runsc_release_date("runsc version 120240729\n"), 0);
+	assert_int_equal(shim_runsc_release_date("runsc version 2024072\n"), 0);
+	assert_int_equal(shim_runsc_release_date(""), 0);
+	assert_int_equal(shim_runsc_release_date(NULL), 0);
+
+	sys = shim_runsc_model_for(20240729, NULL);
+	pt = shim_runsc_model_for(20221219, NULL);
+	unk = shim_runsc_model_for(0, NULL);
+	assert_string_equal(sys->platform, "systrap");
+	assert_string_equal(pt->platform, "ptrace");
+	assert_string_equal(shim_runsc_model_for(20240729, "ptrace")->platform, "ptrace");
+	assert_string_equal(shim_runsc_model_for(20221219, "systrap")->platform, "systrap");
+	/* KVM, an unknown platform or version: the largest cost measured */
+	assert_string_equal(shim_runsc_model_for(20240729, "kvm")->platform, "unmeasured");
+	assert_true(unk->per_task >= pt->per_task && unk->base >= pt->base);
+	/* the backstop is above the most measured at 256 tasks (728 systrap, 3546 ptrace) */
+	assert_int_equal(shim_runsc_host_limit(sys, 256, 0), 64 + 5 * 256);
+	assert_int_equal(shim_runsc_host_limit(pt, 256, 0), 128 + 24 * 256);
+	assert_true(shim_runsc_host_limit(sys, 256, 0) > 728 * 3 / 2);
+	assert_true(shim_runsc_host_limit(pt, 256, 0) > 3546 * 3 / 2);
+	assert_int_equal(shim_runsc_host_limit(sys, 10, 7), 64 + 50 + 7);
+	assert_int_equal(shim_runsc_host_limit(sys, UINT64_MAX / 2, 0), INT64_MAX);
+	assert_int_equal(shim_runsc_host_limit(sys, 1, UINT64_MAX), INT64_MAX);
+
+	/* the spec: NPROC = the policy's count, pids.limit = the backstop; other rlimits kept */
+	s = spec_of("{\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1024,"
+		    "\"hard\":1024},{\"type\":\"RLIMIT_NPROC\",\"soft\":100000,\"hard\":100000}]},"
+		    "\"linux\":{\"resources\":{\"pids\":{\"limit\":256}}}}");
+	assert_int_equal(shim_runsc_size_pids(sys, p, s, &w, &h, NULL), 0);
+	assert_int_equal(w, 256);
+	assert_int_equal(h, 64 + 5 * 256);
+	assert_at(s, "process.rlimits",
+		  "[{\"type\":\"RLIMIT_NOFILE\",\"soft\":1024,\"hard\":1024},"
+		  "{\"type\":\"RLIMIT_NPROC\",\"hard\":256,\"soft\":256}]");
+	assert_at(s, "linux.resources.pids", "{\"limit\":1344}");
+	hezo_json_free(s);
+
+	/* the engine's lower nproc stays (soft <= hard); pidsHeadroom adds to the backstop */
+	s = spec_of("{\"process\":{\"rlimits\":[{\"type\":\"RLIMIT_NPROC\",\"soft\":10,"
+		    "\"hard\":20}]},\"linux\":{\"resources\":{\"pids\":{\"limit\":50}}}}");
+	assert_int_equal(shim_runsc_size_pids(pt, extra, s, &w, &h, NULL), 0);
+	assert_at(s, "process.rlimits", "[{\"type\":\"RLIMIT_NPROC\",\"hard\":20,\"soft\":10}]");
+	assert_int_equal(h, 128 + 24 * 50 + 100);
+	hezo_json_free(s);
+
+	/* no process.rlimits at all */
+	s = spec_of("{\"process\":{},\"linux\":{\"resources\":{\"pids\":{\"limit\":3}}}}");
+	assert_int_equal(shim_runsc_size_pids(sys, p, s, &w, &h, NULL), 0);
+	assert_at(s, "process.rlimits", "[{\"type\":\"RLIMIT_NPROC\",\"hard\":3,\"soft\":3}]");
+	hezo_json_free(s);
+
+	/* policy always sets a limit; without one there is nothing to size: refuse */
+	s = spec_of("{\"process\":{},\"linux\":{}}");
+	assert_true(shim_runsc_size_pids(sys, p, s, &w, &h, &err) < 0);
+	assert_non_null(strstr(err->msg, "pids.limit is not set"));
+	hezo_json_free(s);
+	hezo_error_free(TAKE_PTR(err));
+	s = spec_of("{\"process\":{\"rlimits\":{}},\"linux\":{\"resources\":{\"pids\":"
+		    "{\"limit\":3}}}}");
+	assert_true(shim_runsc_size_pids(sys, p, s, &w, &h, NULL) < 0);
+	hezo_json_free(s);
+
+	/* update: pids cannot change in a running sandbox; 0 and null mean "unchanged" */
+	s = spec_of("{\"pids\":{\"limit\":100},\"memory\":{\"limit\":1}}");
+	assert_true(shim_runsc_check_update(s, "c1", &err) < 0);
+	assert_string_equal(err->msg, "update c1: pids.limit cannot be changed under runsc: the "
+				      "limit is RLIMIT_NPROC inside the sandbox, set at create");
+	hezo_json_free(s);
+	s = spec_of("{\"pids\":{\"limit\":0},\"memory\":{\"limit\":1}}");
+	assert_int_equal(shim_runsc_check_update(s, "c1", NULL), 0);
+	hezo_json_free(s);
+	s = spec_of("{\"pids\":{\"limit\":null}}");
+	assert_int_equal(shim_runsc_check_update(s, "c1", NULL), 0);
+	hezo_json_free(s);
+	s = spec_of("{\"memory\":{\"limit\":1}}");
+	assert_int_equal(shim_runsc_check_update(s, "c1", NULL), 0);
 	hezo_json_free(s);
 }
 
@@ -1488,6 +1585,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_dir),
 		cmocka_unit_test(test_cgroup_update_v1),
 		cmocka_unit_test(test_runsc_check_spec),
+		cmocka_unit_test(test_runsc_pids),
 		cmocka_unit_test(test_signal_is_kill),
 		cmocka_unit_test(test_spawn_capture),
 		cmocka_unit_test(test_record_var_run),
