@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "hezo-file.h"
+#include "hezo-spec.h"
 #include "shim.h"
 
 #define RESOURCES_MAX (1024 * 1024)
@@ -96,6 +97,12 @@ int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		goto fail;
 	if (!res && !(res = hezo_json_new_object())) {
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* Spelling first: runsc's own refusals below must not read a key runc would fold. */
+	r = hezo_spec_check_keys(res, HEZO_SPEC_DOC_RESOURCES, "resources", &err);
+	if (r < 0) {
+		hezo_error_prefix(&err, "update %s", id);
 		goto fail;
 	}
 	if (t.backend == HEZO_BACKEND_RUNSC && (r = shim_runsc_check_update(res, id, &err)) < 0)
