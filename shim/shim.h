@@ -174,6 +174,19 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
 			   struct hezo_error **err);
 
+/*
+ * init.c: hezo-init as PID 1 (policy "init"), bind-mounted here and put in front of
+ * process.args at create.
+ */
+#define SHIM_INIT_DEST "/dev/.hezo-init"
+/* The binary's host path: $HEZO_INIT, next to the shim, the build tree, or ../libexec/hezo/. */
+int shim_init_helper(char *buf, size_t size);
+/* Why no hezo-init goes in ("off", "sandbox", "engine", "no-args"), or NULL when it does. */
+const char *shim_init_skip_reason(const struct hezo_policy *p, const struct hezo_json *spec);
+/* Put it in: *how says what the box got ("hezo", or a skip reason). */
+int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const char **how,
+		      struct hezo_error **err);
+
 /* lifecycle.c: kill's signal is SIGKILL in one of the forms runc takes (9, KILL, SIGKILL). */
 bool shim_signal_is_kill(const char *sig);
 
