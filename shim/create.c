@@ -248,7 +248,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
-	_cleanup_close_ int bfd = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1;
 	struct hezo_apply_env env = {0};
 	struct shim_target t = {0};
 	struct shim_argv av = {0};
@@ -358,6 +358,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	if (r < 0)
 		goto fail;
 	r = check_old_record(ctx, id, &t, &err);
+	if (r < 0)
+		goto fail;
+	/* May wait for a slot; on success holds the admission lock until exec. */
+	r = shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, &err);
 	if (r < 0)
 		goto fail;
 
