@@ -173,7 +173,7 @@ for id in "${IDS[@]}"; do hezo_bundle_cleanup "$ROOT" "$id"; done
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 IMG=$HEZO_TEST_IMAGE
-RT=hezo-${HEZO_TEST_DIR##*/}
+RT=hezo-test-ah-admission
 hezo_make_wrapper
 policy 2 60 docker
 hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"

@@ -30,9 +30,12 @@ new_id()
 }
 
 # Zombies: 100 orphans whose parent exits at once, then PID 1's place goes to a process that
-# never waits (exec sleep); a sibling counts the zombies after they have all exited.
-ZOMBIES='(sleep 1.5; grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | wc -l) &
-for i in $(seq 100); do (sleep 0.2 &); done; exec sleep 2.5'
+# never waits (exec sleep); a sibling lists the zombies twice, half a second apart, after they have
+# all exited, and counts those in both lists (one caught between its exit and its reaping is not
+# left behind).
+ZOMBIES='(sleep 1.2; z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }; z >/tmp/z1;
+sleep 0.5; z >/tmp/z2; grep -cxFf /tmp/z1 /tmp/z2) &
+for i in $(seq 100); do (sleep 0.2 &); done; exec sleep 3'
 
 # bundle_run LABEL ARGV_JSON: run it in the foreground through the shim; sets OUT and RC.
 bundle_run()
@@ -95,8 +98,8 @@ hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 IMG=$HEZO_TEST_IMAGE
-# A runtime name of this test directory's own: another engineer's tests register "hezo-shim".
-RT=hezo-${HEZO_TEST_DIR##*/}
+# A test runtime name (tests/lib/docker.sh restores daemon.json at exit).
+RT=hezo-test-ah-init
 hezo_make_wrapper
 hezo_write_policy docker
 hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"

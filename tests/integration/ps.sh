@@ -94,7 +94,7 @@ for id in "${IDS[@]}"; do hezo_bundle_cleanup "$ROOT" "$id"; done
 # --- Docker --------------------------------------------------------------------------------------------
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
-RT=hezo-${HEZO_TEST_DIR##*/}
+RT=hezo-test-ah-ps
 hezo_make_wrapper
 hezo_write_policy docker
 hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"
