@@ -118,6 +118,16 @@ struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
  */
 int hezo_policy_cgroup_path(const char *cgroups_path, char *buf, size_t size);
 
+/* init and admission (docs/policy.md): hezo-init as PID 1, and the limit of active boxes. */
+bool hezo_policy_init(const struct hezo_policy *p);
+struct hezo_admission {
+	uint64_t max_active; /* 0: no limit (and not auto) */
+	bool auto_size;	     /* (RAM + swap - 1 GiB) / the box's memory cap */
+	uint64_t wait_sec;
+	bool exempt;
+};
+void hezo_policy_admission(const struct hezo_policy *p, struct hezo_admission *out);
+
 const char *hezo_backend_name(enum hezo_backend b);
 int hezo_backend_from_name(const char *name, enum hezo_backend *out);
 

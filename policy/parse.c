@@ -173,6 +173,8 @@ static int policy_new_default(struct hezo_policy **out)
 	p->projects_dir = strdup("/etc/hezo/projects");
 	if (!p->projects_dir)
 		return -ENOMEM;
+	p->init = true;
+	p->admission_wait = 300;
 	*out = TAKE_PTR(p);
 	return 0;
 }
@@ -833,6 +835,77 @@ static int parse_egress(struct pctx *c, struct hezo_policy *p, const struct hezo
 	return bad;
 }
 
+/* ---- init and admission (docs/policy.md): one block ---- */
+
+static int parse_admission(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+{
+	int bad = 0;
+	int r = expect_type(c, "admission", v, HEZO_JSON_OBJECT);
+
+	if (r < 0)
+		return r;
+	HEZO_JSON_FOREACH (i, v) {
+		const char *k = v->keys[i];
+		const struct hezo_json *x = v->items[i];
+
+		if (c->project && (strcmp(k, "maxActive") == 0 || strcmp(k, "wait") == 0)) {
+			r = perr(c,
+				 strcmp(k, "wait") == 0 ? "admission.wait" : "admission.maxActive",
+				 "only the main policy file may set this (the limit is the "
+				 "machine's)");
+		} else if (strcmp(k, "maxActive") == 0) {
+			p->admission_auto =
+				x->type == HEZO_JSON_STRING && strcmp(x->str, "auto") == 0;
+			p->admission_max = 0;
+			if (!p->admission_auto && (x->type != HEZO_JSON_NUMBER ||
+						   hezo_json_get_uint64(x, &p->admission_max) < 0 ||
+						   p->admission_max == 0)) {
+				char desc[128];
+				describe(desc, sizeof(desc), x);
+				r = perr(c, "admission.maxActive",
+					 "%s is not a whole number above 0 or \"auto\"", desc);
+			}
+		} else if (strcmp(k, "wait") == 0) {
+			r = get_count(c, "admission.wait", x, &p->admission_wait, true);
+		} else if (strcmp(k, "exempt") == 0) {
+			r = get_bool(c, "admission.exempt", x, &p->admission_exempt);
+		} else {
+			r = unknown_key(c, "admission", k);
+		}
+		NEXT_KEY_OR_FAIL(c, r, bad);
+	}
+	return bad;
+}
+
+static int admission_json(const struct hezo_policy *p, struct hezo_json *o)
+{
+	struct hezo_json *a = hezo_json_ensure_object(o, "admission");
+	int r = 0;
+
+	if (!a)
+		return -ENOMEM;
+	if (p->admission_auto)
+		r = hezo_json_set(a, "maxActive", hezo_json_new_string("auto"));
+	else if (p->admission_max)
+		r = hezo_json_set(a, "maxActive", hezo_json_new_uint(p->admission_max));
+	r = r ?: hezo_json_set(a, "wait", hezo_json_new_uint(p->admission_wait));
+	r = r ?: hezo_json_set(a, "exempt", hezo_json_new_bool(p->admission_exempt));
+	return r ?: hezo_json_set(o, "init", hezo_json_new_bool(p->init));
+}
+
+bool hezo_policy_init(const struct hezo_policy *p)
+{
+	return p->init;
+}
+
+void hezo_policy_admission(const struct hezo_policy *p, struct hezo_admission *out)
+{
+	out->max_active = p->admission_max;
+	out->auto_size = p->admission_auto;
+	out->wait_sec = p->admission_wait;
+	out->exempt = p->admission_exempt;
+}
+
 static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 			 const struct hezo_json *x)
 {
@@ -915,6 +988,10 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return parse_egress(c, p, x);
 	if (strcmp(k, "projectsDir") == 0)
 		return get_abs_path(c, "projectsDir", x, &p->projects_dir);
+	if (strcmp(k, "init") == 0)
+		return get_bool(c, "init", x, &p->init);
+	if (strcmp(k, "admission") == 0)
+		return parse_admission(c, p, x);
 	return unknown_key(c, NULL, k);
 }
 
@@ -1143,6 +1220,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	if (r == 0)
 		hezo_json_remove(hezo_json_get(o, "egress"), "project");
 	r = r ?: hezo_json_set(o, "projectsDir", hezo_json_new_string(p->projects_dir));
+	r = r ?: admission_json(p, o);
 	if (r < 0)
 		return NULL;
 	return TAKE_PTR(o);

@@ -68,6 +68,13 @@ struct hezo_policy {
 
 	char *projects_dir;
 	char *project; /* selected project, NULL if none */
+
+	/* init and admission (docs/policy.md): hezo-init as PID 1, the limit of active boxes. */
+	bool init;
+	uint64_t admission_max;	 /* 0: no limit */
+	bool admission_auto;	 /* maxActive "auto": sized from memory at create */
+	uint64_t admission_wait; /* seconds a create may wait for a slot */
+	bool admission_exempt;
 };
 
 int hezo_strv_init(struct hezo_strv *s);

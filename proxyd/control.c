@@ -47,6 +47,7 @@ static struct hezo_json *ok_reply(void)
 
 static struct hezo_json *error_reply(const char *msg)
 {
+	pd_metrics.control_errors++;
 	struct hezo_json *r = hezo_json_new_object();
 
 	if (r && (hezo_json_set(r, "ok", hezo_json_new_bool(false)) < 0 ||
@@ -230,17 +231,21 @@ static struct hezo_json *handle(const char *buf, size_t len, int *fd)
 	switch (q.op) {
 	case HEZO_CTL_REGISTER:
 		if (pd_register(&q, TAKE_FD(*fd), &err) < 0) {
+			pd_metrics.registration_errors++;
 			pd_log("warning", "register %s: %s", q.id, err->msg);
 			return error_reply(err->msg);
 		}
 		pd_log("info", "registered %s", q.id);
+		pd_metrics.registrations++;
 		r = ok_reply();
 		set_uint(r, "tcpPort", PD_TCP_PORT);
 		set_uint(r, "dnsPort", PD_DNS_PORT);
 		return r;
 	case HEZO_CTL_DEREGISTER:
-		if (pd_container_find(q.id))
+		if (pd_container_find(q.id)) {
 			pd_log("info", "deregistered %s", q.id);
+			pd_metrics.deregistrations++;
+		}
 		pd_deregister(q.id);
 		return ok_reply();
 	case HEZO_CTL_LIST:

@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --conn-limit N      open connections per container (default 256)\n"
 		"  --dns-rate N        DNS queries per second per container (default 200)\n"
 		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
+		"  --metrics ADDR      serve Prometheus metrics on 127.0.0.1:PORT, [::1]:PORT or\n"
+		"                      unix:PATH (root only); off by default (docs/metrics.md)\n"
 		"  --foreground        accepted for service managers; proxyd never forks\n"
 		"  --no-seccomp        skip the seccomp filter (debugging only)\n"
 		"  --ctl VERB ...      talk to a running proxyd (see proxyd/README.md)\n"
@@ -108,6 +110,7 @@ int main(int argc, char **argv)
 		OPT_CONNS,
 		OPT_RATE,
 		OPT_IDLE,
+		OPT_METRICS,
 		OPT_VERSION,
 		OPT_HELP
 	};
@@ -122,12 +125,14 @@ int main(int argc, char **argv)
 		{"conn-limit", required_argument, NULL, OPT_CONNS},
 		{"dns-rate", required_argument, NULL, OPT_RATE},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
+		{"metrics", required_argument, NULL, OPT_METRICS},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{0},
 	};
 	_cleanup_error_ struct hezo_error *err = NULL;
 	bool use_seccomp = true, ctl = false;
+	const char *metrics = NULL;
 	const char *env = getenv("HEZO_NETLOG_DIR");
 	struct rlimit rl;
 	int c, r;
@@ -183,6 +188,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_METRICS:
+			metrics = optarg;
+			break;
 		case OPT_VERSION:
 			printf("hezo-proxyd %s (%s)\n", HEZO_VERSION, HEZO_COMMIT);
 			return 0;
@@ -232,7 +240,7 @@ int main(int argc, char **argv)
 	}
 	/* The netns helper forks first, so it inherits nothing but what it needs. */
 	if (pd_netns_init(&err) < 0 || pd_loop_init(&err) < 0 || pd_registry_init(&err) < 0 ||
-	    pd_control_init(&err) < 0) {
+	    pd_control_init(&err) < 0 || pd_metrics_init(metrics, &err) < 0) {
 		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
 		return 1;
 	}

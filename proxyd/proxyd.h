@@ -108,6 +108,16 @@ struct pd_container {
 	struct pd_stats st;
 };
 
+/* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
+
+struct pd_metrics_counters {
+	uint64_t registrations, registration_errors, deregistrations, control_errors;
+};
+extern struct pd_metrics_counters pd_metrics;
+/* 127.0.0.1:PORT, [::1]:PORT or unix:PATH into ss; -EPERM for an address off loopback. */
+int pd_metrics_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *sl);
+int pd_metrics_init(const char *spec, struct hezo_error **err);
+
 extern struct pd_container *pd_containers;
 extern struct pd_stats pd_stats;
 

@@ -248,13 +248,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
-	_cleanup_close_ int bfd = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1;
 	struct hezo_apply_env env = {0};
 	struct shim_target t = {0};
 	struct shim_argv av = {0};
 	struct shim_args a = {0};
 	char bundle_real[PATH_MAX];
-	const char *id, *bundle;
+	const char *id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	bool engine_seccomp;
 	size_t len;
@@ -319,6 +319,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;
+	/* restore brings its process tree back from the checkpoint: no new PID 1. */
+	init_how = "restore";
+	if (strcmp(verb, "restore") != 0 && (r = shim_init_prepare(p, spec, &init_how, &err)) < 0)
+		goto fail;
 	if (t.backend == HEZO_BACKEND_RUNSC) {
 		r = shim_runsc_check_spec(p, spec, &err);
 		if (r < 0)
@@ -337,7 +341,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, &err);
 	if (r < 0)
 		goto fail;
-	if (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0) {
+	if (set_string(rec, "init", init_how) < 0 ||
+	    (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0)) {
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -353,6 +358,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	if (r < 0)
 		goto fail;
 	r = check_old_record(ctx, id, &t, &err);
+	if (r < 0)
+		goto fail;
+	/* May wait for a slot; on success holds the admission lock until exec. */
+	r = shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, &err);
 	if (r < 0)
 		goto fail;
 

@@ -63,6 +63,11 @@ static void root_key(const char *root, char key[SHIM_KEY_LEN])
 	shim_record_key(root, key);
 }
 
+void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN])
+{
+	root_key(root, key);
+}
+
 /* Open STATE_DIR/<key>, creating it (0700) when create is set. */
 static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_error **err)
 {

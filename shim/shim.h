@@ -3,6 +3,7 @@
 #define SHIM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cli.h"
 #include "hezo-error.h"
@@ -174,6 +175,49 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
 			   struct hezo_error **err);
 
+/*
+ * init.c: hezo-init as PID 1 (policy "init"), bind-mounted here and put in front of
+ * process.args at create.
+ */
+#define SHIM_INIT_DEST "/dev/.hezo-init"
+/* The binary's host path: $HEZO_INIT, next to the shim, the build tree, or ../libexec/hezo/. */
+int shim_init_helper(char *buf, size_t size);
+/* Why no hezo-init goes in ("off", "sandbox", "engine", "no-args"), or NULL when it does. */
+const char *shim_init_skip_reason(const struct hezo_policy *p, const struct hezo_json *spec);
+/* Put it in: *how says what the box got ("hezo", or a skip reason). */
+int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const char **how,
+		      struct hezo_error **err);
+
+/*
+ * admission.c: at most admission.maxActive live boxes, the rest waiting in a FIFO queue under
+ * STATE_DIR/admission-queue, decided under a flock on STATE_DIR/admission.lock.
+ */
+/* Start time of pid (field 22 of /proc/PID/stat), to tell a live process from a reused PID. */
+int shim_proc_start_time(long pid, uint64_t *out);
+/* The host cgroup directory of controller for a record's cgroupsPath (v1, else unified). */
+int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size);
+/* Is the record's container live: its create still running, or its cgroup holding a process? */
+bool shim_record_live(const struct hezo_json *rec);
+/* Call fn for every record of every --root under the state directory. */
+int shim_records_foreach(const struct shim_ctx *ctx,
+			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data);
+/* Live records, the one of (this --root, id) excepted (id may be NULL). */
+int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *active);
+/* Creates waiting for a slot now. */
+int shim_admission_queue_length(const struct shim_ctx *ctx, unsigned *waiting);
+/* The limit for a box of this spec (0: none) and how it was reached, for messages. */
+int shim_admission_limit(const struct hezo_policy *p, const struct hezo_json *spec, uint64_t *limit,
+			 char *how, size_t size);
+/*
+ * Wait for a slot (or refuse past admission.wait) and note the admission in rec. On success
+ * *lock_fd (or -1: no limit) holds the lock: write the record, then exec, which releases it.
+ */
+int shim_admission_enter(const struct shim_ctx *ctx, const struct hezo_policy *p,
+			 const struct hezo_json *spec, const char *id, struct hezo_json *rec,
+			 int *lock_fd, struct hezo_error **err);
+/* record.c: the state directory's key for a --root (as records are filed). */
+void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN]);
+
 /* lifecycle.c: kill's signal is SIGKILL in one of the forms runc takes (9, KILL, SIGKILL). */
 bool shim_signal_is_kill(const char *sig);
 
@@ -185,6 +229,8 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 int shim_cmd_start(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 int shim_cmd_kill(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 int shim_cmd_ps(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+/* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
+int shim_cmd_ps_all(struct shim_ctx *ctx, bool json);
 int shim_cmd_features(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 /* Answer for a container nobody recorded when no backend can be chosen (see passthrough.c). */
 int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, bool force,

@@ -29,6 +29,8 @@ PACKAGES=(
 	runc crun docker.io containerd podman docker-compose
 	# network, images, test tools
 	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps python3 valgrind
+	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
+	python3-prometheus-client
 	# the key-spelling differential test (tests/tools/keys.sh): Go and runtime-spec's Go types
 	golang-go golang-github-opencontainers-specs-dev
 	# benchmarks

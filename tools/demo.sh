@@ -145,3 +145,9 @@ fi
 echo "  ${out//$'\n'/$'\n'  }"
 echo
 echo "refused, as it should be."
+
+step "hezo-shim ps   (every live box: records, cgroups, proxyd's stats, admission)"
+c1=$("$docker" run -d --runtime=hezo-shim "$image" sleep 120)
+c2=$("$docker" run -d --runtime=hezo-shim --memory 512m "$image" sh -c 'sleep 120 & sleep 120 & wait')
+"$shim" ps
+"$docker" rm -f "$c1" "$c2" >/dev/null

@@ -226,6 +226,13 @@ expect_match "$OUT" '10\.203\.0\.10' "allowed.test resolves (A) through proxyd"
 expect_match "$OUT" 'fd00:203::10' "allowed.test resolves (AAAA) through proxyd"
 in_a "$(http_get allowed.test)"
 expect_match "$OUT" hello-world "HTTP fetch of allowed.test works"
+# `hezo-shim ps` reads proxyd's stats for each box (issue 18.3): A's figures are proxyd's own.
+PSF='.boxes[] | select(.id == $id) | .proxyd | [.connsAccepted, .connsAllowed, .dnsQueries, .dnsAllowed]'
+ps_a=$("$E/hezo-shim" ps --json 2>&1 | jq -c --arg id "$A_ID" "$PSF")
+st_a=$("$PROXYD" --socket "$E/proxyd/control.sock" --ctl stats 2>&1 |
+	jq -c --arg id "$A_ID" '.perContainer[] | select(.id == $id) | [.connsAccepted, .connsAllowed, .dnsQueries, .dnsAllowed]')
+expect_match "$ps_a" '^\[[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*,[1-9][0-9]*\]$' "hezo-shim ps: A has proxyd figures"
+expect_eq "$ps_a" "$st_a" "hezo-shim ps: A's connection and DNS counts are proxyd's stats"
 if [ "$HEZO_TEST_BACKEND" = runsc ]; then
 	skip "HTTPS fetch of allowed.test: no busybox TLS client avoids gVisor 2022-12's blocking-read bug (proxyd/README.md)"
 else

@@ -778,6 +778,66 @@ static void test_check_collects_every_error(void **state)
 	free(msgs);
 }
 
+/* ---- init and admission (issue 18) ---- */
+
+static void test_init_admission(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *d = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *n =
+		parse_ok("{\"init\":false,\"admission\":{\"maxActive\":5,\"wait\":0}}");
+	_cleanup_policy_ struct hezo_policy *a =
+		parse_ok("{\"admission\":{\"maxActive\":\"auto\",\"exempt\":true}}");
+	struct hezo_admission adm;
+
+	assert_true(hezo_policy_init(d));
+	hezo_policy_admission(d, &adm);
+	assert_int_equal(adm.max_active, 0);
+	assert_false(adm.auto_size);
+	assert_int_equal(adm.wait_sec, 300);
+	assert_false(adm.exempt);
+	assert_value(d, "admission", "{\"wait\":300,\"exempt\":false}");
+	assert_value(d, "init", "true");
+
+	assert_false(hezo_policy_init(n));
+	hezo_policy_admission(n, &adm);
+	assert_int_equal(adm.max_active, 5);
+	assert_int_equal(adm.wait_sec, 0);
+	assert_value(n, "admission", "{\"maxActive\":5,\"wait\":0,\"exempt\":false}");
+
+	hezo_policy_admission(a, &adm);
+	assert_true(adm.auto_size);
+	assert_true(adm.exempt);
+	assert_value(a, "admission.maxActive", "\"auto\"");
+
+	parse_fails("{\"init\":1}", "init: expected");
+	parse_fails("{\"admission\":{\"maxActive\":0}}",
+		    "admission.maxActive: 0 is not a whole number above 0 or \"auto\"");
+	parse_fails("{\"admission\":{\"maxActive\":\"many\"}}",
+		    "admission.maxActive: \"many\" is not a whole number above 0 or \"auto\"");
+	parse_fails("{\"admission\":{\"wait\":-1}}", "admission.wait: ");
+	parse_fails("{\"admission\":{\"exempt\":\"yes\"}}", "admission.exempt: expected");
+	parse_fails("{\"admission\":{\"maxactive\":2}}", "admission: unknown key \"maxactive\"");
+}
+
+static void test_admission_project(void **state)
+{
+	struct projfix *f = *state;
+	_cleanup_free_ char *pdir = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	struct hezo_admission adm;
+
+	assert_true(asprintf(&pdir, "%s/projects", f->dir) > 0);
+	write_file_at(pdir, "assistant.json", "{\"admission\":{\"exempt\":true},\"init\":false}");
+	write_file_at(pdir, "greedy.json", "{\"admission\":{\"maxActive\":100}}");
+	p = for_container_ok(f->base, "{\"org.hezo.project\":\"assistant\"}", NULL);
+	hezo_policy_admission(p, &adm);
+	assert_true(adm.exempt);
+	assert_false(hezo_policy_init(p));
+	/* The limit is the machine's: a project may not raise it. */
+	for_container_fails(f->base, "{\"org.hezo.project\":\"greedy\"}", NULL,
+			    "admission.maxActive: only the main policy file may set this");
+}
+
 const struct CMUnitTest policy_parse_tests[] = {
 	cmocka_unit_test(test_check_collects_every_error),
 	cmocka_unit_test(test_defaults),
@@ -795,5 +855,7 @@ const struct CMUnitTest policy_parse_tests[] = {
 	cmocka_unit_test_setup_teardown(test_annotations_tighten, proj_setup, proj_teardown),
 	cmocka_unit_test_setup_teardown(test_annotations_hostile, proj_setup, proj_teardown),
 	cmocka_unit_test(test_production_backend_annotation),
+	cmocka_unit_test(test_init_admission),
+	cmocka_unit_test_setup_teardown(test_admission_project, proj_setup, proj_teardown),
 };
 const size_t policy_parse_ntests = sizeof(policy_parse_tests) / sizeof(policy_parse_tests[0]);

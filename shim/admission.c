@@ -1,0 +1,426 @@
+/*
+ * Admission (policy "admission", docs/policy.md): at most maxActive live boxes, the rest waiting
+ * first come first served. The count is of hezo-shim's own records that are live, decided under
+ * a flock on STATE_DIR/admission.lock, so two creates never take the last slot.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hezo-file.h"
+#include "shim.h"
+
+#define QUEUE_DIR  "admission-queue"
+#define LOCK_FILE  "admission.lock"
+#define RECORD_MAX (1024 * 1024)
+#define POLL_NS	   (100 * 1000 * 1000)
+#define GIB	   (1ULL << 30)
+
+static void closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+#define _cleanup_dir_ _cleanup_(closedirp)
+
+int shim_proc_start_time(long pid, uint64_t *out)
+{
+	char path[64], buf[1024], *p;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* comm may hold anything: the fields start after its last ')'. Start time is field 22. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	for (int field = 2; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EIO;
+	}
+	*out = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+static bool proc_alive(long pid, uint64_t start)
+{
+	uint64_t now;
+
+	return pid > 0 && shim_proc_start_time(pid, &now) == 0 && now == start;
+}
+
+int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size)
+{
+	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
+	char probe[PATH_MAX];
+
+	/* cgroup v1 (this project's hosts), else the unified hierarchy. */
+	if (shim_cgroup_dir("/sys/fs/cgroup", cg, controller, buf, size) == 0 &&
+	    access(buf, F_OK) == 0)
+		return 0;
+	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 &&
+	    shim_cgroup_dir("/sys", cg, "fs/cgroup", probe, sizeof(probe)) == 0) {
+		snprintf(buf, size, "%s", probe);
+		return access(buf, F_OK) == 0 ? 0 : -ENOENT;
+	}
+	return cg && *cg ? -ENOENT : -EINVAL;
+}
+
+/* Has the container's cgroup a process? -EINVAL: no cgroup the shim can find from the record. */
+static int cgroup_populated(const struct hezo_json *rec)
+{
+	_cleanup_free_ char *data = NULL;
+	char dir[PATH_MAX], path[PATH_MAX + 16];
+	size_t len;
+	int r;
+
+	r = shim_record_cgroup(rec, "pids", dir, sizeof(dir));
+	if (r == -ENOENT)
+		return 0; /* the engine removed it: the container is gone */
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	r = hezo_read_file_at(AT_FDCWD, path, RECORD_MAX, &data, &len, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < len; i++)
+		if (data[i] >= '0' && data[i] <= '9')
+			return 1;
+	return 0;
+}
+
+bool shim_record_live(const struct hezo_json *rec)
+{
+	const struct hezo_json *adm = hezo_json_get(rec, "admission");
+	int64_t pid = 0;
+	uint64_t start = 0;
+	int r;
+
+	/* Being created: the create (the shim, then the backend it became) still runs. */
+	if (hezo_json_get_int64(hezo_json_get(adm, "creator"), &pid) == 0 &&
+	    hezo_json_get_uint64(hezo_json_get(adm, "creatorStart"), &start) == 0 &&
+	    proc_alive((long)pid, start))
+		return true;
+	r = cgroup_populated(rec);
+	/* No cgroup to look at: count it, rather than let a box start past the limit. */
+	return r != 0;
+}
+
+/* Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. */
+int shim_records_foreach(const struct shim_ctx *ctx,
+			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data)
+{
+	_cleanup_dir_ DIR *top = opendir(ctx->state_dir);
+	struct dirent *k;
+
+	if (!top)
+		return errno == ENOENT ? 0 : -errno;
+	while ((k = readdir(top))) {
+		_cleanup_close_ int kfd = -1;
+		_cleanup_dir_ DIR *d = NULL;
+		struct dirent *e;
+
+		if (k->d_name[0] == '.' || strlen(k->d_name) != SHIM_KEY_LEN - 1)
+			continue;
+		kfd = openat(dirfd(top), k->d_name,
+			     O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (kfd < 0)
+			continue;
+		d = fdopendir(kfd);
+		if (!d)
+			continue;
+		kfd = -1; /* d owns it */
+		while ((e = readdir(d))) {
+			_cleanup_free_ char *buf = NULL;
+			_cleanup_json_ struct hezo_json *rec = NULL;
+			size_t n = strlen(e->d_name), len;
+			int r;
+
+			if (e->d_name[0] == '.' || n < 6 || strcmp(e->d_name + n - 5, ".json") != 0)
+				continue;
+			if (hezo_read_file_at(dirfd(d), e->d_name, RECORD_MAX, &buf, &len, NULL) <
+				    0 ||
+			    hezo_json_parse(buf, len, &rec, NULL) < 0 ||
+			    rec->type != HEZO_JSON_OBJECT)
+				continue; /* being replaced, or not ours */
+			r = fn(data, k->d_name, rec);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+struct count {
+	char key[SHIM_KEY_LEN];
+	const char *id; /* the container being created: its old record is not another box */
+	unsigned active;
+};
+
+static int count_one(void *data, const char *key, struct hezo_json *rec)
+{
+	struct count *c = data;
+	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
+
+	if (c->id && id && strcmp(key, c->key) == 0 && strcmp(id, c->id) == 0)
+		return 0;
+	if (shim_record_live(rec))
+		c->active++;
+	return 0;
+}
+
+int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *active)
+{
+	struct count c = {.id = id};
+	int r;
+
+	shim_record_key_for_root(ctx->g.root, c.key);
+	r = shim_records_foreach(ctx, count_one, &c);
+	*active = c.active;
+	return r;
+}
+
+/* Queue entries are "<ticket>": 20 digits, holding "PID STARTTIME". */
+struct queue {
+	uint64_t first, last; /* live tickets; 0: none */
+	unsigned waiting;
+};
+
+static int queue_scan(int qfd, struct queue *q)
+{
+	_cleanup_dir_ DIR *d = NULL;
+	struct dirent *e;
+	int fd = dup(qfd);
+
+	memset(q, 0, sizeof(*q));
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		char buf[64] = {0};
+		_cleanup_close_ int f = -1;
+		uint64_t ticket, start = 0;
+		long pid = 0;
+		char *end;
+
+		if (e->d_name[0] == '.')
+			continue;
+		ticket = strtoull(e->d_name, &end, 10);
+		if (*end || ticket == 0)
+			continue;
+		f = openat(qfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (f < 0 || read(f, buf, sizeof(buf) - 1) <= 0 ||
+		    sscanf(buf, "%ld %" SCNu64, &pid, &start) != 2 || !proc_alive(pid, start)) {
+			/* A create that was killed while it waited: its place is free. */
+			(void)unlinkat(qfd, e->d_name, 0);
+			continue;
+		}
+		q->waiting++;
+		if (!q->first || ticket < q->first)
+			q->first = ticket;
+		if (ticket > q->last)
+			q->last = ticket;
+	}
+	return 0;
+}
+
+int shim_admission_queue_length(const struct shim_ctx *ctx, unsigned *waiting)
+{
+	_cleanup_close_ int sfd = -1, qfd = -1;
+	struct queue q = {0};
+	int r;
+
+	*waiting = 0;
+	sfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	qfd = openat(sfd, QUEUE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (qfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = queue_scan(qfd, &q);
+	*waiting = q.waiting;
+	return r;
+}
+
+int shim_admission_limit(const struct hezo_policy *p, const struct hezo_json *spec, uint64_t *limit,
+			 char *how, size_t size)
+{
+	struct hezo_admission a;
+	struct sysinfo si;
+	uint64_t cap = 0, ram, swap;
+
+	hezo_policy_admission(p, &a);
+	*limit = a.max_active;
+	snprintf(how, size, "maxActive %" PRIu64 " from policy", a.max_active);
+	if (!a.auto_size)
+		return 0;
+	if (!spec ||
+	    hezo_json_get_uint64(hezo_json_get_path(spec, "linux.resources.memory.limit"), &cap) <
+		    0 ||
+	    cap == 0)
+		return -EINVAL;
+	if (sysinfo(&si) < 0)
+		return -errno;
+	ram = (uint64_t)si.totalram * si.mem_unit;
+	swap = (uint64_t)si.totalswap * si.mem_unit;
+	*limit = ram + swap > GIB ? (ram + swap - GIB) / cap : 0;
+	if (*limit == 0)
+		*limit = 1; /* a machine smaller than one box still runs one */
+	snprintf(how, size,
+		 "maxActive auto: (RAM %.1f GiB + swap %.1f GiB - 1 GiB) / memory cap %.2f GiB = "
+		 "%" PRIu64,
+		 (double)ram / GIB, (double)swap / GIB, (double)cap / GIB, *limit);
+	return 0;
+}
+
+static int open_state(const struct shim_ctx *ctx, int *sfd, int *lfd, int *qfd,
+		      struct hezo_error **err)
+{
+	if (mkdir(ctx->state_dir, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "admission: state directory %s",
+					    ctx->state_dir);
+	*sfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*sfd < 0)
+		return hezo_error_set_errno(err, errno, "admission: state directory %s",
+					    ctx->state_dir);
+	*lfd = openat(*sfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (*lfd < 0)
+		return hezo_error_set_errno(err, errno, "admission: %s/%s", ctx->state_dir,
+					    LOCK_FILE);
+	if (mkdirat(*sfd, QUEUE_DIR, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "admission: %s/%s", ctx->state_dir,
+					    QUEUE_DIR);
+	*qfd = openat(*sfd, QUEUE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (*qfd < 0)
+		return hezo_error_set_errno(err, errno, "admission: %s/%s", ctx->state_dir,
+					    QUEUE_DIR);
+	return 0;
+}
+
+static int set_admission(struct hezo_json *rec, const char *state, uint64_t limit)
+{
+	struct hezo_json *a = hezo_json_new_object();
+	uint64_t start = 0;
+	int r;
+
+	if (!a)
+		return -ENOMEM;
+	r = hezo_json_set(rec, "admission", a);
+	r = r ?: hezo_json_set(a, "state", hezo_json_new_string(state));
+	r = r ?: hezo_json_set(a, "limit", hezo_json_new_uint(limit));
+	if (r == 0 && shim_proc_start_time(getpid(), &start) == 0) {
+		r = hezo_json_set(a, "creator", hezo_json_new_int(getpid()));
+		r = r ?: hezo_json_set(a, "creatorStart", hezo_json_new_uint(start));
+	}
+	return r;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int shim_admission_enter(const struct shim_ctx *ctx, const struct hezo_policy *p,
+			 const struct hezo_json *spec, const char *id, struct hezo_json *rec,
+			 int *lock_fd, struct hezo_error **err)
+{
+	_cleanup_close_ int sfd = -1, lfd = -1, qfd = -1;
+	struct hezo_admission a;
+	uint64_t limit, ticket = 0, start, deadline;
+	char how[256], name[32];
+	unsigned active = 0;
+	struct queue q;
+	int r;
+
+	*lock_fd = -1;
+	hezo_policy_admission(p, &a);
+	if (!a.max_active && !a.auto_size)
+		return set_admission(rec, "unlimited", 0) < 0
+			       ? hezo_error_set(err, ENOMEM, "out of memory")
+			       : 0;
+	r = shim_admission_limit(p, spec, &limit, how, sizeof(how));
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "admission: maxActive \"auto\" needs the box's memory cap "
+				      "(linux.resources.memory.limit)");
+	r = open_state(ctx, &sfd, &lfd, &qfd, err);
+	if (r < 0)
+		return r;
+	if (shim_proc_start_time(getpid(), &start) < 0)
+		return hezo_error_set(err, EIO, "admission: cannot read /proc/self/stat");
+	deadline = now_ns() + a.wait_sec * 1000000000ULL;
+	for (;;) {
+		if (flock(lfd, LOCK_EX) < 0)
+			return hezo_error_set_errno(err, errno, "admission: lock %s/%s",
+						    ctx->state_dir, LOCK_FILE);
+		/* Held from here until exec (O_CLOEXEC) or failure: the record goes in under it. */
+		if (a.exempt) {
+			if (set_admission(rec, "exempt", limit) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+			*lock_fd = TAKE_FD(lfd);
+			return 0;
+		}
+		r = queue_scan(qfd, &q);
+		r = r ?: shim_admission_count(ctx, id, &active);
+		if (r < 0)
+			return hezo_error_set_errno(err, -r, "admission: state directory %s",
+						    ctx->state_dir);
+		if (!ticket && active < limit && q.waiting == 0)
+			break; /* nobody waits before us */
+		if (!ticket) {
+			_cleanup_close_ int f = -1;
+			char line[64];
+
+			ticket = q.last + 1;
+			snprintf(name, sizeof(name), "%020" PRIu64, ticket);
+			snprintf(line, sizeof(line), "%ld %" PRIu64 "\n", (long)getpid(), start);
+			f = openat(qfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (f < 0 || hezo_write_all(f, line, strlen(line)) < 0)
+				return hezo_error_set_errno(err, errno, "admission: queue %s/%s",
+							    ctx->state_dir, QUEUE_DIR);
+		} else if (ticket == q.first && active < limit) {
+			(void)unlinkat(qfd, name, 0);
+			break;
+		}
+		if (now_ns() >= deadline) {
+			(void)unlinkat(qfd, name, 0);
+			return hezo_error_set(err, EBUSY,
+					      "admission: %u of %" PRIu64
+					      " boxes active (%s); no slot freed in %" PRIu64
+					      " s (admission.wait), refused",
+					      active, limit, how, a.wait_sec);
+		}
+		flock(lfd, LOCK_UN);
+		nanosleep(&(struct timespec){.tv_nsec = POLL_NS}, NULL);
+	}
+	if (set_admission(rec, "active", limit) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	*lock_fd = TAKE_FD(lfd);
+	return 0;
+}

@@ -1,0 +1,161 @@
+#!/bin/bash
+# Integration: hezo-proxyd's Prometheus endpoint (--metrics, docs/metrics.md, issue 18.3). Two boxes
+# (network namespaces this test makes) registered with a real proxyd send it a refused DNS query
+# and a refused connection over their own loopback; the scrape, on a loopback port and on a
+# root-only unix socket, is parsed with python3-prometheus-client's parser and its figures are
+# compared with `--ctl stats`. No traffic leaves the test's namespaces.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+
+PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
+PY=/usr/bin/python3
+hezo_require_root
+hezo_require_tools ip curl jq "$PY"
+[ -x "$PROXYD" ] || hezo_cannot_run "hezo-proxyd not built: $PROXYD"
+"$PY" -c 'import prometheus_client.parser' 2>/dev/null ||
+	hezo_cannot_run "python3-prometheus-client missing (tests/setup.sh installs it)"
+
+mkdir -p "$HEZO_TEST_DIR"
+T=$(mktemp -d "$HEZO_TEST_DIR/metrics.XXXXXX")
+tap_cleanup "rm -rf '$T'"
+NS=(hzah-m1-$$ hzah-m2-$$)
+for ns in "${NS[@]}"; do
+	ip netns add "$ns" || bail_out "cannot create netns $ns"
+	tap_cleanup "ip netns del '$ns'"
+	ip -n "$ns" link set lo up
+done
+PORT=$((20000 + $$ % 20000))
+SOCK=$T/metrics.sock
+
+# start PROXYD_ARGS...: proxyd in the background; sets PID.
+start()
+{
+	"$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" "$@" \
+		</dev/null >>"$T/proxyd.log" 2>&1 &
+	PID=$!
+	tap_cleanup "kill $PID"
+	for _ in $(seq 50); do
+		[ -S "$T/control.sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
+
+# --- refused addresses ------------------------------------------------------------------------------
+out=$("$PROXYD" --state-dir "$T/x" --log-dir "$T/x" --socket "$T/x.sock" --metrics 10.1.2.3:9100 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "--metrics on a non-loopback address is refused"
+expect_match "$out" "--metrics 10.1.2.3:9100: only a loopback address or unix:PATH" "... saying why"
+out=$("$PROXYD" --state-dir "$T/x" --log-dir "$T/x" --socket "$T/x.sock" --metrics localhost 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "--metrics without a port is refused"
+
+# --- off by default -----------------------------------------------------------------------------------
+start || bail_out "proxyd does not start: $(tail -n 5 "$T/proxyd.log")"
+ss -Hltn "sport = :$PORT" | grep -q . && not_ok "no metrics port without --metrics" || ok "no metrics port without --metrics"
+kill "$PID"
+wait "$PID" 2>/dev/null
+
+# --- a loopback port ----------------------------------------------------------------------------------
+start --metrics "127.0.0.1:$PORT" || bail_out "proxyd --metrics does not start: $(tail -n 5 "$T/proxyd.log")"
+EG='{"allow":["allowed.test"]}'
+check "register box m1 (project pa)" ctl register m1 "/run/netns/${NS[0]}" "$EG" pa
+check "register box m2 (project pb)" ctl register m2 "/run/netns/${NS[1]}" "$EG" pb
+# m1: a DNS query for a name it may not resolve, and a connection to a host it may not reach, both to
+# proxyd's listeners on m1's own loopback.
+ip netns exec "${NS[0]}" "$PY" - <<'EOF'
+import socket, struct
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
+q += b"".join(bytes([len(p)]) + p.encode() for p in "denied.test".split(".")) + b"\0"
+q += struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+s.sendto(q, ("127.0.0.1", 15053))
+try:
+    s.recv(512)
+except OSError:
+    pass
+c = socket.create_connection(("127.0.0.1", 15001), timeout=3)
+c.sendall(b"GET / HTTP/1.0\r\nHost: denied.test\r\n\r\n")
+try:
+    c.recv(512)
+except OSError:
+    pass
+EOF
+sleep 0.5
+SCRAPE=$T/scrape.txt
+curl -sS --max-time 5 -D "$T/headers" -o "$SCRAPE" "http://127.0.0.1:$PORT/metrics" && rc=0 || rc=$?
+expect_eq "$rc" 0 "scrape http://127.0.0.1:$PORT/metrics"
+expect_match "$(cat "$T/headers")" "Content-Type: text/plain; version=0.0.4" "... served as text format 0.0.4"
+STATS=$(ctl stats)
+
+# parse FILE: every sample as "NAME{id,project} VALUE" lines, and every family's TYPE and HELP,
+# through the real parser (it raises on anything malformed).
+parse()
+{
+	"$PY" - "$1" <<'EOF'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+text = open(sys.argv[1]).read()
+for fam in text_string_to_metric_families(text):
+    print("family %s %s %s" % (fam.name, fam.type, "help" if fam.documentation else "nohelp"))
+    for s in fam.samples:
+        lab = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
+        print("sample %s{%s} %d" % (s.name, lab, s.value))
+EOF
+}
+P=$(parse "$SCRAPE" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "python3-prometheus-client parses the scrape" || diag "$P"
+expect_eq "$(grep -c '^family .* nohelp$' <<<"$P")" 0 "every family has # HELP"
+expect_eq "$(grep -c '^# TYPE ' "$SCRAPE")" "$(grep -c '^# HELP ' "$SCRAPE")" "every family has # TYPE"
+for f in connections_accepted connections_allowed connections_refused sent_bytes received_bytes \
+	dns_queries dns_answers dns_refused dns_ratelimited dns_failed registrations registration_errors \
+	deregistrations control_errors; do
+	expect_match "$P" "^family hezo_proxyd_$f counter help$" "counter hezo_proxyd_${f}_total"
+done
+for f in connections_open registered_boxes; do
+	expect_match "$P" "^family hezo_proxyd_$f gauge help$" "gauge hezo_proxyd_$f"
+done
+# same_stat NAME ID FIELD: the scrape's sample equals --ctl stats' field for that box.
+same_stat()
+{
+	local want got
+	want=$(jq -r --arg id "$2" --arg f "$3" '.perContainer[] | select(.id == $id) | .[$f]' <<<"$STATS")
+	got=$(sed -n "s/^sample hezo_proxyd_$1_total{id=$2,project=\([a-z]*\)} //p" <<<"$P")
+	expect_eq "$got" "$want" "[$2] hezo_proxyd_$1_total = --ctl stats .$3 ($want)"
+}
+same_stat dns_queries m1 dnsQueries
+same_stat dns_refused m1 dnsRefused
+same_stat connections_accepted m1 connsAccepted
+same_stat connections_refused m1 connsRefused
+same_stat dns_queries m2 dnsQueries
+expect_match "$P" '^sample hezo_proxyd_dns_queries_total\{id=m1,project=pa\} [1-9]' "[m1] it did send a DNS query"
+expect_match "$P" '^sample hezo_proxyd_connections_refused_total\{id=m1,project=pa\} [1-9]' "[m1] its connection was refused"
+expect_match "$P" '^sample hezo_proxyd_dns_queries_total\{id=m2,project=pb\} 0$' "[m2] sent nothing"
+expect_match "$P" '^sample hezo_proxyd_registered_boxes\{\} 2$' "2 boxes registered"
+expect_match "$P" '^sample hezo_proxyd_registrations_total\{\} 2$' "2 registrations"
+ctl register m3 /etc/hostname "$EG" >/dev/null 2>&1
+ctl deregister m2 >/dev/null 2>&1
+P=$(parse <(curl -sS --max-time 5 "http://127.0.0.1:$PORT/metrics") 2>&1)
+expect_match "$P" '^sample hezo_proxyd_registration_errors_total\{\} 1$' "a refused registration counts"
+expect_match "$P" '^sample hezo_proxyd_deregistrations_total\{\} 1$' "a deregistration counts"
+expect_no_match "$P" 'id=m2,' "a deregistered box has no series"
+expect_eq "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$PORT/other")" 404 "another path: 404"
+kill "$PID"
+wait "$PID" 2>/dev/null
+
+# --- a root-only unix socket --------------------------------------------------------------------------
+start --metrics "unix:$SOCK" || bail_out "proxyd --metrics unix: does not start: $(tail -n 5 "$T/proxyd.log")"
+expect_eq "$(stat -c '%a %U' "$SOCK" 2>&1)" "600 root" "the unix socket is mode 0600, root's"
+P=$(parse <(curl -sS --max-time 5 --unix-socket "$SOCK" http://localhost/metrics) 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "scrape over the unix socket parses"
+# (A restarted proxyd drops registrations whose namespace has no process: these have none.)
+expect_match "$P" '^family hezo_proxyd_registered_boxes gauge help$' "... with the same families"
+if id nobody >/dev/null 2>&1; then
+	out=$(setpriv --reuid nobody --regid nogroup --clear-groups curl -sS --max-time 5 --unix-socket "$SOCK" \
+		http://localhost/metrics 2>&1) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "a non-root client gets nothing from the unix socket"
+fi
+tap_done
