@@ -48,7 +48,10 @@ POLICY=$FW/policy.json
 fault_policy "$POLICY" "$(command -v runc)" '.egress = {mode: "proxy", allow: []}'
 export HEZO_HOOK_PATH=$FW/hook HEZO_PROXYD_SOCKET=$SOCK
 
-hezo_make_bundle "$FW/bundle" hezo-fault-hook '["sleep","30"]' || bail_out "cannot make bundle"
+# Several containers (hezo-hook-*) share this bundle, and a cgroupsPath must name the container's
+# own ID: none here, so runc names each cgroup after its container.
+hezo_make_bundle "$FW/bundle" hezo-fault-hook '["sleep","30"]' 'del(.linux.cgroupsPath)' ||
+	bail_out "cannot make bundle"
 cp "$FW/bundle/config.json" "$FW/config.orig"
 
 registrations() { find "$PSTATE/containers" "$PSTATE/netns" -mindepth 1 2>/dev/null | wc -l; }
