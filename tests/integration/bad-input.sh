@@ -248,6 +248,25 @@ for stage in prestart createRuntime createContainer startContainer poststart pos
 done
 bad_spec hook-setkey-fake 'hooks\.prestart\[0\] \("/proc/self/exe"\)' \
 	'.hooks.prestart = [{path: "/proc/self/exe", args: ["libnetwork-setkey", "-exec-root=/var/run/docker", "x", "y"]}]'
+# The red team's: nobody's copy of bash named dockerd, running as nobody, its pid in the hook's
+# path and the container's ID somewhere in the arguments; then the same binary in Docker's exact
+# argument shape (it is still not the dockerd of /var/run/docker.pid, nor root's file).
+FAKE=$BIG/nobody
+mkdir -p "$FAKE" && chmod 0711 "$BIG" && chmod 0755 "$FAKE"
+cp "$(command -v bash)" "$FAKE/dockerd" && mkfifo "$FAKE/fifo" &&
+	chown 65534:65534 "$FAKE/dockerd" "$FAKE/fifo"
+# bash itself waits (no child it could exec into), so /proc/PID/exe stays this dockerd.
+setpriv --reuid=65534 --regid=65534 --clear-groups "$FAKE/dockerd" \
+	-c 'read -r -t 600 x <>"$0"' "$FAKE/fifo" &
+FAKE_PID=$!
+tap_cleanup "kill $FAKE_PID"
+sleep 0.3
+BAD_ID=hezo-bad-setkey-$(hezo_rand) bad_spec hook-setkey-nobody \
+	"hooks\\.prestart\\[0\\] \\(\"/proc/$FAKE_PID/exe\"\\): hooks run on the host as root" \
+	'.hooks.prestart = [{path: "/proc/'"$FAKE_PID"'/exe", args: ["libnetwork-setkey", "-c", "touch '"$WORK"'/pwned", env.BAD_ID]}]'
+BAD_ID=hezo-bad-setkey-$(hezo_rand) bad_spec hook-setkey-shape \
+	"hooks\\.prestart\\[0\\] \\(\"/proc/$FAKE_PID/exe\"\\)" \
+	'.hooks.prestart = [{path: "/proc/'"$FAKE_PID"'/exe", args: ["libnetwork-setkey", "-exec-root=/var/run/docker", env.BAD_ID, "8d713b06a5d8"]}]'
 check_fails "[hooks] no hook ran" test -e "$WORK/pwned"
 
 # --- bundle and verb ------------------------------------------------------------------------------
