@@ -214,7 +214,7 @@ bad_spec nshostpid 'host pid namespace not allowed' \
 	'.linux.namespaces |= map(if .type == "pid" then .path = "/proc/'"$$"'/ns/pid" else . end)'
 
 # cgroupsPath: another cgroup, the root, a way up, a foreign parent, an existing busy cgroup.
-bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name does not contain the container.s ID' \
+bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name is not the container.s ID in an engine.s form' \
 	'.linux.cgroupsPath = "/some-other-cgroup"'
 bad_spec cgroot 'linux\.cgroupsPath "/": not a clean absolute path' '.linux.cgroupsPath = "/"'
 bad_spec cgdotdot 'linux\.cgroupsPath "/hezo-test/\.\./x": not a clean' '.linux.cgroupsPath = "/hezo-test/../x"'

@@ -982,8 +982,21 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "/default/4e55eae8d648", NULL);
 	cg_case(p, id, "/4e55eae8d648", NULL);
 	cg_case(p, id, "/some-other-cgroup",
-		"linux.cgroupsPath \"/some-other-cgroup\": the cgroup's name does not contain the "
-		"container's ID");
+		"linux.cgroupsPath \"/some-other-cgroup\": the cgroup's name is not the "
+		"container's "
+		"ID in an engine's form");
+	/* The red team's: an ID that is an engine's parent cgroup, or inside a longer name. */
+	cg_case(p, "dock", "/docker",
+		"the cgroup's name is not the container's ID in an engine's form");
+	cg_case(p, "4e55", "/docker/4e55eae8d648", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/x4e55eae8d648", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/4e55eae8d648.scope", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/evil-4e55eae8d648.scope",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, id, "system.slice:evil:4e55eae8d648",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, id, "system.slice:crio:4e55eae8d648", NULL);
+	cg_case(p, id, "/docker/docker-4e55eae8d648.scope", NULL);
 	cg_case(p, id, "/", "linux.cgroupsPath \"/\": not a clean absolute path");
 	cg_case(p, id, "/docker/../4e55eae8d648", "not a clean absolute path");
 	cg_case(p, id, "/docker//4e55eae8d648", "not a clean absolute path");
@@ -993,14 +1006,14 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "bogus:docker:4e55eae8d648", "not a clean absolute path");
 	cg_case(p, id, "/docker/4e55eae8d648/..", "not a clean absolute path");
 	cg_case(p, id, "/4e55eae8d648/sub",
-		"the cgroup's name does not contain the container's ID");
+		"the cgroup's name is not the container's ID in an engine's form");
 	cg_case(p, id, "/user.slice/4e55eae8d648",
 		"linux.cgroupsPath \"/user.slice/4e55eae8d648\": parent /user.slice is not in the "
 		"policy's cgroupParents");
 	cg_case(narrow, id, "/4e55eae8d648", "parent / is not in the policy's cgroupParents");
 	cg_case(narrow, id, "/docker/4e55eae8d648", NULL);
 	/* Without the ID nothing can be checked: refused. */
-	cg_case(p, NULL, "/docker/4e55eae8d648", "does not contain the container's ID");
+	cg_case(p, NULL, "/docker/4e55eae8d648", "is not the container's ID in an engine's form");
 
 	assert_int_equal(hezo_policy_cgroup_path("kubepods-burstable-pod1.slice:cri-containerd:x",
 						 rel, sizeof(rel)),
@@ -1028,6 +1041,19 @@ static void test_cgroups_path(void **state)
 			 "linux.cgroupsPath \"%s\": the cgroup exists and has processes in it",
 			 self);
 		cg_case(here, strrchr(self, '/') + 1, self, want);
+	}
+	/* Empty itself, but this test's cgroup is below it: processes below count too. */
+	if (strrchr(busy, '/') != busy) {
+		_cleanup_free_ char *grand = strdup(busy), *pol = NULL;
+
+		*strrchr(grand, '/') = '\0';
+		assert_true(asprintf(&pol, "{\"cgroupParents\":[\"%s\"]}", grand) > 0);
+		_cleanup_policy_ struct hezo_policy *up = parse_ok(pol);
+
+		snprintf(want, sizeof(want),
+			 "linux.cgroupsPath \"%s\": the cgroup exists and has processes below it",
+			 busy);
+		cg_case(up, strrchr(busy, '/') + 1, busy, want);
 	}
 }
 
