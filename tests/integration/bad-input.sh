@@ -231,6 +231,17 @@ tap_cleanup "kill $BUSY_PID"
 bad_spec cgbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has processes in it \\($BUSY/cgroup\\.procs\\)" \
 	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
 echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
+# The red team's: a parent cgroup named like the ID, empty itself, with processes below it (as
+# "/docker" for ID "docker" has every Docker container's); and a name that only contains the ID.
+BAD_ID=hezo-bad-cgparentbusy-$(hezo_rand)
+PBUSY=/sys/fs/cgroup/pids/hezo-test/$BAD_ID
+mkdir -p "$PBUSY/child" && tap_cleanup "rmdir '$PBUSY/child' '$PBUSY'"
+echo "$BUSY_PID" >"$PBUSY/child/cgroup.procs"
+bad_spec cgparentbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has processes below it \\($PBUSY/child/cgroup\\.procs\\)" \
+	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
+echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
+bad_spec cgcontains "linux\\.cgroupsPath \"/hezo-test/evil-$BAD_ID\": the cgroup.s name is not the container.s ID in an engine.s form" \
+	".linux.cgroupsPath = \"/hezo-test/evil-$BAD_ID\""
 unset BAD_ID
 
 # root.path: the host's /, another bundle's rootfs, a symlink out of the bundle.
