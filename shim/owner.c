@@ -122,6 +122,24 @@ static unsigned long long json_u64(const struct hezo_json *obj, const char *key)
 	return v && v->type == HEZO_JSON_NUMBER ? strtoull(v->str, NULL, 10) : 0;
 }
 
+/* runsc's state file name in dir: container id, created or running, its sandbox's pid in cgroup. */
+static bool runsc_state_alive(int dir, const char *name, const char *id, const char *cgroup)
+{
+	_cleanup_free_ char *data = NULL;
+	_cleanup_json_ struct hezo_json *st = NULL;
+	const char *status;
+	size_t len;
+
+	if (hezo_read_file_at(dir, name, 16 * OWNER_FILE_MAX, &data, &len, NULL) < 0 ||
+	    hezo_json_parse(data, len, &st, NULL) < 0)
+		return false;
+	status = hezo_json_string(hezo_json_get(st, "status")) ?: "";
+	if (strcmp(hezo_json_string(hezo_json_get(st, "id")) ?: "", id) != 0 ||
+	    (strcmp(status, "created") != 0 && strcmp(status, "running") != 0))
+		return false;
+	return pid_is((pid_t)json_u64(hezo_json_get(st, "sandbox"), "pid"), 0, cgroup);
+}
+
 /*
  * Is the recorded container alive by its backend's own state, its init (runc) or sandbox (runsc)
  * process in the recorded cgroup? A record a failed run left, or one planted, is not. runc:
@@ -153,34 +171,28 @@ static bool container_alive(const struct hezo_json *rec, const char *id, const c
 	if (strcmp(backend, "runsc") == 0) {
 		DIR *d = opendir(root ?: "/var/run/runsc");
 		struct dirent *e;
-		bool alive = false;
+		bool alive;
 		size_t sn;
 
 		if (!d)
 			return false;
-		if (asprintf(&suffix, "_sandbox:%s.state", id) < 0) {
+		if (asprintf(&suffix, "_sandbox:%s.state", id) < 0)
 			suffix = NULL;
+		else if (asprintf(&path, "%s%s", id, suffix) < 0)
+			path = NULL;
+		if (!path) {
 			closedir(d);
 			return false;
 		}
+		/* A sandbox's own container first (Docker, ctr), then a pod's others. */
+		alive = runsc_state_alive(dirfd(d), path, id, cgroup);
 		sn = strlen(suffix);
 		while (!alive && (e = readdir(d))) {
-			_cleanup_free_ char *sd = NULL;
-			_cleanup_json_ struct hezo_json *sj = NULL;
-			const char *status;
-			size_t n = strlen(e->d_name), sl;
+			size_t n = strlen(e->d_name);
 
-			if (n <= sn || strcmp(e->d_name + n - sn, suffix) != 0 ||
-			    hezo_read_file_at(dirfd(d), e->d_name, 16 * OWNER_FILE_MAX, &sd, &sl,
-					      NULL) < 0 ||
-			    hezo_json_parse(sd, sl, &sj, NULL) < 0)
-				continue;
-			status = hezo_json_string(hezo_json_get(sj, "status")) ?: "";
-			if (strcmp(hezo_json_string(hezo_json_get(sj, "id")) ?: "", id) != 0 ||
-			    (strcmp(status, "created") != 0 && strcmp(status, "running") != 0))
-				continue;
-			alive = pid_is((pid_t)json_u64(hezo_json_get(sj, "sandbox"), "pid"), 0,
-				       cgroup);
+			if (n > sn && strcmp(e->d_name + n - sn, suffix) == 0 &&
+			    strcmp(e->d_name, path) != 0)
+				alive = runsc_state_alive(dirfd(d), e->d_name, id, cgroup);
 		}
 		closedir(d);
 		return alive;
