@@ -98,6 +98,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
 	free(p->projects_dir);
+	free(p->docker_pidfile);
 	free(p->project);
 	free(p);
 }
@@ -171,7 +172,8 @@ static int policy_new_default(struct hezo_policy **out)
 	if (r < 0)
 		return r;
 	p->projects_dir = strdup("/etc/hezo/projects");
-	if (!p->projects_dir)
+	p->docker_pidfile = strdup("/var/run/docker.pid");
+	if (!p->projects_dir || !p->docker_pidfile)
 		return -ENOMEM;
 	p->init = true;
 	p->admission_wait = 300;
@@ -911,8 +913,9 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 {
 	int r;
 
-	if (c->project && (strcmp(k, "version") == 0 || strcmp(k, "mode") == 0 ||
-			   strcmp(k, "backends") == 0 || strcmp(k, "projectsDir") == 0))
+	if (c->project &&
+	    (strcmp(k, "version") == 0 || strcmp(k, "mode") == 0 || strcmp(k, "backends") == 0 ||
+	     strcmp(k, "projectsDir") == 0 || strcmp(k, "dockerPidFile") == 0))
 		return perr(c, k, "only the main policy file may set this");
 
 	if (strcmp(k, "version") == 0) {
@@ -992,6 +995,8 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_bool(c, "init", x, &p->init);
 	if (strcmp(k, "admission") == 0)
 		return parse_admission(c, p, x);
+	if (strcmp(k, "dockerPidFile") == 0)
+		return get_abs_path(c, "dockerPidFile", x, &p->docker_pidfile);
 	return unknown_key(c, NULL, k);
 }
 
@@ -1221,6 +1226,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 		hezo_json_remove(hezo_json_get(o, "egress"), "project");
 	r = r ?: hezo_json_set(o, "projectsDir", hezo_json_new_string(p->projects_dir));
 	r = r ?: admission_json(p, o);
+	r = r ?: hezo_json_set(o, "dockerPidFile", hezo_json_new_string(p->docker_pidfile));
 	if (r < 0)
 		return NULL;
 	return TAKE_PTR(o);

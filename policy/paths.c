@@ -1,6 +1,7 @@
 /* Fields of config.json that name things outside the box (namespace paths, cgroupsPath,
  * root.path, hooks): whose they are and whether the container may have them. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -250,7 +251,54 @@ bool hezo_policy_cgroup_parent_allowed(const struct hezo_strv *parents, const ch
 	return false;
 }
 
-/* Does the cgroup at rel already hold processes, in any hierarchy mounted here? */
+/* Processes in the cgroup directory dfd or anywhere below it: 1 and *file (malloc'd), 0, -errno. */
+static int tree_has_procs(int dfd, const char *path, unsigned depth, char **file)
+{
+	_cleanup_close_ int fd = dfd; /* ours, closed on every way out */
+	_cleanup_free_ char *procs = NULL;
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d;
+	int r;
+
+	if (depth > 64)
+		return -ELOOP;
+	r = hezo_read_file_at(fd, "cgroup.procs", ENGINE_FILE_MAX, &procs, &n, NULL);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	for (size_t k = 0; r >= 0 && k < n; k++)
+		if (isdigit((unsigned char)procs[k]))
+			return asprintf(file, "%s/cgroup.procs", path) < 0 ? -ENOMEM : 1;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -1; /* the DIR owns it now */
+	r = 0;
+	while (r == 0 && (e = readdir(d))) {
+		_cleanup_free_ char *sub = NULL;
+		int cfd;
+
+		if (e->d_name[0] == '.' || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN))
+			continue;
+		cfd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (cfd < 0)
+			continue; /* not a directory, or gone meanwhile */
+		if (asprintf(&sub, "%s/%s", path, e->d_name) < 0) {
+			close(cfd);
+			r = -ENOMEM;
+			break;
+		}
+		r = tree_has_procs(cfd, sub, depth + 1, file);
+	}
+	closedir(d);
+	return r;
+}
+
+/*
+ * Does the cgroup at rel, or any cgroup below it, already hold processes, in any hierarchy
+ * mounted here? Joining a parent of busy cgroups would make their processes look like this
+ * container's.
+ */
 static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_error **err)
 {
 	_cleanup_free_ char *mounts = NULL;
@@ -261,9 +309,9 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
 	if (r < 0)
 		return hezo_error_prefix(err, "linux.cgroupsPath %s", shown);
 	for (char *line = mounts, *next; line && *line; line = next) {
-		_cleanup_free_ char *procs = NULL, *file = NULL;
+		_cleanup_free_ char *dir = NULL, *file = NULL;
 		char dev[256], mnt[PATH_MAX], type[32];
-		size_t n;
+		int fd;
 
 		next = strchr(line, '\n');
 		if (next)
@@ -271,24 +319,57 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
 		if (sscanf(line, "%255s %4095s %31s", dev, mnt, type) != 3 ||
 		    (strcmp(type, "cgroup") != 0 && strcmp(type, "cgroup2") != 0))
 			continue;
-		if (asprintf(&file, "%s%s/cgroup.procs", mnt, rel) < 0) {
-			file = NULL;
+		if (asprintf(&dir, "%s%s", mnt, rel) < 0) {
+			dir = NULL;
 			return hezo_error_set(err, ENOMEM, "out of memory");
 		}
-		r = hezo_read_file_at(AT_FDCWD, file, ENGINE_FILE_MAX, &procs, &n, NULL);
-		if (r == -ENOENT || r == -ENOTDIR)
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
 			continue;
+		if (fd < 0)
+			return hezo_error_set_errno(err, errno, "linux.cgroupsPath %s: %s", shown,
+						    dir);
+		r = tree_has_procs(fd, dir, 0, &file);
 		if (r < 0)
 			return hezo_error_set(err, -r, "linux.cgroupsPath %s: cannot read %s",
-					      shown, file);
-		for (size_t k = 0; k < n; k++)
-			if (isdigit((unsigned char)procs[k]))
-				return hezo_error_set(err, EPERM,
-						      "linux.cgroupsPath %s: the cgroup exists and "
-						      "has processes in it (%s)",
-						      shown, file);
+					      shown, dir);
+		if (r > 0)
+			return hezo_error_set(
+				err, EPERM,
+				"linux.cgroupsPath %s: the cgroup exists and has "
+				"processes %s it (%s)",
+				shown, strlen(file) == strlen(dir) + 13 ? "in" : "below", file);
 	}
 	return 0;
+}
+
+/*
+ * The engines' names for a container's cgroup, the last component of linux.cgroupsPath: <id>
+ * (Docker, containerd and CRI with cgroupfs), libpod-<id> (podman with cgroupfs) and the
+ * systemd scopes docker-<id>.scope, libpod-<id>.scope, cri-containerd-<id>.scope,
+ * crio-<id>.scope. A name merely containing the ID ("docker" for ID "docker") is not one.
+ */
+static bool cgroup_name_is_id(const char *name, const char *id)
+{
+	static const char *const scopes[] = {"docker-", "libpod-", "cri-containerd-", "crio-"};
+	size_t n = strlen(name), idn = strlen(id);
+
+	if (!idn)
+		return false;
+	if (strcmp(name, id) == 0)
+		return true;
+	if (strncmp(name, "libpod-", 7) == 0 && strcmp(name + 7, id) == 0)
+		return true;
+	if (n < 6 || strcmp(name + n - 6, ".scope") != 0)
+		return false;
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(scopes); i++) {
+		size_t pn = strlen(scopes[i]);
+
+		if (n == pn + idn + 6 && strncmp(name, scopes[i], pn) == 0 &&
+		    strncmp(name + pn, id, idn) == 0)
+			return true;
+	}
+	return false;
 }
 
 int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
@@ -316,11 +397,12 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 				      "slice:prefix:name) below the root",
 				      q);
 	last = strrchr(rel, '/');
-	if (!env || !env->id || !strstr(last + 1, env->id))
+	if (!env || !env->id || !cgroup_name_is_id(last + 1, env->id))
 		return hezo_error_set(
 			err, EPERM,
-			"linux.cgroupsPath %s: the cgroup's name does not contain the "
-			"container's ID",
+			"linux.cgroupsPath %s: the cgroup's name is not the container's "
+			"ID in an engine's form (ID, libpod-ID, docker-ID.scope, "
+			"libpod-ID.scope, cri-containerd-ID.scope, crio-ID.scope)",
 			q);
 	{
 		char parent[PATH_MAX];
@@ -463,39 +545,117 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 static const char *const hook_stages[] = {"prestart",	    "createRuntime", "createContainer",
 					  "startContainer", "poststart",     "poststop"};
 
+/* A decimal pid with no sign, no leading zero and nothing after it. */
+static bool parse_pid(const char *s, size_t n, pid_t *pid)
+{
+	long v = 0;
+
+	if (n == 0 || n > 9 || s[0] == '0')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*pid = (pid_t)v;
+	return true;
+}
+
+/* The pid in dockerd's pidfile, believed only when root wrote it and nobody else may. */
+static bool dockerd_pid(const char *pidfile, pid_t *pid)
+{
+	_cleanup_close_ int fd = open(pidfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	char buf[32];
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022))
+		return false;
+	n = read(fd, buf, sizeof(buf));
+	if (n <= 0 || (size_t)n >= sizeof(buf))
+		return false;
+	while (n && buf[n - 1] == '\n')
+		n--;
+	return parse_pid(buf, (size_t)n, pid);
+}
+
+/* Every one of the process's uids (real, effective, saved, fs) is 0. */
+static bool process_is_root(pid_t pid)
+{
+	_cleanup_free_ char *data = NULL;
+	char path[64];
+	const char *u;
+	unsigned a, b, c, d;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (hezo_read_file_at(AT_FDCWD, path, 64 * 1024, &data, &len, NULL) < 0)
+		return false;
+	u = strstr(data, "\nUid:");
+	return u && sscanf(u + 5, "%u %u %u %u", &a, &b, &c, &d) == 4 && !a && !b && !c && !d;
+}
+
+/* A short hex network-controller id: stringid.TruncateID of libnetwork's 64-hex one. */
+static bool short_hex_id(const char *s)
+{
+	size_t n = strlen(s ?: "");
+
+	if (n != 12)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isdigit((unsigned char)s[i]) && !(s[i] >= 'a' && s[i] <= 'f'))
+			return false;
+	return true;
+}
+
 /*
- * Docker 20.10's own prestart hook: /proc/<dockerd's pid>/exe libnetwork-setkey ... <this
- * container's ID> ...; it sets up the container's network from dockerd itself.
+ * Docker 20.10's own prestart hook, exactly as daemon/oci_linux.go writes it: path
+ * /proc/<dockerd's pid>/exe, args [libnetwork-setkey, -exec-root=<dir>, <this container's ID>,
+ * <controller id>], nothing else (an env would reach dockerd's loader). It runs as root with
+ * every capability, so the pid must be the running dockerd by its root-owned pidfile, a root
+ * process whose executable is a root-owned, root-only-writable file named dockerd.
  */
-static bool docker_setkey(const struct hezo_json *hook, const char *path,
-			  const struct hezo_apply_env *env)
+static bool docker_setkey(const struct hezo_policy *p, const struct hezo_json *hook,
+			  const char *path, const struct hezo_apply_env *env)
 {
 	const struct hezo_json *args = hezo_json_get_type(hook, "args", HEZO_JSON_ARRAY);
+	const char *a1, *a3;
 	char exe[PATH_MAX];
+	struct stat proc, file;
+	pid_t pid, running;
 	const char *base;
-	bool names_id = false;
-	ssize_t n;
-	char *end;
+	size_t n;
+	ssize_t l;
 
-	if (!env || !env->id || strncmp(path, "/proc/", 6) != 0 || !isdigit((unsigned char)path[6]))
+	if (!env || !env->id || !p->docker_pidfile || strncmp(path, "/proc/", 6) != 0)
 		return false;
-	(void)strtol(path + 6, &end, 10);
-	if (strcmp(end, "/exe") != 0)
+	n = strcspn(path + 6, "/");
+	if (strcmp(path + 6 + n, "/exe") != 0 || !parse_pid(path + 6, n, &pid))
 		return false;
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
+	if (hook->type != HEZO_JSON_OBJECT || hook->len != 2 || !args || args->len != 4)
 		return false;
-	exe[n] = '\0';
+	a1 = hezo_json_string(args->items[1]);
+	a3 = hezo_json_string(args->items[3]);
+	if (strcmp(hezo_json_string(args->items[0]) ?: "", "libnetwork-setkey") != 0 || !a1 ||
+	    strncmp(a1, "-exec-root=/", 12) != 0 ||
+	    strcmp(hezo_json_string(args->items[2]) ?: "", env->id) != 0 || !short_hex_id(a3))
+		return false;
+	if (!dockerd_pid(p->docker_pidfile, &running) || running != pid)
+		return false;
+	l = readlink(path, exe, sizeof(exe) - 1);
+	if (l <= 0)
+		return false;
+	exe[l] = '\0';
 	base = strrchr(exe, '/');
 	if (!base || strcmp(base + 1, "dockerd") != 0)
 		return false;
-	if (!args || args->len < 2 ||
-	    strcmp(hezo_json_string(args->items[0]) ?: "", "libnetwork-setkey") != 0)
+	/* The file the process runs, and the file by that name now: one root-owned inode. */
+	if (stat(path, &proc) < 0 || stat(exe, &file) < 0 || proc.st_dev != file.st_dev ||
+	    proc.st_ino != file.st_ino || !S_ISREG(file.st_mode) || file.st_uid != 0 ||
+	    (file.st_mode & 022))
 		return false;
-	for (size_t i = 1; i < args->len; i++)
-		if (strcmp(hezo_json_string(args->items[i]) ?: "", env->id) == 0)
-			names_id = true;
-	return names_id;
+	return process_is_root(pid);
 }
 
 int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json *spec,
@@ -535,7 +695,7 @@ int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json 
 			if (hezo_strv_contains(&p->allowed_hooks, path))
 				continue;
 			if (strcmp(stage, "prestart") == 0 &&
-			    docker_setkey(list->items[i], path, env))
+			    docker_setkey(p, list->items[i], path, env))
 				continue;
 			hezo_policy_quote(q, sizeof(q), path);
 			return hezo_error_set(err, EPERM,

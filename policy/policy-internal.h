@@ -67,7 +67,8 @@ struct hezo_policy {
 	struct hezo_strv allow_ranges;
 
 	char *projects_dir;
-	char *project; /* selected project, NULL if none */
+	char *docker_pidfile; /* whose pid alone may run Docker's libnetwork-setkey hook */
+	char *project;	      /* selected project, NULL if none */
 
 	/* init and admission (docs/policy.md): hezo-init as PID 1, the limit of active boxes. */
 	bool init;

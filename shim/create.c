@@ -144,6 +144,8 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 		r = v ? hezo_json_append(args, v) : -ENOMEM;
 	}
 	r = r ?: set_string(rec, "bundle", real);
+	/* The backend's --root: owner.c reads the container's state there. */
+	r = r ?: set_string(rec, "root", ctx->g.root);
 	r = r ?: set_string(rec, "project", hezo_policy_project(p));
 	if (r == 0) {
 		v = hezo_annotations(spec);
@@ -250,6 +252,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1;
 	struct hezo_apply_env env = {0};
+	struct shim_owner_query owner_q;
 	struct shim_target t = {0};
 	struct shim_argv av = {0};
 	struct shim_args a = {0};
@@ -315,7 +318,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	env.id = id;
 	env.bundle = bundle_real;
 	env.ns_owner = shim_ns_owner;
-	env.data = ctx;
+	owner_q = (struct shim_owner_query){.ctx = ctx,
+					    .project = hezo_policy_project(p),
+					    .annotations = hezo_spec_annotations(spec)};
+	env.data = &owner_q;
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;

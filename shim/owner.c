@@ -1,7 +1,8 @@
 /*
  * Whose is a namespace named by path: the answer behind hezo_apply_env.ns_owner. A process is one
- * of hezo-shim's containers' when it sits in the cgroup a live record names (under runsc the
- * sandbox's host processes are in the container's cgroup too).
+ * of hezo-shim's containers' when it sits in exactly the cgroup a record names and that container
+ * is alive by its backend's own state (under runsc the sandbox's host processes are in the
+ * container's cgroup too); it may be joined only from the same project and pod.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,43 +18,186 @@
 
 #define OWNER_FILE_MAX (1024 * 1024)
 
+/* The annotations that say which pod a container is in (CRI containerd, CRI-O, kubelet). */
+static const char *const pod_keys[] = {"io.kubernetes.cri.sandbox-id",
+				       "io.kubernetes.cri.sandbox-uid",
+				       "io.kubernetes.cri-o.SandboxID", "io.kubernetes.pod.uid"};
+#define POD_KEYS (sizeof(pod_keys) / sizeof(pod_keys[0]))
+
 struct cgroup_owner {
 	char *id;
 	char *cgroup; /* relative to a hierarchy's root, from hezo_policy_cgroup_path */
+	char *project;
+	char *pod[POD_KEYS];
 };
 
 struct owner_scan {
+	const struct shim_owner_query *q;
 	struct cgroup_owner *v;
 	size_t n;
-	const char *owner; /* the first container found in the namespace */
-	pid_t foreign;	   /* a process in it that is no container's */
+	const char *owner;		 /* the first container found in the namespace */
+	pid_t foreign;			 /* a process in it that is no container's */
+	const struct cgroup_owner *away; /* a container of another project or pod in it */
 };
+
+static void owner_done(struct cgroup_owner *o)
+{
+	free(o->id);
+	free(o->cgroup);
+	free(o->project);
+	for (size_t k = 0; k < POD_KEYS; k++)
+		free(o->pod[k]);
+}
 
 static void scan_done(struct owner_scan *s)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->v[i].id);
-		free(s->v[i].cgroup);
-	}
+	for (size_t i = 0; i < s->n; i++)
+		owner_done(&s->v[i]);
 	free(s->v);
 }
 
-static int scan_add(struct owner_scan *s, const char *id, const char *cgroup)
+static bool dup_or_null(const char *src, char **dst)
 {
-	struct cgroup_owner *nv = realloc(s->v, (s->n + 1) * sizeof(*nv));
+	*dst = src ? strdup(src) : NULL;
+	return !src || *dst;
+}
 
-	if (!nv)
-		return -ENOMEM;
-	s->v = nv;
-	s->v[s->n].id = strdup(id);
-	s->v[s->n].cgroup = strdup(cgroup);
-	if (!s->v[s->n].id || !s->v[s->n].cgroup) {
-		free(s->v[s->n].id);
-		free(s->v[s->n].cgroup);
+static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
+		    const struct hezo_json *rec)
+{
+	struct hezo_json *ann = hezo_json_get_type(rec, "annotations", HEZO_JSON_OBJECT);
+	struct cgroup_owner o = {0}, *nv;
+	bool ok = dup_or_null(id, &o.id) && dup_or_null(cgroup, &o.cgroup) &&
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project);
+
+	for (size_t k = 0; ok && k < POD_KEYS; k++)
+		ok = dup_or_null(hezo_json_string(hezo_json_get(ann, pod_keys[k])), &o.pod[k]);
+	nv = ok ? realloc(s->v, (s->n + 1) * sizeof(*nv)) : NULL;
+	if (!nv) {
+		owner_done(&o);
 		return -ENOMEM;
 	}
-	s->n++;
+	s->v = nv;
+	s->v[s->n++] = o;
 	return 0;
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or 0. */
+static unsigned long long start_time(pid_t pid)
+{
+	_cleanup_free_ char *data = NULL;
+	unsigned long long t = 0;
+	char path[64], *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hezo_read_file_at(AT_FDCWD, path, 4096, &data, &len, NULL) < 0)
+		return 0;
+	p = strrchr(data, ')'); /* comm may hold spaces and parentheses */
+	if (!p || sscanf(p + 1,
+			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+			 "%*d %*d %*d %llu",
+			 &t) != 1)
+		return 0;
+	return t;
+}
+
+static int process_cgroup(pid_t pid, char *buf, size_t size);
+
+/* pid runs, sits in exactly cgroup, and (when given) started at start. */
+static bool pid_is(pid_t pid, unsigned long long start, const char *cgroup)
+{
+	char cg[PATH_MAX];
+
+	if (pid <= 0 || (start && start_time(pid) != start))
+		return false;
+	return process_cgroup(pid, cg, sizeof(cg)) == 0 && strcmp(cg, cgroup) == 0;
+}
+
+/* The number at key in obj, or 0. */
+static unsigned long long json_u64(const struct hezo_json *obj, const char *key)
+{
+	const struct hezo_json *v = hezo_json_get(obj, key);
+
+	return v && v->type == HEZO_JSON_NUMBER ? strtoull(v->str, NULL, 10) : 0;
+}
+
+/* runsc's state file name in dir: container id, created or running, its sandbox's pid in cgroup. */
+static bool runsc_state_alive(int dir, const char *name, const char *id, const char *cgroup)
+{
+	_cleanup_free_ char *data = NULL;
+	_cleanup_json_ struct hezo_json *st = NULL;
+	const char *status;
+	size_t len;
+
+	if (hezo_read_file_at(dir, name, 16 * OWNER_FILE_MAX, &data, &len, NULL) < 0 ||
+	    hezo_json_parse(data, len, &st, NULL) < 0)
+		return false;
+	status = hezo_json_string(hezo_json_get(st, "status")) ?: "";
+	if (strcmp(hezo_json_string(hezo_json_get(st, "id")) ?: "", id) != 0 ||
+	    (strcmp(status, "created") != 0 && strcmp(status, "running") != 0))
+		return false;
+	return pid_is((pid_t)json_u64(hezo_json_get(st, "sandbox"), "pid"), 0, cgroup);
+}
+
+/*
+ * Is the recorded container alive by its backend's own state, its init (runc) or sandbox (runsc)
+ * process in the recorded cgroup? A record a failed run left, or one planted, is not. runc:
+ * ROOT/ID/state.json's init pid and its start time; runsc: ROOT/<sandbox>_sandbox:ID.state's
+ * sandbox pid, the container created or running. Other backends: not known, so not alive.
+ */
+static bool container_alive(const struct hezo_json *rec, const char *id, const char *cgroup)
+{
+	const char *backend = hezo_json_string(hezo_json_get(rec, "backend")) ?: "";
+	const char *root = hezo_json_string(hezo_json_get(rec, "root"));
+	_cleanup_free_ char *path = NULL, *data = NULL, *suffix = NULL;
+	_cleanup_json_ struct hezo_json *st = NULL;
+	size_t len;
+
+	if (strchr(id, '/') || id[0] == '.')
+		return false;
+	if (strcmp(backend, "runc") == 0) {
+		if (asprintf(&path, "%s/%s/state.json", root ?: "/run/runc", id) < 0) {
+			path = NULL;
+			return false;
+		}
+		if (hezo_read_file_at(AT_FDCWD, path, OWNER_FILE_MAX, &data, &len, NULL) < 0 ||
+		    hezo_json_parse(data, len, &st, NULL) < 0)
+			return false;
+		return json_u64(st, "init_process_start") &&
+		       pid_is((pid_t)json_u64(st, "init_process_pid"),
+			      json_u64(st, "init_process_start"), cgroup);
+	}
+	if (strcmp(backend, "runsc") == 0) {
+		DIR *d = opendir(root ?: "/var/run/runsc");
+		struct dirent *e;
+		bool alive;
+		size_t sn;
+
+		if (!d)
+			return false;
+		if (asprintf(&suffix, "_sandbox:%s.state", id) < 0)
+			suffix = NULL;
+		else if (asprintf(&path, "%s%s", id, suffix) < 0)
+			path = NULL;
+		if (!path) {
+			closedir(d);
+			return false;
+		}
+		/* A sandbox's own container first (Docker, ctr), then a pod's others. */
+		alive = runsc_state_alive(dirfd(d), path, id, cgroup);
+		sn = strlen(suffix);
+		while (!alive && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+
+			if (n > sn && strcmp(e->d_name + n - sn, suffix) == 0 &&
+			    strcmp(e->d_name, path) != 0)
+				alive = runsc_state_alive(dirfd(d), e->d_name, id, cgroup);
+		}
+		closedir(d);
+		return alive;
+	}
+	return false;
 }
 
 /* Every record under every --root key: ID and cgroup of each container that has one. */
@@ -94,9 +238,10 @@ static int load_records(const char *state_dir, struct owner_scan *s, struct hezo
 				continue;
 			id = hezo_json_string(hezo_json_get(rec, "id"));
 			cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
-			if (!id || !cg || hezo_policy_cgroup_path(cg, rel, sizeof(rel)) < 0)
+			if (!id || !cg || hezo_policy_cgroup_path(cg, rel, sizeof(rel)) < 0 ||
+			    !container_alive(rec, id, rel))
 				continue;
-			if (scan_add(s, id, rel) < 0)
+			if (scan_add(s, id, rel, rec) < 0)
 				r = hezo_error_set(err, ENOMEM, "out of memory");
 		}
 		closedir(d);
@@ -105,11 +250,26 @@ static int load_records(const char *state_dir, struct owner_scan *s, struct hezo
 	return r;
 }
 
-static bool under(const char *path, const char *root)
+/* Equal strings, or both absent. */
+static bool same(const char *a, const char *b)
 {
-	size_t n = strlen(root);
+	return a && b ? strcmp(a, b) == 0 : a == b;
+}
 
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+/* May the container asking join o's namespaces: the same project, and where both say, pod? */
+static bool same_box(const struct shim_owner_query *q, const struct cgroup_owner *o)
+{
+	if (!q)
+		return false;
+	if (!same(q->project, o->project))
+		return false;
+	for (size_t k = 0; k < POD_KEYS; k++) {
+		const char *mine = hezo_json_string(hezo_json_get(q->annotations, pod_keys[k]));
+
+		if (mine && o->pod[k] && strcmp(mine, o->pod[k]) != 0)
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -158,7 +318,11 @@ static int visit(pid_t pid, void *data)
 	if (r == -ENOENT || r == -ESRCH)
 		return 0; /* gone meanwhile */
 	for (size_t i = 0; r == 0 && i < s->n; i++) {
-		if (under(cg, s->v[i].cgroup)) {
+		if (strcmp(cg, s->v[i].cgroup) == 0) {
+			if (!same_box(s->q, &s->v[i])) {
+				s->away = &s->v[i];
+				return 1;
+			}
 			if (!s->owner)
 				s->owner = s->v[i].id;
 			return 0;
@@ -171,8 +335,8 @@ static int visit(pid_t pid, void *data)
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err)
 {
-	const struct shim_ctx *ctx = data;
-	struct owner_scan s = {0};
+	const struct shim_owner_query *q = data;
+	struct owner_scan s = {.q = q};
 	_cleanup_close_ int fd = -1;
 	int r;
 
@@ -180,7 +344,7 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return hezo_error_set_errno(err, errno, "%s", path);
-	r = load_records(ctx->state_dir, &s, err);
+	r = load_records(q->ctx->state_dir, &s, err);
 	if (r == 0)
 		r = hezo_ns_foreach_pid(fd, kind, visit, &s, err);
 	if (r < 0) {
@@ -197,6 +361,18 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 			snprintf(comm, sizeof(comm), " %.*s", (int)strcspn(c, "\n"), c);
 		scan_done(&s);
 		return hezo_error_set(err, ESRCH, "process %d%s is in it", (int)s.foreign, comm);
+	}
+	if (s.away) {
+		r = hezo_error_set(
+			err, EPERM,
+			"it is container %s's, of project %s%s; this container's project "
+			"is %s%s",
+			s.away->id, s.away->project ?: "(none)",
+			same(q->project, s.away->project) ? " and another pod" : "",
+			q->project ?: "(none)",
+			same(q->project, s.away->project) ? "" : " (see docs/policy.md)");
+		scan_done(&s);
+		return r;
 	}
 	if (s.owner) {
 		*owner = strdup(s.owner);

@@ -70,9 +70,16 @@ int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,
 		       struct hezo_policy **out, struct hezo_error **err);
 
 /*
- * owner.c: hezo_apply_env.ns_owner for create, data being the shim_ctx. A process belongs to a
- * container when it is in the cgroup (or below) that one of the state directory's records names.
+ * owner.c: hezo_apply_env.ns_owner for create, data being a shim_owner_query. A process belongs
+ * to a container when it is in exactly the cgroup one of the state directory's records names and
+ * that container is alive by its backend's state; a container of another project (or, where both
+ * name one, pod) than the asking one's is refused with -EPERM.
  */
+struct shim_owner_query {
+	const struct shim_ctx *ctx;
+	const char *project;		     /* the asking container's, NULL if none */
+	const struct hezo_json *annotations; /* its config.json's; NULL if none */
+};
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err);
 

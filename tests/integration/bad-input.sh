@@ -214,7 +214,7 @@ bad_spec nshostpid 'host pid namespace not allowed' \
 	'.linux.namespaces |= map(if .type == "pid" then .path = "/proc/'"$$"'/ns/pid" else . end)'
 
 # cgroupsPath: another cgroup, the root, a way up, a foreign parent, an existing busy cgroup.
-bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name does not contain the container.s ID' \
+bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name is not the container.s ID in an engine.s form' \
 	'.linux.cgroupsPath = "/some-other-cgroup"'
 bad_spec cgroot 'linux\.cgroupsPath "/": not a clean absolute path' '.linux.cgroupsPath = "/"'
 bad_spec cgdotdot 'linux\.cgroupsPath "/hezo-test/\.\./x": not a clean' '.linux.cgroupsPath = "/hezo-test/../x"'
@@ -231,6 +231,17 @@ tap_cleanup "kill $BUSY_PID"
 bad_spec cgbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has processes in it \\($BUSY/cgroup\\.procs\\)" \
 	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
 echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
+# The red team's: a parent cgroup named like the ID, empty itself, with processes below it (as
+# "/docker" for ID "docker" has every Docker container's); and a name that only contains the ID.
+BAD_ID=hezo-bad-cgparentbusy-$(hezo_rand)
+PBUSY=/sys/fs/cgroup/pids/hezo-test/$BAD_ID
+mkdir -p "$PBUSY/child" && tap_cleanup "rmdir '$PBUSY/child' '$PBUSY'"
+echo "$BUSY_PID" >"$PBUSY/child/cgroup.procs"
+bad_spec cgparentbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has processes below it \\($PBUSY/child/cgroup\\.procs\\)" \
+	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
+echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
+bad_spec cgcontains "linux\\.cgroupsPath \"/hezo-test/evil-$BAD_ID\": the cgroup.s name is not the container.s ID in an engine.s form" \
+	".linux.cgroupsPath = \"/hezo-test/evil-$BAD_ID\""
 unset BAD_ID
 
 # root.path: the host's /, another bundle's rootfs, a symlink out of the bundle.
@@ -248,6 +259,25 @@ for stage in prestart createRuntime createContainer startContainer poststart pos
 done
 bad_spec hook-setkey-fake 'hooks\.prestart\[0\] \("/proc/self/exe"\)' \
 	'.hooks.prestart = [{path: "/proc/self/exe", args: ["libnetwork-setkey", "-exec-root=/var/run/docker", "x", "y"]}]'
+# The red team's: nobody's copy of bash named dockerd, running as nobody, its pid in the hook's
+# path and the container's ID somewhere in the arguments; then the same binary in Docker's exact
+# argument shape (it is still not the dockerd of /var/run/docker.pid, nor root's file).
+FAKE=$BIG/nobody
+mkdir -p "$FAKE" && chmod 0711 "$BIG" && chmod 0755 "$FAKE"
+cp "$(command -v bash)" "$FAKE/dockerd" && mkfifo "$FAKE/fifo" &&
+	chown 65534:65534 "$FAKE/dockerd" "$FAKE/fifo"
+# bash itself waits (no child it could exec into), so /proc/PID/exe stays this dockerd.
+setpriv --reuid=65534 --regid=65534 --clear-groups "$FAKE/dockerd" \
+	-c 'read -r -t 600 x <>"$0"' "$FAKE/fifo" &
+FAKE_PID=$!
+tap_cleanup "kill $FAKE_PID"
+sleep 0.3
+BAD_ID=hezo-bad-setkey-$(hezo_rand) bad_spec hook-setkey-nobody \
+	"hooks\\.prestart\\[0\\] \\(\"/proc/$FAKE_PID/exe\"\\): hooks run on the host as root" \
+	'.hooks.prestart = [{path: "/proc/'"$FAKE_PID"'/exe", args: ["libnetwork-setkey", "-c", "touch '"$WORK"'/pwned", env.BAD_ID]}]'
+BAD_ID=hezo-bad-setkey-$(hezo_rand) bad_spec hook-setkey-shape \
+	"hooks\\.prestart\\[0\\] \\(\"/proc/$FAKE_PID/exe\"\\)" \
+	'.hooks.prestart = [{path: "/proc/'"$FAKE_PID"'/exe", args: ["libnetwork-setkey", "-exec-root=/var/run/docker", env.BAD_ID, "8d713b06a5d8"]}]'
 check_fails "[hooks] no hook ran" test -e "$WORK/pwned"
 
 # --- bundle and verb ------------------------------------------------------------------------------

@@ -279,7 +279,72 @@ expect_ne "$rc" 0 "[ns foreign] joining the IPC namespace of a process that is n
 expect_match "$(cat "$WORK/nsforeign.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
 	"[ns foreign] one line naming the field and the reason"
 kill "$FPID" 2>/dev/null
+
+# A planted record (as a `run` that failed inside the backend leaves one) naming the cgroup of a
+# process that is no container's: not alive by the backend's state, so it gives nothing.
+new_id nsplant
+PLANT=$ID
+ARECORD=$(find "$HEZO_TEST_STATE" -name "$A.json" 2>/dev/null | head -n 1)
+PCG=/sys/fs/cgroup/pids/hezo-test/$PLANT
+unshare --ipc sleep 600 &
+PLANT_PID=$!
+tap_cleanup "kill $PLANT_PID; rmdir '$PCG' 2>/dev/null"
+sleep 0.3
+mkdir -p "$PCG" && echo "$PLANT_PID" >"$PCG/cgroup.procs"
+if [ -n "$ARECORD" ] && jq --arg id "$PLANT" --arg cg "/hezo-test/$PLANT" '.id = $id | .cgroupsPath = $cg' \
+	"$ARECORD" >"$(dirname "$ARECORD")/$PLANT.json"; then
+	tap_cleanup "rm -f '$(dirname "$ARECORD")/$PLANT.json'"
+	new_id nsplantjoin
+	hezo_make_bundle "$WORK/nsplant" "$ID" '["true"]' \
+		'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$PLANT_PID"'/ns/ipc" else . end)' ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$WORK/nsplant" "$ID" >"$WORK/nsplant.out" 2>"$WORK/nsplant.err" </dev/null &&
+		rc=0 || rc=$?
+	expect_ne "$rc" 0 "[ns planted] a record the backend knows nothing of makes no process a container's"
+	expect_match "$(cat "$WORK/nsplant.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PLANT_PID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
+		"[ns planted] one line naming the field and the reason"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	rm -f "$(dirname "$ARECORD")/$PLANT.json"
+else
+	bail_out "no record for $A to plant a copy of"
+fi
+kill "$PLANT_PID" 2>/dev/null
+wait "$PLANT_PID" 2>/dev/null
+rmdir "$PCG" 2>/dev/null
 hezo_bundle_cleanup "$ROOT" "$A"
+
+# Projects: a container of project alpha; one of beta may not join its namespaces, one of alpha may.
+PROJ=$WORK/projects
+mkdir -p "$PROJ" && echo '{}' >"$PROJ/alpha.json" && echo '{}' >"$PROJ/beta.json"
+jq --arg d "$PROJ" '.projectsDir = $d' "$HEZO_TEST_POLICY" >"$WORK/policy-projects.json" ||
+	bail_out "cannot write the projects policy"
+new_id nsalpha
+PA=$ID
+hezo_make_bundle "$WORK/nsalpha" "$PA" '["sleep", "600"]' || bail_out "cannot make bundle"
+HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --root "$ROOT" --hezo-project alpha create \
+	-b "$WORK/nsalpha" --pid-file "$WORK/nsalpha.pid" "$PA" >"$WORK/nsalpha.out" 2>"$WORK/nsalpha.err" </dev/null &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[ns project] create of a container of project alpha exits 0" || diag "$(cat "$WORK/nsalpha.err")"
+check "[ns project] start" hezo_shim --root "$ROOT" start "$PA"
+PAPID=$(cat "$WORK/nsalpha.pid" 2>/dev/null)
+join='.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$PAPID"'/ns/ipc" else . end)'
+for proj in beta alpha; do
+	new_id "ns$proj-join"
+	hezo_make_bundle "$WORK/ns$proj-join" "$ID" '["true"]' "$join" || bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --root "$ROOT" --hezo-project "$proj" create \
+		-b "$WORK/ns$proj-join" "$ID" >"$WORK/ns$proj-join.out" 2>"$WORK/ns$proj-join.err" </dev/null &&
+		rc=0 || rc=$?
+	if [ "$proj" = beta ]; then
+		expect_ne "$rc" 0 "[ns project] a container of project beta may not join alpha's namespaces"
+		expect_match "$(cat "$WORK/ns$proj-join.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PAPID/ns/ipc: it is container $PA.s, of project alpha; this container.s project is beta" \
+			"[ns project] one line naming both projects"
+	else
+		expect_eq "$rc" 0 "[ns project] a container of project alpha joins alpha's namespaces" ||
+			diag "$(cat "$WORK/ns$proj-join.err")"
+	fi
+	hezo_bundle_cleanup "$ROOT" "$ID"
+done
+hezo_bundle_cleanup "$ROOT" "$PA"
 
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	# A named network namespace no process is in yet (CNI's, podman's): accepted, and joined.

@@ -92,19 +92,25 @@ static void mkdir_p(const char *path)
 		assert_int_equal(errno, EEXIST);
 }
 
-/* A copy of sleep named dockerd, running: its /proc/PID/exe is what Docker's hook names. */
-static pid_t start_fake_dockerd(const char *root)
+/*
+ * A copy of sleep named dir/dockerd, running as uid (after exec: it stays root until then),
+ * its file owned by owner: its /proc/PID/exe is what Docker's hook names.
+ */
+static pid_t start_dockerd_as(const char *root, const char *dir, uid_t owner, uid_t uid)
 {
 	_cleanup_free_ char *bin = NULL, *cmd = NULL;
 	char exe[PATH_MAX], link[64];
 	pid_t pid;
 
-	assert_true(asprintf(&bin, "%s/usr/bin/dockerd", root) > 0);
-	assert_true(asprintf(&cmd, "mkdir -p '%s/usr/bin' && cp /bin/sleep '%s'", root, bin) > 0);
+	assert_true(asprintf(&bin, "%s/%s/dockerd", root, dir) > 0);
+	assert_true(asprintf(&cmd, "mkdir -p '%s/%s' && cp /bin/sleep '%s' && chown %u '%s'", root,
+			     dir, bin, (unsigned)owner, bin) > 0);
 	assert_int_equal(system(cmd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		if (uid && setresuid(uid, uid, uid) < 0)
+			_exit(126);
 		execl(bin, "dockerd", "60", (char *)NULL);
 		_exit(127);
 	}
@@ -117,6 +123,27 @@ static pid_t start_fake_dockerd(const char *root)
 	}
 	fail_msg("fake dockerd did not start");
 	return -1;
+}
+
+/* root's pidfile (ROOT/docker.pid, which policy_for names) says pid is dockerd. */
+static void write_pidfile(const char *root, pid_t pid, mode_t mode)
+{
+	_cleanup_free_ char *file = NULL;
+	char text[32];
+
+	snprintf(text, sizeof(text), "%d\n", (int)pid);
+	write_file_at(root, "docker.pid", text);
+	assert_true(asprintf(&file, "%s/docker.pid", root) > 0);
+	assert_int_equal(chmod(file, mode), 0);
+}
+
+/* The running dockerd as the policy's pidfile names it: root's, from a root-owned binary. */
+static pid_t start_fake_dockerd(const char *root)
+{
+	pid_t pid = start_dockerd_as(root, "usr/bin", 0, 0);
+
+	write_pidfile(root, pid, 0644);
+	return pid;
 }
 
 /*
@@ -235,12 +262,12 @@ static struct hezo_policy *policy_for(const char *root, const char *allowed, con
 		snprintf(roots + n, sizeof(roots) - n, "%s\"%s%s\"", r ? "," : "", root,
 			 engine_roots[r]);
 	}
-	assert_true(
-		asprintf(&doc,
-			 "{\"mounts\":{\"engineRoots\":[%s],\"allowedSources\":[%s]},"
-			 "\"cgroupParents\":[\"/docker\",\"/libpod_parent\",\"/hezo-test\"]%s%s}",
-			 roots, allowed ? allowed : "", extra && extra[0] ? "," : "",
-			 extra ? extra : "") > 0);
+	assert_true(asprintf(&doc,
+			     "{\"mounts\":{\"engineRoots\":[%s],\"allowedSources\":[%s]},"
+			     "\"cgroupParents\":[\"/docker\",\"/libpod_parent\",\"/hezo-test\"],"
+			     "\"dockerPidFile\":\"%s/docker.pid\"%s%s}",
+			     roots, allowed ? allowed : "", root, extra && extra[0] ? "," : "",
+			     extra ? extra : "") > 0);
 	return parse_ok(doc);
 }
 
@@ -955,8 +982,21 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "/default/4e55eae8d648", NULL);
 	cg_case(p, id, "/4e55eae8d648", NULL);
 	cg_case(p, id, "/some-other-cgroup",
-		"linux.cgroupsPath \"/some-other-cgroup\": the cgroup's name does not contain the "
-		"container's ID");
+		"linux.cgroupsPath \"/some-other-cgroup\": the cgroup's name is not the "
+		"container's "
+		"ID in an engine's form");
+	/* The red team's: an ID that is an engine's parent cgroup, or inside a longer name. */
+	cg_case(p, "dock", "/docker",
+		"the cgroup's name is not the container's ID in an engine's form");
+	cg_case(p, "4e55", "/docker/4e55eae8d648", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/x4e55eae8d648", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/4e55eae8d648.scope", "the cgroup's name is not the container's ID");
+	cg_case(p, id, "/docker/evil-4e55eae8d648.scope",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, id, "system.slice:evil:4e55eae8d648",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, id, "system.slice:crio:4e55eae8d648", NULL);
+	cg_case(p, id, "/docker/docker-4e55eae8d648.scope", NULL);
 	cg_case(p, id, "/", "linux.cgroupsPath \"/\": not a clean absolute path");
 	cg_case(p, id, "/docker/../4e55eae8d648", "not a clean absolute path");
 	cg_case(p, id, "/docker//4e55eae8d648", "not a clean absolute path");
@@ -966,14 +1006,14 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "bogus:docker:4e55eae8d648", "not a clean absolute path");
 	cg_case(p, id, "/docker/4e55eae8d648/..", "not a clean absolute path");
 	cg_case(p, id, "/4e55eae8d648/sub",
-		"the cgroup's name does not contain the container's ID");
+		"the cgroup's name is not the container's ID in an engine's form");
 	cg_case(p, id, "/user.slice/4e55eae8d648",
 		"linux.cgroupsPath \"/user.slice/4e55eae8d648\": parent /user.slice is not in the "
 		"policy's cgroupParents");
 	cg_case(narrow, id, "/4e55eae8d648", "parent / is not in the policy's cgroupParents");
 	cg_case(narrow, id, "/docker/4e55eae8d648", NULL);
 	/* Without the ID nothing can be checked: refused. */
-	cg_case(p, NULL, "/docker/4e55eae8d648", "does not contain the container's ID");
+	cg_case(p, NULL, "/docker/4e55eae8d648", "is not the container's ID in an engine's form");
 
 	assert_int_equal(hezo_policy_cgroup_path("kubepods-burstable-pod1.slice:cri-containerd:x",
 						 rel, sizeof(rel)),
@@ -1001,6 +1041,19 @@ static void test_cgroups_path(void **state)
 			 "linux.cgroupsPath \"%s\": the cgroup exists and has processes in it",
 			 self);
 		cg_case(here, strrchr(self, '/') + 1, self, want);
+	}
+	/* Empty itself, but this test's cgroup is below it: processes below count too. */
+	if (strrchr(busy, '/') != busy) {
+		_cleanup_free_ char *grand = strdup(busy), *pol = NULL;
+
+		*strrchr(grand, '/') = '\0';
+		assert_true(asprintf(&pol, "{\"cgroupParents\":[\"%s\"]}", grand) > 0);
+		_cleanup_policy_ struct hezo_policy *up = parse_ok(pol);
+
+		snprintf(want, sizeof(want),
+			 "linux.cgroupsPath \"%s\": the cgroup exists and has processes below it",
+			 busy);
+		cg_case(up, strrchr(busy, '/') + 1, busy, want);
 	}
 }
 
@@ -1094,6 +1147,8 @@ static void hook_case(const struct hezo_policy *p, const struct hezo_apply_env *
 	cur_env = NULL;
 }
 
+static void setkey_cases(const char *root, struct hezo_apply_env *env);
+
 /* Hooks run as host root: only the admin's list and Docker's libnetwork-setkey for this ID. */
 static void test_hooks(void **state)
 {
@@ -1129,36 +1184,99 @@ static void test_hooks(void **state)
 	hook_case(p, &env, "{\"prestart\":[{\"args\":[]}]}",
 		  "hooks.prestart[0]: path: expected a string");
 
-	/* Docker's libnetwork-setkey: the exe must be dockerd, the args this container's ID. */
-	fake_dockerd = start_fake_dockerd(f->root);
+	/* Docker's libnetwork-setkey: only the running dockerd, only Docker 20.10's args. */
+	setkey_cases(f->root, &env);
+}
+
+#define SETKEY_ARGS                                                                                \
+	"\"libnetwork-setkey\",\"-exec-root=/var/run/docker\",\"c0ffee\",\"8d713b06a5d8\""
+
+static void setkey_case(const struct hezo_policy *p, const struct hezo_apply_env *env, pid_t pid,
+			const char *args, const char *extra, bool ok)
+{
+	char doc[1024];
+
+	snprintf(doc, sizeof(doc), "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[%s]%s}]}",
+		 (int)pid, args, extra);
+	hook_case(p, env, doc, ok ? NULL : "hooks.prestart[0] (\"/proc/");
+}
+
+static void setkey_cases(const char *root, struct hezo_apply_env *env)
+{
+	_cleanup_free_ char *pol = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL, *dflt = parse_ok("{}");
+	char doc[512];
+	pid_t other;
+
+	assert_true(asprintf(&pol, "{\"dockerPidFile\":\"%s/docker.pid\"}", root) > 0);
+	p = parse_ok(pol);
+	assert_int_equal(chmod(root, 0755), 0); /* nobody's dockerd below must be able to run */
+	fake_dockerd = start_fake_dockerd(root);
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS, "", true);
+	hook_case(p, NULL, "{}", NULL);
+	setkey_case(p, NULL, fake_dockerd, SETKEY_ARGS, "", false);
+	/* Another pidfile (the default /var/run/docker.pid) names some other process. */
+	setkey_case(dflt, env, fake_dockerd, SETKEY_ARGS, "", false);
+	env->id = "other";
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS, "", false);
+	env->id = "c0ffee";
 	snprintf(doc, sizeof(doc),
-		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
-		 "\"-exec-root=/var/run/docker\",\"c0ffee\",\"8d713b06a5d8\"]}]}",
+		 "{\"poststart\":[{\"path\":\"/proc/%d/exe\",\"args\":[" SETKEY_ARGS "]}]}",
 		 (int)fake_dockerd);
-	hook_case(p, &env, doc, NULL);
-	hook_case(p, NULL, doc, "hooks.prestart[0] (\"/proc/");
-	env.id = "other";
-	hook_case(p, &env, doc, "hooks.prestart[0] (\"/proc/");
-	env.id = "c0ffee";
-	snprintf(doc, sizeof(doc),
-		 "{\"poststart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
-		 "\"c0ffee\"]}]}",
-		 (int)fake_dockerd);
-	hook_case(p, &env, doc, "hooks.poststart[0]");
-	snprintf(doc, sizeof(doc),
-		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"sh\",\"c0ffee\"]}]}",
-		 (int)fake_dockerd);
-	hook_case(p, &env, doc, "hooks.prestart[0]");
-	/* Not dockerd: this test's own binary. */
-	snprintf(doc, sizeof(doc),
-		 "{\"prestart\":[{\"path\":\"/proc/%d/exe\",\"args\":[\"libnetwork-setkey\","
-		 "\"c0ffee\"]}]}",
-		 (int)getpid());
-	hook_case(p, &env, doc, "hooks.prestart[0]");
-	hook_case(p, &env,
-		  "{\"prestart\":[{\"path\":\"/proc/self/exe\",\"args\":[\"libnetwork-setkey\","
-		  "\"c0ffee\"]}]}",
+	hook_case(p, env, doc, "hooks.poststart[0]");
+	/* The red team's shape: the ID somewhere, a shell's -c before it. */
+	setkey_case(p, env, fake_dockerd, "\"libnetwork-setkey\",\"-c\",\"id\",\"c0ffee\"", "",
+		    false);
+	setkey_case(p, env, fake_dockerd, "\"libnetwork-setkey\",\"c0ffee\"", "", false);
+	setkey_case(p, env, fake_dockerd,
+		    "\"sh\",\"-exec-root=/var/run/docker\",\"c0ffee\",\"8d713b06a5d8\"", "", false);
+	setkey_case(p, env, fake_dockerd,
+		    "\"libnetwork-setkey\",\"-exec-root=x\",\"c0ffee\",\"8d713b06a5d8\"", "",
+		    false);
+	setkey_case(
+		p, env, fake_dockerd,
+		"\"libnetwork-setkey\",\"-exec-root=/var/run/docker\",\"c0ffee\",\"8D713B06A5D8\"",
+		"", false);
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS ",\"-c\"", "", false);
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS, ",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]",
+		    false);
+	/* A pidfile others may write is not believed. */
+	write_pidfile(root, fake_dockerd, 0666);
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS, "", false);
+	write_pidfile(root, fake_dockerd, 0644);
+	/* Not named dockerd: this test's own binary, even when the pidfile names it. */
+	write_pidfile(root, getpid(), 0644);
+	setkey_case(p, env, getpid(), SETKEY_ARGS, "", false);
+	hook_case(p, env,
+		  "{\"prestart\":[{\"path\":\"/proc/self/exe\",\"args\":[" SETKEY_ARGS "]}]}",
 		  "hooks.prestart[0]");
+	/* A dockerd binary nobody owns, running as root and named by the pidfile. */
+	other = start_dockerd_as(root, "home/nobody", 65534, 0);
+	write_pidfile(root, other, 0644);
+	setkey_case(p, env, other, SETKEY_ARGS, "", false);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	/* A root-owned dockerd binary run by nobody. */
+	other = start_dockerd_as(root, "opt/bin", 0, 65534);
+	write_pidfile(root, other, 0644);
+	setkey_case(p, env, other, SETKEY_ARGS, "", false);
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	/* A root-owned binary that others may rewrite. */
+	other = start_dockerd_as(root, "srv/bin", 0, 0);
+	write_pidfile(root, other, 0644);
+	setkey_case(p, env, other, SETKEY_ARGS, "", true);
+	{
+		_cleanup_free_ char *bin = NULL;
+
+		assert_true(asprintf(&bin, "%s/srv/bin/dockerd", root) > 0);
+		assert_int_equal(chmod(bin, 0757), 0);
+		setkey_case(p, env, other, SETKEY_ARGS, "", false);
+	}
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	write_pidfile(root, fake_dockerd, 0644);
+	setkey_case(p, env, fake_dockerd, SETKEY_ARGS, "", true);
 }
 
 static void test_podman(void **state)

@@ -112,6 +112,7 @@ static void test_defaults(void **state)
 	assert_value(p, "egress",
 		     "{\"mode\":\"proxy\",\"allow\":[],\"resolvers\":[],\"allowRanges\":[]}");
 	assert_value(p, "projectsDir", "\"/etc/hezo/projects\"");
+	assert_value(p, "dockerPidFile", "\"/var/run/docker.pid\"");
 	assert_value(p, "cgroupParents",
 		     "[\"/\",\"/docker\",\"/system.slice\",\"/machine.slice\",\"/libpod_parent\","
 		     "\"/kubepods\",\"/kubepods.slice\",\"/default\",\"/k8s.io\"]");
@@ -355,6 +356,8 @@ static const struct {
 	{"{\"egress\":{\"allowRanges\":[\"fd00::/129\"]}}", "egress.allowRanges[0]:"},
 	{"{\"egress\":{\"proxy\":\"x\"}}", "egress: unknown key \"proxy\""},
 	{"{\"projectsDir\":\"projects\"}", "projectsDir: \"projects\" is not an absolute path"},
+	{"{\"dockerPidFile\":\"docker.pid\"}",
+	 "dockerPidFile: \"docker.pid\" is not an absolute path"},
 	/* a hostile value is quoted, never printed raw */
 	{"{\"mode\":\"a\\nb\\u0001\"}", "mode: \"a\\nb\\u0001\" is not production or dev"},
 };

@@ -774,19 +774,98 @@ static void test_record_key(void **state)
 	assert_string_equal(k1, "af63dc4c8601ec8c");
 }
 
+/* Write text to path, replacing it. */
+static void put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* Field 22 of /proc/PID/stat. */
+static unsigned long long stat_start(pid_t pid)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long t = 0;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 1,
+				" %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+				"%*d %*d %*d %llu",
+				&t),
+			 1);
+	return t;
+}
+
+/* The record for ID: runc under root, in cgroup (relative), of project (NULL: none) and pod. */
+static void owner_record(struct shim_ctx *ctx, const char *id, const char *root, const char *cg,
+			 const char *project, const char *pod)
+{
+	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
+	struct hezo_json *ann = hezo_json_new_object();
+
+	hezo_json_set(rec, "id", hezo_json_new_string(id));
+	hezo_json_set(rec, "backend", hezo_json_new_string("runc"));
+	hezo_json_set(rec, "root", hezo_json_new_string(root));
+	hezo_json_set(rec, "cgroupsPath", hezo_json_new_string(cg));
+	hezo_json_set(rec, "project",
+		      project ? hezo_json_new_string(project) : hezo_json_new_null());
+	if (pod)
+		hezo_json_set(ann, "io.kubernetes.cri.sandbox-id", hezo_json_new_string(pod));
+	hezo_json_set(rec, "annotations", ann);
+	assert_int_equal(shim_record_write(ctx, id, rec, NULL), 0);
+}
+
+/* runc's state.json for ID under root: init pid and its start time. */
+static void runc_state(const char *root, const char *id, pid_t pid, unsigned long long start)
+{
+	char path[512], text[128];
+
+	snprintf(path, sizeof(path), "%s/%s", root, id);
+	mkdir(root, 0700);
+	mkdir(path, 0700);
+	snprintf(path, sizeof(path), "%s/%s/state.json", root, id);
+	snprintf(text, sizeof(text), "{\"init_process_pid\":%d,\"init_process_start\":%llu}",
+		 (int)pid, start);
+	put_file(path, text);
+}
+
+static void move_to(const char *cg, pid_t pid)
+{
+	char procs[512], pidtxt[32];
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)pid);
+	put_file(procs, pidtxt);
+}
+
 /*
  * ns_owner: a namespace no process is in has no owner; one whose process sits in no record's
- * cgroup is -ESRCH; once that process is in the pids cgroup a record (under any --root) names,
- * the record's container owns it.
+ * cgroup is -ESRCH; once that process is in exactly the pids cgroup a record (under any --root)
+ * names, and runc's state under the record's root says that container's init is alive, the
+ * record's container owns it, for a container of the same project and pod.
  */
 static void test_ns_owner(void **state)
 {
-	char dir[] = "/tmp/hezo-shim-owner-XXXXXX", state_dir[128], cg[128], procs[160];
-	char nspath[64], pidtxt[32];
+	char dir[] = "/tmp/hezo-shim-owner-XXXXXX", state_dir[128], cg[128], sub[160], root[160];
+	char nspath[64];
 	struct shim_ctx ctx = {.log_fd = -1};
-	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
+	struct shim_owner_query q = {.ctx = &ctx, .project = "alpha"};
+	_cleanup_json_ struct hezo_json *ann = NULL;
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *owner = NULL;
+	const char *rel;
 	int pipefd[2], fd;
 	char ok = 0;
 	pid_t pid;
@@ -797,6 +876,7 @@ static void test_ns_owner(void **state)
 	}
 	assert_non_null(mkdtemp(dir));
 	snprintf(state_dir, sizeof(state_dir), "%s/state", dir);
+	snprintf(root, sizeof(root), "%s/runc-root", dir);
 	ctx.state_dir = state_dir;
 	ctx.g.root = "/run/other-root";
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
@@ -816,45 +896,78 @@ static void test_ns_owner(void **state)
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
 
 	/* No record: the child is nobody's container. */
-	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
 	assert_non_null(strstr(err->msg, "is in it"));
 	hezo_error_free(TAKE_PTR(err));
 
-	/* A record whose cgroup the child is moved into. */
+	/* A record whose cgroup the child is moved into, but no backend state: a planted record. */
 	snprintf(cg, sizeof(cg), "/sys/fs/cgroup/pids/hezo-unit-owner-%d", (int)pid);
+	rel = cg + strlen("/sys/fs/cgroup/pids");
 	assert_int_equal(mkdir(cg, 0755), 0);
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
-	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)pid);
-	fd = open(procs, O_WRONLY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, pidtxt, strlen(pidtxt)), (ssize_t)strlen(pidtxt));
-	close(fd);
-	hezo_json_set(rec, "id", hezo_json_new_string("pod-sandbox"));
-	hezo_json_set(rec, "backend", hezo_json_new_string("runc"));
-	hezo_json_set(rec, "cgroupsPath", hezo_json_new_string(cg + strlen("/sys/fs/cgroup/pids")));
-	assert_int_equal(shim_record_write(&ctx, "pod-sandbox", rec, NULL), 0);
+	move_to(cg, pid);
+	owner_record(&ctx, "pod-sandbox", root, rel, "alpha", "pod-1");
 	ctx.g.root = "/run/this-root";
-	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), 0);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	hezo_error_free(TAKE_PTR(err));
+	/* runc's state names another process start (a reused pid): still nobody's. */
+	runc_state(root, "pod-sandbox", pid, stat_start(pid) + 1);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	hezo_error_free(TAKE_PTR(err));
+	/* Alive by runc's state: the record's container owns it. */
+	runc_state(root, "pod-sandbox", pid, stat_start(pid));
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
 	assert_non_null(owner);
 	assert_string_equal(owner, "pod-sandbox");
 	free(TAKE_PTR(owner));
 	/* The same child's network namespace is the host's, full of processes of no container. */
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
-	assert_int_equal(shim_ns_owner(&ctx, "net", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "net", nspath, &owner, &err), -ESRCH);
 	hezo_error_free(TAKE_PTR(err));
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
+
+	/* Another project, no project, or the same project and another pod: not joinable. */
+	q.project = "beta";
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	assert_non_null(strstr(err->msg, "container pod-sandbox's, of project alpha"));
+	hezo_error_free(TAKE_PTR(err));
+	q.project = NULL;
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	hezo_error_free(TAKE_PTR(err));
+	q.project = "alpha";
+	assert_int_equal(
+		hezo_json_parse("{\"io.kubernetes.cri.sandbox-id\":\"pod-2\"}", 40, &ann, NULL), 0);
+	q.annotations = ann;
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	assert_non_null(strstr(err->msg, "and another pod"));
+	hezo_error_free(TAKE_PTR(err));
+	hezo_json_free(TAKE_PTR(ann));
+	assert_int_equal(
+		hezo_json_parse("{\"io.kubernetes.cri.sandbox-id\":\"pod-1\"}", 40, &ann, NULL), 0);
+	q.annotations = ann;
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
+	assert_string_equal(owner, "pod-sandbox");
+	free(TAKE_PTR(owner));
+
+	/* A record for a parent cgroup: a process below it is not that container's. */
+	snprintf(sub, sizeof(sub), "%s/child", cg);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	move_to(sub, pid);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	hezo_error_free(TAKE_PTR(err));
+	move_to(cg, pid);
+	rmdir(sub);
 
 	/* The last process leaves: a namespace nobody is in (held open here). */
-	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
 	fd = open(nspath, O_RDONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	snprintf(nspath, sizeof(nspath), "/proc/self/fd/%d", fd);
-	assert_int_equal(shim_ns_owner(&ctx, "ipc", nspath, &owner, &err), 0);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
 	assert_null(owner);
 	close(fd);
 	rmdir(cg);
-	assert_int_equal(shim_ns_owner(&ctx, "ipc", "/nonexistent/ns", &owner, &err), -ENOENT);
+	assert_int_equal(shim_ns_owner(&q, "ipc", "/nonexistent/ns", &owner, &err), -ENOENT);
 	{
 		char cmd[160];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
