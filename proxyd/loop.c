@@ -152,16 +152,6 @@ static void close_now(int fd, bool reset)
 	close(fd);
 }
 
-void pd_watch_drop(struct pd_watch *w)
-{
-	if (w->fd < 0)
-		return;
-	close(w->fd);
-	w->fd = -1;
-	w->events = 0;
-	w->added = false;
-}
-
 void pd_watch_drop_later(struct pd_watch *w, bool reset)
 {
 	int fd = w->fd;
@@ -215,14 +205,6 @@ static void run_deferred(void)
 	for (size_t i = 0; i < ndeferred; i++)
 		free(deferred[i]);
 	ndeferred = 0;
-}
-
-int pd_loop_fds(int fds[3])
-{
-	fds[0] = epfd;
-	fds[1] = sig_watch.fd;
-	fds[2] = timer_watch.fd;
-	return 0;
 }
 
 int pd_loop_run(void (*tick)(void))
