@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hezo-proc.h"
 #include "proxyd.h"
 
 #define MAX_EVENTS 128
@@ -32,10 +33,7 @@ static size_t ndclose, dclose_cap;
 
 uint64_t pd_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return hezo_now_ms();
 }
 
 static void on_signal(struct pd_watch *w, uint32_t events)
