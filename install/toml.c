@@ -436,9 +436,15 @@ static bool only_comments(const struct line *l, size_t n)
 static int strip_blocks(const char *old, size_t len, bool exists, char **base, size_t *base_len,
 			bool *created, struct hezo_error **err)
 {
+	const char *nul = exists ? memchr(old, '\0', len) : NULL;
 	bool changed = false, del = false;
 	int r;
 
+	/* TOML has no NUL; the line edits below read C strings and would see less than there is. */
+	if (nul)
+		return hezo_error_set(err, EINVAL,
+				      "byte %zu: a NUL byte, which TOML does not allow",
+				      (size_t)(nul - old));
 	*created = !exists;
 	if (!exists) {
 		*base = strdup("");
