@@ -1,6 +1,8 @@
 /* Bounded file reads and atomic file replacement. */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -226,4 +228,32 @@ int hezo_clean_stale_temps_at(int dir, const char *name)
 	}
 	closedir(d);
 	return removed;
+}
+
+int hezo_mkdir_p(const char *path, mode_t parents, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, parents) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	/* Something by that name: only a directory will do. */
+	struct stat st;
+
+	if (stat(buf, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }

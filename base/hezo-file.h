@@ -45,4 +45,10 @@ int hezo_clean_stale_temps_at(int dirfd, const char *name);
 /* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int hezo_write_all(int fd, const void *buf, size_t len);
 
+/*
+ * Make path and any missing parents (parents with mode parents, path itself with mode; the umask
+ * applies). A directory already there is fine. -errno; -EINVAL for an empty or over-long path.
+ */
+int hezo_mkdir_p(const char *path, mode_t parents, mode_t mode);
+
 #endif

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 
 #include "hezo-hook.h"
+#include "hezo-proc.h"
 
 #define REPLY_MAX 65536
 
@@ -121,14 +121,6 @@ int hezo_hook_control_connect(const char *path, int *out, struct hezo_error **er
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int hezo_hook_control_call(int fd, const char *req, size_t reqlen, int fd_to_pass, int timeout_ms,
 			   struct hezo_hook_reply *reply, struct hezo_error **err)
 {
@@ -139,7 +131,7 @@ int hezo_hook_control_call(int fd, const char *req, size_t reqlen, int fd_to_pas
 	struct iovec iov = {.iov_base = (void *)req, .iov_len = reqlen};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	_cleanup_free_ char *buf = NULL;
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = (long long)hezo_now_ms() + timeout_ms;
 	ssize_t n;
 
 	if (fd_to_pass >= 0) {
@@ -166,7 +158,7 @@ int hezo_hook_control_call(int fd, const char *req, size_t reqlen, int fd_to_pas
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		long long left = deadline - now_ms();
+		long long left = deadline - (long long)hezo_now_ms();
 		int pr;
 
 		if (left <= 0)

@@ -339,6 +339,55 @@ static bool key_line(const struct line *l, const char *key, const char **val)
 	return true;
 }
 
+/*
+ * If the line assigns a key, bare, quoted or dotted ("runtimes.hezo.runtime_type = ..."), copy
+ * the key without the blanks around its dots into key and return true.
+ */
+static bool key_path(const struct line *l, char *key, size_t size)
+{
+	const char *p = skip_ws(l->p, l->p + l->n), *end = l->p + l->n;
+	size_t k = 0;
+	char quote = 0;
+
+	if (p >= end || *p == '#' || *p == '[')
+		return false;
+	for (; p < end; p++) {
+		if (quote) {
+			if (*p == quote)
+				quote = 0;
+			else if (*p == '\\' && quote == '"' && p + 1 < end && k + 1 < size)
+				key[k++] = *p++;
+		} else if (*p == '"' || *p == '\'') {
+			quote = *p;
+		} else if (*p == '=') {
+			break;
+		} else if (*p == ' ' || *p == '\t') {
+			continue;
+		} else if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.') {
+			return false; /* not a key: a value's continuation line, say */
+		}
+		if (k + 1 < size)
+			key[k++] = *p;
+	}
+	key[k] = '\0';
+	return p < end && k > 0;
+}
+
+/* Does this full key or table name define our runtime, or something below it? */
+static bool names_our_runtime(const char *name)
+{
+	static const char *const spelled[] = {".runtimes.hezo", ".runtimes.\"hezo\"",
+					      ".runtimes.'hezo'"};
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(spelled); i++) {
+		size_t s = strlen(spelled[i]);
+
+		for (const char *at = strstr(name, spelled[i]); at; at = strstr(at + 1, spelled[i]))
+			if (at[s] == '\0' || at[s] == '.')
+				return true;
+	}
+	return false;
+}
+
 static int split_lines(const char *text, size_t len, struct line **out, size_t *count)
 {
 	const char *p = text, *end = text + len;
@@ -387,9 +436,15 @@ static bool only_comments(const struct line *l, size_t n)
 static int strip_blocks(const char *old, size_t len, bool exists, char **base, size_t *base_len,
 			bool *created, struct hezo_error **err)
 {
+	const char *nul = exists ? memchr(old, '\0', len) : NULL;
 	bool changed = false, del = false;
 	int r;
 
+	/* TOML has no NUL; the line edits below read C strings and would see less than there is. */
+	if (nul)
+		return hezo_error_set(err, EINVAL,
+				      "byte %zu: a NUL byte, which TOML does not allow",
+				      (size_t)(nul - old));
 	*created = !exists;
 	if (!exists) {
 		*base = strdup("");
@@ -422,8 +477,8 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 	struct edit e = {0};
 	size_t base_len = 0, count = 0, first_header = (size_t)-1;
 	long version = -1;
-	bool created = false, in_runtimes = false;
-	char *res = NULL;
+	bool created = false;
+	char *res = NULL, table[512] = "";
 	size_t res_len = 0;
 	int r;
 
@@ -438,18 +493,19 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 		return hezo_error_set(err, ENOMEM, "out of memory");
 
 	for (size_t i = 0; i < count; i++) {
-		char name[512];
+		char name[512], key[512], full[1100];
 		const char *val;
-		size_t nl;
 
+		/*
+		 * Any table or key, dotted keys included, that names ...runtimes.hezo or below it
+		 * is someone else's: our table beside it would define it twice.
+		 */
 		if (table_header(&lines[i], name, sizeof(name))) {
 			if (first_header == (size_t)-1)
 				first_header = i;
-			nl = strlen(name);
-			in_runtimes = nl >= 9 && strcmp(name + nl - 9, ".runtimes") == 0;
-			/* Any table named ...runtimes.hezo or below it is someone else's. */
-			if ((nl >= 14 && strcmp(name + nl - 14, ".runtimes.hezo") == 0) ||
-			    strstr(name, ".runtimes.hezo.") || strstr(name, ".runtimes.\"hezo\""))
+			snprintf(table, sizeof(table), "%s", name[0] == '[' ? name + 1 : name);
+			snprintf(full, sizeof(full), ".%s", table);
+			if (names_our_runtime(full))
 				return hezo_error_set(err, EEXIST,
 						      "line %zu: a runtime \"hezo\" is already "
 						      "defined outside hezo-shim's block ([%s])",
@@ -458,12 +514,14 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 		}
 		if (first_header == (size_t)-1 && key_line(&lines[i], "version", &val))
 			version = strtol(val, NULL, 10);
-		if (in_runtimes &&
-		    (key_line(&lines[i], "hezo", &val) || key_line(&lines[i], "\"hezo\"", &val)))
-			return hezo_error_set(err, EEXIST,
-					      "line %zu: a runtime \"hezo\" is already defined "
-					      "outside hezo-shim's block",
-					      i + 1);
+		if (key_path(&lines[i], key, sizeof(key))) {
+			snprintf(full, sizeof(full), "%s%s.%s", table[0] ? "." : "", table, key);
+			if (names_our_runtime(full))
+				return hezo_error_set(err, EEXIST,
+						      "line %zu: a runtime \"hezo\" is already "
+						      "defined outside hezo-shim's block (%s)",
+						      i + 1, full + 1);
+		}
 	}
 	if (version == 1 || (version < 0 && !only_comments(lines, count)))
 		return hezo_error_set(err, EINVAL,

@@ -409,12 +409,18 @@ static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 			r = r ?: get_opt_int(d, "minor", f, &has_minor, &minor, err);
 			if (r < 0)
 				return r;
+			/* A FIFO has no number and the devices cgroup does not govern it: no rule.
+			 */
+			if (type && strcmp(type, "p") == 0) {
+				i++;
+				continue;
+			}
 			if (!type ||
 			    (strcmp(type, "c") && strcmp(type, "b") && strcmp(type, "u")) ||
 			    !has_major || !has_minor || major < 0 || minor < 0)
 				return ferr(err,
-					    "linux.devices[%zu] (%s): needs type c or b, major "
-					    "and minor",
+					    "linux.devices[%zu] (%s): needs type c, u or b with "
+					    "major and minor, or type p",
 					    idx, path);
 			if (hezo_json_append(rules, device_rule(true, strcmp(type, "b") ? "c" : "b",
 								major, minor, "rwm")) < 0)

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hezo-proc.h"
 #include "proxyd.h"
 
 #define MAX_EVENTS 128
@@ -32,10 +33,7 @@ static size_t ndclose, dclose_cap;
 
 uint64_t pd_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return hezo_now_ms();
 }
 
 static void on_signal(struct pd_watch *w, uint32_t events)
@@ -152,16 +150,6 @@ static void close_now(int fd, bool reset)
 	close(fd);
 }
 
-void pd_watch_drop(struct pd_watch *w)
-{
-	if (w->fd < 0)
-		return;
-	close(w->fd);
-	w->fd = -1;
-	w->events = 0;
-	w->added = false;
-}
-
 void pd_watch_drop_later(struct pd_watch *w, bool reset)
 {
 	int fd = w->fd;
@@ -215,14 +203,6 @@ static void run_deferred(void)
 	for (size_t i = 0; i < ndeferred; i++)
 		free(deferred[i]);
 	ndeferred = 0;
-}
-
-int pd_loop_fds(int fds[3])
-{
-	fds[0] = epfd;
-	fds[1] = sig_watch.fd;
-	fds[2] = timer_watch.fd;
-	return 0;
 }
 
 int pd_loop_run(void (*tick)(void))

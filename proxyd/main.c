@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hezo-config.h"
+#include "hezo-file.h"
 #include "proxyd.h"
 
 struct pd_config pd_cfg = {
@@ -74,27 +75,6 @@ static int parse_upstream(const char *s)
 static void tick(void)
 {
 	pd_registry_tick(pd_now_ms());
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[4096];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -228,12 +208,12 @@ int main(int argc, char **argv)
 		}
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	r = mkdir_p(pd_cfg.state_dir, 0700);
+	r = hezo_mkdir_p(pd_cfg.state_dir, 0755, 0700);
 	if (r < 0) {
 		fprintf(stderr, "hezo-proxyd: state dir %s: %s\n", pd_cfg.state_dir, strerror(-r));
 		return 1;
 	}
-	r = mkdir_p(pd_cfg.log_dir, 0750);
+	r = hezo_mkdir_p(pd_cfg.log_dir, 0755, 0750);
 	if (r < 0) {
 		fprintf(stderr, "hezo-proxyd: log dir %s: %s\n", pd_cfg.log_dir, strerror(-r));
 		return 1;

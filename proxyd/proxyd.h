@@ -38,18 +38,16 @@ void pd_watch_init(struct pd_watch *w, int fd, pd_handler fn);
 int pd_watch_set(struct pd_watch *w, uint32_t events);
 /* Stop watching and close; safe on a watch that holds no fd. */
 void pd_watch_close(struct pd_watch *w);
-/* Close an fd that no other process or descriptor shares (accepted or socket()ed here): its
- * close() takes it out of the epoll set, so the EPOLL_CTL_DEL is saved. */
-void pd_watch_drop(struct pd_watch *w);
-/* pd_watch_drop, with the close (a reset first when asked: SO_LINGER 0) done at the end of the
- * current batch of events: work waiting in the same batch, such as a new connection, goes first. */
+/* Close an fd that no other process or descriptor shares (accepted or socket()ed here), so its
+ * close() takes it out of the epoll set and the EPOLL_CTL_DEL is saved; the close (a reset first
+ * when asked: SO_LINGER 0) is done at the end of the current batch of events: work waiting in the
+ * same batch, such as a new connection, goes first. */
 void pd_watch_drop_later(struct pd_watch *w, bool reset);
 /* Free p after the current batch of events: later events of the batch may still point at it. */
 void pd_defer_free(void *p);
 /* Run until SIGTERM or SIGINT; tick() runs about once a second. */
 int pd_loop_run(void (*tick)(void));
 uint64_t pd_now_ms(void);
-int pd_loop_fds(int fds[3]); /* epoll, signalfd, timerfd: for the seccomp filter's benefit */
 
 /* ---- the daemon's configuration and state (main.c) ---- */
 
@@ -151,7 +149,6 @@ int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **er
 void pd_deregister(const char *id);
 void pd_registry_restore(void);
 void pd_registry_tick(uint64_t now_ms);
-void pd_container_release(struct pd_container *c); /* after all its conns are gone */
 
 /* ---- relay.c ---- */
 

@@ -1,6 +1,7 @@
 /*
  * create, run and restore: put the bundle's config.json in the policy's box, record the backend,
- * then execve it. Nothing is changed on disk until every check has passed.
+ * then hand over to it. Nothing is changed on disk until every check has passed, and a bundle the
+ * backend refuses gets its config.json back and no record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -218,6 +219,16 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 	return 0;
 }
 
+/* The backend says it has no container ID (shim_exec failing counts too: nothing ran). */
+static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *status = NULL;
+	long pid;
+
+	return shim_runsc_state(ctx, t, id, &status, &pid, &e) == -ENOENT;
+}
+
 /*
  * A record left by an earlier container of the same ID on another backend must not be lost: its
  * later verbs would go to the wrong backend. Same backend: overwrite, since a stale record is
@@ -227,6 +238,7 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 			    struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *old = NULL;
+	struct shim_target ot = {0};
 	const char *b;
 	int r;
 
@@ -237,6 +249,13 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 		return r;
 	b = hezo_json_string(hezo_json_get(old, "backend"));
 	if (b && strcmp(b, hezo_backend_name(t->backend)) == 0)
+		return 0;
+	/* A record whose container its backend does not have stands for nothing. */
+	r = shim_record_target(old, &ot, NULL);
+	if (r == 0 && backend_lacks(ctx, &ot, id))
+		r = 1;
+	shim_target_done(&ot);
+	if (r == 1)
 		return 0;
 	return hezo_error_set(err, EEXIST,
 			      "container %s already exists under backend %s (delete --force it "
@@ -385,10 +404,26 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		goto fail;
 	}
 	shim_args_done(&a);
-	r = shim_exec(ctx, &av, &err);
-	/* Still here: the backend did not start. Put config.json back as it was. */
-	shim_record_remove(ctx, id);
-	(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
+	/*
+	 * create returns once the container exists, so the shim waits for it and undoes its work
+	 * when the backend refuses the bundle (as runc leaves nothing). run and restore stay the
+	 * backend's own process: they last as long as the container.
+	 */
+	if (strcmp(verb, "create") == 0)
+		r = shim_spawn_wait(ctx, &av, &err);
+	else
+		r = shim_exec(ctx, &av, &err);
+	if (r != 0 && backend_lacks(ctx, &t, id)) {
+		/* The backend did not make it. Put config.json back as it was. */
+		shim_record_remove(ctx, id);
+		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
+	}
+	if (r >= 0) {
+		/* Created, or refused with the backend's reason on stderr: its status is ours. */
+		shim_argv_done(&av);
+		shim_target_done(&t);
+		return r;
+	}
 
 fail:
 	shim_args_done(&a);

@@ -1,7 +1,7 @@
 /*
  * delete: the one pass-through verb with work after it. The backend runs as a child so the
- * container's record goes only once the backend has really deleted the container; a limit the
- * container reached is noted first (ended.c), while its cgroup is still there. runsc's
+ * container's record goes once the backend has deleted the container or says there is none; a
+ * limit the container reached is noted first (ended.c), while its cgroup is still there. runsc's
  * delete is always forced: without --force it leaves a created sandbox (and its gofer) running.
  */
 #include <errno.h>
@@ -71,12 +71,15 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = shim_spawn_wait(ctx, &av, &err);
 	if (r < 0)
 		goto fail;
-	if (r != 0 && t.backend == HEZO_BACKEND_RUNSC && a.npos == 1) {
+	if (r != 0 && a.npos == 1) {
 		_cleanup_error_ struct hezo_error *e = NULL;
 		_cleanup_free_ char *status = NULL;
 		long pid;
 
-		/* Gone already (a failed start destroyed it): the record goes too. */
+		/*
+		 * Gone already (a create the backend refused, a failed start under runsc, a run
+		 * that ended): the record goes too, so it never stands for a live container.
+		 */
 		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT)
 			shim_record_remove(ctx, id);
 	}

@@ -26,25 +26,6 @@ static void record_name(const char *id, char *buf, size_t size)
 		snprintf(buf, size, "%.150s#%016" PRIx64 ".json", id, shim_fnv1a64(id));
 }
 
-static int mkdir_p(const char *path, struct hezo_error **err)
-{
-	_cleanup_free_ char *p = strdup(path);
-
-	if (!p)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return hezo_error_set_errno(err, errno, "state directory %s", p);
-		*s = '/';
-	}
-	if (mkdir(p, 0700) < 0 && errno != EEXIST)
-		return hezo_error_set_errno(err, errno, "state directory %s", p);
-	return 0;
-}
-
 /*
  * Engines spell the same --root as /var/run/... or /run/... (dockerd and the runsc it starts use
  * the first, a person types the second): where /var/run is /run, both name one key. Only this
@@ -77,9 +58,9 @@ static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_err
 
 	root_key(ctx->g.root, key);
 	if (create) {
-		r = mkdir_p(ctx->state_dir, err);
+		r = hezo_mkdir_p(ctx->state_dir, 0700, 0700);
 		if (r < 0)
-			return r;
+			return hezo_error_set_errno(err, -r, "state directory %s", ctx->state_dir);
 	}
 	state = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (state < 0) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "hezo-file.h"
+#include "hezo-proc.h"
 #include "shim.h"
 
 extern char **environ;
@@ -100,43 +101,14 @@ int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_er
 int shim_spawn_capture(struct shim_ctx *ctx, struct shim_argv *argv, char **out, size_t *len,
 		       struct hezo_error **err)
 {
-	_cleanup_close_ int rd = -1, null = -1;
-	int pipefd[2], status, r;
-	pid_t pid;
+	static const struct hezo_spawn_opts o = {.max = 16 * 1024 * 1024};
+	int r;
 
 	(void)ctx;
-	*out = NULL;
-	*len = 0;
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0)
-		return hezo_error_set_errno(err, errno, "/dev/null");
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return hezo_error_set_errno(err, errno, "pipe");
-	rd = pipefd[0];
-	pid = fork();
-	if (pid < 0) {
-		close(pipefd[1]);
-		return hezo_error_set_errno(err, errno, "fork");
-	}
-	if (pid == 0) {
-		/* dup2 clears O_CLOEXEC on the copies: only fds 0-2 reach the backend. */
-		if (dup2(null, STDIN_FILENO) < 0 || dup2(pipefd[1], STDOUT_FILENO) < 0 ||
-		    dup2(null, STDERR_FILENO) < 0)
-			_exit(127);
-		execve(argv->v[0], argv->v, environ);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	r = hezo_read_fd(rd, 16 * 1024 * 1024, out, len, err);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR)
-			return hezo_error_set_errno(err, errno, "waitpid");
-	}
+	r = hezo_spawn_capture(argv->v[0], argv->v, &o, out, len);
 	if (r < 0)
-		return hezo_error_prefix(err, "output of %s", argv->v[0]);
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		return hezo_error_set_errno(err, -r, "output of %s", argv->v[0]);
+	return r;
 }
 
 int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,

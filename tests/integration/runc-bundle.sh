@@ -81,6 +81,31 @@ expect_match "$(jq -r .time <"$log" 2>&1)" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}
 expect_eq "$(cat "$WORK/bindroot2.out" "$WORK/bindroot2.err")" "" "[bind / --log] nothing on stdout or stderr"
 check "[bind / --log] config.json unchanged" cmp "$WORK/bindroot.orig" "$B/config.json"
 
+# --- a bundle the backend refuses: runc and runsc leave nothing, and neither may the shim ---------
+# This host has no AppArmor, so runc refuses a profile; runsc refuses a rootfs that is not there.
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	REFUSE='.process.apparmorProfile = "hezo-test-none"'
+else
+	REFUSE='.root.path = "rootfs-missing"'
+fi
+new_id refused
+B=$WORK/refused
+hezo_make_bundle "$B" "$ID" '["true"]' "$REFUSE" || bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/refused.orig"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/refused.out" 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refused] create fails (the backend refuses the bundle)" || diag "$(cat "$WORK/refused.err")"
+check "[refused] config.json as it was" cmp "$WORK/refused.orig" "$B/config.json"
+expect_eq "$(hezo_state_records "$ID")" "" "[refused] no state record"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[refused] no container left"
+# run stays the backend's own process, so its refusal can leave a record: a plain delete (the
+# backend: "does not exist") removes it.
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/refused.out" 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refused] run fails too"
+hezo_shim --root "$ROOT" delete "$ID" >/dev/null 2>&1 && rc=0 || rc=$?
+# (runsc's delete is always forced by the shim, and a forced delete of nothing succeeds.)
+[ "$HEZO_TEST_BACKEND" = runc ] && expect_ne "$rc" 0 "[refused] delete without --force: the container does not exist"
+expect_eq "$(hezo_state_records "$ID")" "" "[refused] no state record after a plain delete"
+
 # --- mounts and limits: a bundle asking for rtprio 99, nice 40 and OOM score -1000 ---------------
 # The kernel filesystems the engine asked for, each once at its place; the limits clamped.
 GREEDY='.process.rlimits = [{type: "RLIMIT_RTPRIO", hard: 99, soft: 99},

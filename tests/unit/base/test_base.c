@@ -1,4 +1,8 @@
-/* Unit tests for base/: error objects, bounded reads, atomic replacement, log line format. */
+/*
+ * Unit tests for base/: error objects, bounded reads, atomic replacement, directories, log line
+ * format, the monotonic clock and spawn-and-capture.
+ */
+#include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +21,7 @@
 #include "hezo-file.h"
 #include "hezo-log.h"
 #include "hezo-netns.h"
+#include "hezo-proc.h"
 
 static char tmpdir[64];
 
@@ -262,6 +267,97 @@ static void test_ns_in_use(void **state)
 	assert_true(used);
 }
 
+static void test_mkdir_p(void **state)
+{
+	char path[256], file[256];
+	struct stat st;
+	mode_t old = umask(022);
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/a/b/c", tmpdir);
+	assert_int_equal(hezo_mkdir_p(path, 0755, 0700), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0700);
+	snprintf(file, sizeof(file), "%s/a/b", tmpdir);
+	assert_int_equal(stat(file, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	umask(old);
+	/* Again: already there is fine. */
+	assert_int_equal(hezo_mkdir_p(path, 0755, 0700), 0);
+	/* A file where a directory should be is not. */
+	snprintf(file, sizeof(file), "%s/a/file", tmpdir);
+	assert_int_equal(hezo_write_file_atomic_at(AT_FDCWD, file, "x", 1, 0600, NULL), 0);
+	assert_int_equal(hezo_mkdir_p(file, 0755, 0700), -ENOTDIR);
+	snprintf(path, sizeof(path), "%s/a/file/d", tmpdir);
+	assert_int_equal(hezo_mkdir_p(path, 0755, 0700), -ENOTDIR);
+	assert_int_equal(hezo_mkdir_p("", 0755, 0700), -EINVAL);
+}
+
+static void test_now_ms(void **state)
+{
+	uint64_t a, b;
+
+	(void)state;
+	a = hezo_now_ms();
+	usleep(30 * 1000);
+	b = hezo_now_ms();
+	assert_true(b >= a + 30);
+	assert_true(b < a + 5000);
+}
+
+static int sh(const char *script, const struct hezo_spawn_opts *o, char **out, size_t *len)
+{
+	char *argv[] = {"sh", "-c", (char *)script, NULL};
+
+	return hezo_spawn_capture("/bin/sh", argv, o, out, len);
+}
+
+static void test_spawn_capture(void **state)
+{
+	const struct hezo_spawn_opts both = {.stderr_too = true};
+	const struct hezo_spawn_opts small = {.max = 4}, small_ok = {.max = 4, .excess_ok = true};
+	const struct hezo_spawn_opts quick = {.timeout_ms = 200};
+	char *out = NULL;
+	size_t len = 0;
+	uint64_t t0;
+
+	(void)state;
+	/* stdout only by default; stdin is /dev/null; the exit status comes back. */
+	assert_int_equal(sh("echo out; echo err >&2; cat; exit 3", NULL, &out, &len), 3);
+	assert_string_equal(out, "out\n");
+	assert_int_equal(len, 4);
+	free(out);
+	assert_int_equal(sh("echo out; echo err >&2", &both, &out, NULL), 0);
+	assert_string_equal(out, "out\nerr\n");
+	free(out);
+	/* Nothing written: an empty string, not NULL. */
+	assert_int_equal(sh("true", NULL, &out, &len), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(len, 0);
+	free(out);
+	/* Past max: refused, or kept up to max and the rest read away. */
+	assert_int_equal(sh("echo 123456789", &small, &out, &len), -EFBIG);
+	assert_null(out);
+	assert_int_equal(sh("echo 123456789", &small_ok, &out, &len), 0);
+	assert_string_equal(out, "1234");
+	free(out);
+	/* A child past its deadline is killed, and what it wrote is kept. */
+	t0 = hezo_now_ms();
+	assert_int_equal(sh("echo early; exec sleep 10", &quick, &out, NULL), 128 + SIGKILL);
+	assert_true(hezo_now_ms() - t0 < 5000);
+	assert_string_equal(out, "early\n");
+	free(out);
+	/* A program that cannot be executed: 127, as a shell says. */
+	{
+		char *argv[] = {"none", NULL};
+
+		assert_int_equal(hezo_spawn_capture("/nonexistent/none", argv, NULL, &out, NULL),
+				 127);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -275,6 +371,9 @@ int main(void)
 		cmocka_unit_test(test_clean_stale_temps),
 		cmocka_unit_test(test_log_json),
 		cmocka_unit_test(test_log_json_truncates),
+		cmocka_unit_test(test_mkdir_p),
+		cmocka_unit_test(test_now_ms),
+		cmocka_unit_test(test_spawn_capture),
 	};
 	return cmocka_run_group_tests_name("base", tests, setup, teardown);
 }

@@ -390,6 +390,16 @@ static void test_containerd_refusals(void **state)
 		"  BinaryName = \"/x\"\n",
 		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes]\n"
 		"  hezo = { runtime_type = \"io.containerd.runc.v2\" }\n",
+		/* Dotted keys define the same table without a header. */
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+		"  runtimes.hezo.runtime_type = \"io.containerd.runc.v2\"\n",
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+		"  runtimes . \"hezo\" . options.BinaryName = \"/x\"\n",
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n"
+		"  containerd.runtimes.'hezo' = {}\n",
+		"version = "
+		"2\nplugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.hezo.runtime_type"
+		" = \"x\"\n",
 	};
 
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(bad); i++) {
@@ -403,6 +413,34 @@ static void test_containerd_refusals(void **state)
 		assert_null(out);
 		assert_non_null(e->msg);
 	}
+}
+
+/* A dotted key for another runtime, or one that only starts like ours, is not ours. */
+static void test_containerd_dotted_other(void **state)
+{
+	static const char *const ok[] = {
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+		"  runtimes.runc.runtime_type = \"io.containerd.runc.v2\"\n"
+		"  runtimes.hezo2.runtime_type = \"io.containerd.runc.v2\"\n",
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+		"  x = \"runtimes.hezo.runtime_type = 1\"\n",
+	};
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *dotted = NULL;
+	char *out = NULL;
+	size_t len = 0;
+	bool changed = false;
+
+	(void)state;
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ok); i++)
+		free(round_trip(hezo_install_containerd_add, ok[i], strlen(ok[i]), true, &len));
+	dotted = strdup("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
+			"  runtimes.hezo.runtime_type = \"io.containerd.runc.v2\"\n");
+	assert_true(hezo_install_containerd_add(dotted, strlen(dotted), true, SHIM, &out, &len,
+						&changed, &e) < 0);
+	assert_string_equal(e->msg, "line 3: a runtime \"hezo\" is already defined outside "
+				    "hezo-shim's block (plugins.\"io.containerd.grpc.v1.cri\"."
+				    "containerd.runtimes.hezo.runtime_type)");
 }
 
 static void test_containerd_new_shim_path(void **state)
@@ -608,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_containerd_other_runtimes),
 		cmocka_unit_test(test_containerd_absent_and_empty),
 		cmocka_unit_test(test_containerd_refusals),
+		cmocka_unit_test(test_containerd_dotted_other),
 		cmocka_unit_test(test_containerd_new_shim_path),
 		cmocka_unit_test(test_podman_shipped_file),
 		cmocka_unit_test(test_podman_admin_list),

@@ -661,6 +661,40 @@ static void test_privileged(void **state)
 	assert_at(spec2, "linux.resources.devices", want);
 }
 
+static void set_devices(struct hezo_json *spec, const char *json)
+{
+	struct hezo_json *d = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_parse(json, strlen(json), &d, &err), 0);
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "devices", d), 0);
+}
+
+/* A listed FIFO is kept as it is and needs no cgroup rule; a listed node without a type is not. */
+static void test_device_types(void **state)
+{
+	struct fix *f = *state;
+	_cleanup_policy_ struct hezo_policy *p =
+		policy_for(f->root, NULL, "\"devices\":[\"/dev/test3\"]");
+	struct hezo_json *spec = minimal_spec();
+	char want[1024];
+
+	set_devices(spec, "[{\"path\":\"/dev/test3\",\"type\":\"p\"},"
+			  "{\"path\":\"/dev/other\",\"type\":\"p\"}]");
+	apply_ok(p, spec);
+	assert_at(spec, "linux.devices", "[{\"path\":\"/dev/test3\",\"type\":\"p\"}]");
+	snprintf(want, sizeof(want), "%s]", reset_devices);
+	assert_at(spec, "linux.resources.devices", want);
+	hezo_json_free(spec);
+
+	spec = minimal_spec();
+	set_devices(spec, "[{\"path\":\"/dev/test3\",\"type\":\"x\"}]");
+	apply_fails(p, spec,
+		    "linux.devices[0] (/dev/test3): needs type c, u or b with major and minor, or "
+		    "type p");
+	hezo_json_free(spec);
+}
+
 static void test_bind_refusals(void **state)
 {
 	struct fix *f = *state;
@@ -1651,6 +1685,7 @@ const struct CMUnitTest policy_apply_tests[] = {
 	cmocka_unit_test(test_exec_process_errors),
 	cmocka_unit_test(test_update),
 	cmocka_unit_test(test_spec_shape_errors),
+	cmocka_unit_test_setup_teardown(test_device_types, fix_setup, fix_teardown),
 	cmocka_unit_test(test_default_seccomp_profile),
 };
 const size_t policy_apply_ntests = sizeof(policy_apply_tests) / sizeof(policy_apply_tests[0]);
