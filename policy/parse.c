@@ -1379,7 +1379,7 @@ static int merge_json(struct hezo_json *dst, const struct hezo_json *src)
 	return 0;
 }
 
-static int layer_project(const struct hezo_policy *base, const char *project,
+static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
 			 struct hezo_policy **out, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
@@ -1397,6 +1397,7 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 		if (r == -ENOENT) {
 			hezo_error_free(*err);
 			*err = NULL;
+			*missing = true;
 			return hezo_error_set(err, ENOENT, "project %s: no project file %s",
 					      project, path);
 		}
@@ -1596,7 +1597,9 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
+	static const char k8s_source[] = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
 	const char *project = NULL, *source = NULL;
+	bool missing = false;
 	int r;
 
 	if (annotations && annotations->type != HEZO_JSON_OBJECT)
@@ -1623,7 +1626,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 	if (!project) {
 		project = hezo_json_string(
 			hezo_json_get(annotations, "io.kubernetes.cri.sandbox-namespace"));
-		source = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
+		source = k8s_source;
 	}
 	if (project) {
 		if (!project_name_valid(project)) {
@@ -1634,7 +1637,16 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 					      "[a-z0-9._-] not starting with '.'",
 					      source, q);
 		}
-		r = layer_project(base, project, &p, err);
+		r = layer_project(base, project, &missing, &p, err);
+		/*
+		 * Kubernetes names a namespace for every pod; one without a project file of its
+		 * own gets the global box (never looser). A project asked for by name must exist.
+		 */
+		if (r < 0 && missing && source == k8s_source) {
+			hezo_error_free(*err);
+			*err = NULL;
+			r = policy_clone(base, &p, err);
+		}
 	} else {
 		r = policy_clone(base, &p, err);
 	}

@@ -589,6 +589,17 @@ static void test_project_selection(void **state)
 	p = for_container_ok(f->base, NULL, NULL);
 	assert_null(hezo_policy_project(p));
 	hezo_policy_free(p);
+	/* A Kubernetes namespace without a project file: the global box, exactly. */
+	p = for_container_ok(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"default\"}",
+			     NULL);
+	assert_null(hezo_policy_project(p));
+	{
+		_cleanup_json_ struct hezo_json *a = hezo_policy_to_json(p);
+		_cleanup_json_ struct hezo_json *b = hezo_policy_to_json(f->base);
+		_cleanup_free_ char *sa = json_text(a), *sb = json_text(b);
+		assert_string_equal(sa, sb);
+	}
+	hezo_policy_free(p);
 	/* A project may change the backend among allowBackends. */
 	p = for_container_ok(f->base, NULL, "batch");
 	assert_int_equal(hezo_policy_backend(p), HEZO_BACKEND_RUNC);
@@ -615,6 +626,15 @@ static void test_project_refusals(void **state)
 		NULL, "project name");
 	for_container_fails(f->base, "{\"org.hezo.project\":\"nosuch\"}", NULL,
 			    "project nosuch: no project file ");
+	/* Named explicitly, a missing project is refused, whatever the namespace. */
+	for_container_fails(f->base,
+			    "{\"org.hezo.project\":\"nosuch\","
+			    "\"io.kubernetes.cri.sandbox-namespace\":\"default\"}",
+			    NULL, "project nosuch: no project file ");
+	for_container_fails(f->base, NULL, "nosuch", "project nosuch: no project file ");
+	/* A namespace's project file that is there but wrong is an error, not the global box. */
+	for_container_fails(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"typo\"}", NULL,
+			    "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "sneaky", "sneaky.json: mode: only the main policy");
 	for_container_fails(f->base, NULL, "typo", "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "notjson", "policy ");
