@@ -29,6 +29,8 @@ PACKAGES=(
 	runc crun runsc docker.io containerd podman docker-compose
 	# network, images, test tools
 	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps python3 valgrind
+	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
+	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the key-spelling differential test (tests/tools/keys.sh): Go and runtime-spec's Go types
 	golang-go golang-github-opencontainers-specs-dev
 	# benchmarks

@@ -1,0 +1,94 @@
+#!/bin/bash
+# Kubernetes pods through containerd 1.6's CRI plugin (the calls kubelet makes, from cri.py):
+# a sandbox and two app containers under the runtime "hezo" with a runc project and egress deny.
+# Each app container is in the box (caps, no-new-privileges, read-only root, limits) and the two
+# reach each other over the pod's 127.0.0.1.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+HEZO_TEST_BACKEND=runc
+HEZO_TEST_DIR=${HEZO_CRI_TEST_DIR:-${HEZO_TEST_DIR:-/run/hezo-cri-pod.$$}}
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/box.sh
+. "$here/../lib/box.sh"
+# shellcheck source=tests/cri/cri-lib.sh
+. "$here/cri-lib.sh"
+
+hezo_require_root
+hezo_require_backend
+hezo_require_shim
+cri_require
+
+[ -e "$HEZO_TEST_DIR/state" ] && bail_out "$HEZO_TEST_DIR exists already"
+tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
+hezo_make_wrapper
+hezo_write_policy docker
+MEM=$((2048 * 1048576))
+
+cri_start "$HEZO_TEST_WRAPPER"
+hezo_write_policy docker "$(cri_policy_filter)"
+diag "containerd $(containerd --version 2>&1 | awk '{ print $3 }'), CRI $(cri Version | jq -r .runtime_api_version), dir $CRI_DIR"
+
+# record_of ID: the shim's record of container ID.
+record_of()
+{
+	find "$HEZO_TEST_STATE" -name "$1.json" 2>/dev/null | head -n 1
+}
+
+# === a pod: sandbox, a server and a client ===========================================================
+UID1=$(cri_uid)
+PODCFG=$(cri_pod_config web "$UID1" hezo-test)
+POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
+expect_eq "$rc" 0 "[pod] RunPodSandbox with runtime_handler hezo succeeds" || diag "$(cat "$CRI_DIR/err")"
+[ -n "$POD" ] || bail_out "no pod"
+expect_ne "$(record_of "$POD")" "" "[pod] hezo-shim recorded the sandbox container"
+
+SERVER=$(cri_create "$POD" "$PODCFG" "$(cri_container_config server \
+	'mkdir -p /tmp/www && echo pod-peer-ok >/tmp/www/index.html && exec httpd -f -p 127.0.0.1:8080 -h /tmp/www')" \
+	2>"$CRI_DIR/err") && rc=0 || rc=$?
+expect_eq "$rc" 0 "[pod] CreateContainer server" || diag "$(cat "$CRI_DIR/err")"
+check "[pod] StartContainer server" cri_start_container "$SERVER"
+# The client probes its own init process's box and keeps it for us to read.
+CLIENT=$(cri_create "$POD" "$PODCFG" "$(cri_container_config client \
+	"{ $HEZO_BOX_PROBE } >/tmp/init.probe 2>&1; exec sleep 100000")" 2>"$CRI_DIR/err") && rc=0 || rc=$?
+expect_eq "$rc" 0 "[pod] CreateContainer client" || diag "$(cat "$CRI_DIR/err")"
+check "[pod] StartContainer client" cri_start_container "$CLIENT"
+
+for c in server client; do
+	id=$SERVER
+	[ "$c" = client ] && id=$CLIENT
+	out=$(cri_exec "$id" "$HEZO_BOX_PROBE") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$c] ExecSync of the probe exits 0"
+	hezo_assert_box "$c exec" "$out"
+	hezo_assert_box_engine "$c exec" "$out"
+	hezo_assert_backend "$c exec" "$out"
+	rec=$(record_of "$id")
+	expect_ne "$rec" "" "[$c] hezo-shim recorded the container"
+	hezo_assert_cgroup "$c" "$(jq -r '.cgroupsPath // empty' "$rec" 2>/dev/null)" "$MEM" 256
+	bundle=$(jq -r '.bundle // empty' "$rec" 2>/dev/null)
+	hezo_assert_spec "$c" "$bundle/config.json"
+done
+for ((i = 0; i < 20; i++)); do
+	out=$(cri_exec "$CLIENT" 'cat /tmp/init.probe') && grep -q '^probe=done' <<<"$out" && break
+	sleep 0.25
+done
+hezo_assert_box "client init" "$out"
+
+out=$(cri_exec "$CLIENT" 'timeout 10 wget -q -O - http://127.0.0.1:8080/') && rc=0 || rc=$?
+expect_eq "$out" pod-peer-ok "[pod] the client reaches the server over 127.0.0.1:8080" || diag "rc=$rc"
+NETNS=$(cri_pod_netns "$POD")
+expect_match "$NETNS" "^$CRI_DIR/state/" "[pod] the pod's netns is under our state dir ($NETNS)"
+expect_match "$(nsenter --net="$NETNS" nft list ruleset 2>&1)" 'hezo' \
+	"[pod] the egress hook's table is in the pod's network namespace (egress deny)"
+
+check "[pod] StopPodSandbox" cri StopPodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
+check "[pod] RemovePodSandbox" cri RemovePodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
+expect_eq "$(cri ListPodSandbox | jq '.items | length')" 0 "[pod] no pod left in containerd"
+expect_eq "$(find "$HEZO_TEST_STATE" -name '*.json' 2>/dev/null)" "" "[pod] no shim record left"
+expect_eq "$(pgrep -f -- "$CRI_DIR/hezo-runc" | wc -l)" 0 "[pod] no shim process of the pod left"
+
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
+	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+tap_done
