@@ -1,8 +1,10 @@
 #!/bin/bash
 # Kubernetes pods through containerd 1.6's CRI plugin (the calls kubelet makes, from cri.py):
-# a sandbox and two app containers under the runtime "hezo" with a runc project and egress deny.
-# Each app container is in the box (caps, no-new-privileges, read-only root, limits) and the two
-# reach each other over the pod's 127.0.0.1.
+# a sandbox and two app containers under the runtime "hezo" with a runc policy and egress deny, in
+# namespace "default" that has no project file (the global box). Each app container is in the box
+# (caps, no-new-privileges, read-only root, limits) and the two reach each other over the pod's
+# 127.0.0.1. Then projects: a pod annotation selects one (passed through by the pod_annotations
+# that install --containerd writes), a namespace's own file is used, a missing named one refused.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -27,7 +29,9 @@ hezo_write_policy docker
 MEM=$((2048 * 1048576))
 
 cri_start "$HEZO_TEST_WRAPPER"
-hezo_write_policy docker "$(cri_policy_filter)"
+PROJECTS=$HEZO_TEST_DIR/projects
+mkdir -p "$PROJECTS"
+hezo_write_policy docker "$(cri_policy_filter) | .projectsDir = \"$PROJECTS\""
 diag "containerd $(containerd --version 2>&1 | awk '{ print $3 }'), CRI $(cri Version | jq -r .runtime_api_version), dir $CRI_DIR"
 
 # record_of ID: the shim's record of container ID.
@@ -38,7 +42,8 @@ record_of()
 
 # === a pod: sandbox, a server and a client ===========================================================
 UID1=$(cri_uid)
-PODCFG=$(cri_pod_config web "$UID1" hezo-test)
+PODCFG=$(cri_pod_config web "$UID1" default)
+expect_eq "$(ls "$PROJECTS")" "" "[pod] there is no project file for namespace default"
 POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
 expect_eq "$rc" 0 "[pod] RunPodSandbox with runtime_handler hezo succeeds" || diag "$(cat "$CRI_DIR/err")"
 [ -n "$POD" ] || bail_out "no pod"
@@ -68,6 +73,7 @@ for c in server client; do
 	hezo_assert_cgroup "$c" "$(jq -r '.cgroupsPath // empty' "$rec" 2>/dev/null)" "$MEM" 256
 	bundle=$(jq -r '.bundle // empty' "$rec" 2>/dev/null)
 	hezo_assert_spec "$c" "$bundle/config.json"
+	[ "$c" = client ] && diag "annotations containerd passes: $(jq -c .annotations "$bundle/config.json")"
 done
 for ((i = 0; i < 20; i++)); do
 	out=$(cri_exec "$CLIENT" 'cat /tmp/init.probe') && grep -q '^probe=done' <<<"$out" && break
@@ -82,8 +88,46 @@ expect_match "$NETNS" "^$CRI_DIR/state/" "[pod] the pod's netns is under our sta
 expect_match "$(nsenter --net="$NETNS" nft list ruleset 2>&1)" 'hezo' \
 	"[pod] the egress hook's table is in the pod's network namespace (egress deny)"
 
+# === projects =========================================================================================
+echo '{"resources":{"pids":64,"memory":1073741824}}' >"$PROJECTS/strict.json"
+echo '{"resources":{"pids":128}}' >"$PROJECTS/team-a.json"
+# project_pod LABEL NAMESPACE ANNOTATIONS PIDS MEMORY: a pod and a container; both get the limits.
+project_pod()
+{
+	local label=$1 pcfg pod ctr rec
+	pcfg=$(cri_pod_config "$label" "$(cri_uid)" "$2" "$3")
+	pod=$(cri_run_pod hezo "$pcfg" 2>"$CRI_DIR/err") ||
+		{ not_ok "[$label] RunPodSandbox"; diag "$(cat "$CRI_DIR/err")"; return 1; }
+	ctr=$(cri_create "$pod" "$pcfg" "$(cri_container_config app 'exec sleep 100000')" 2>"$CRI_DIR/err") &&
+		cri_start_container "$ctr" 2>>"$CRI_DIR/err" ||
+		{ not_ok "[$label] CreateContainer and StartContainer"; diag "$(cat "$CRI_DIR/err")"; }
+	for id in "$pod" "$ctr"; do
+		rec=$(record_of "$id")
+		hezo_assert_cgroup "$label $([ "$id" = "$pod" ] && echo sandbox || echo app)" \
+			"$(jq -r '.cgroupsPath // empty' "$rec" 2>/dev/null)" "$5" "$4"
+	done
+	out=$(cri_exec "$ctr" 'cat /sys/fs/cgroup/pids/pids.max')
+	expect_eq "$out" "$4" "[$label] the app container reads pids.max $4 inside"
+	check "[$label] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$pod"
+}
+project_pod annotated default '{"org.hezo.project":"strict"}' 64 1073741824
+project_pod namespaced team-a '{}' 128 "$MEM"
+project_pod "both" team-a '{"org.hezo.project":"strict"}' 64 1073741824
+
+pcfg=$(cri_pod_config missing "$(cri_uid)" default '{"org.hezo.project":"nosuch"}')
+out=$(cri_run_pod hezo "$pcfg" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[missing] a pod annotated with a project that has no file is refused"
+expect_match "$out" "hezo-shim: project nosuch: no project file $PROJECTS/nosuch.json" \
+	"[missing] RunPodSandbox says which project file is missing"
+expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[missing] in one line"
+expect_eq "$(cri ListPodSandbox | jq '[.items[]? | select(.metadata.name == "missing" and .state == "SANDBOX_READY")] | length')" 0 \
+	"[missing] no ready sandbox of it"
+
 check "[pod] StopPodSandbox" cri StopPodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 check "[pod] RemovePodSandbox" cri RemovePodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
+for id in $(cri ListPodSandbox | jq -r '.items[]?.id'); do
+	cri_remove_pod "$id"
+done
 expect_eq "$(cri ListPodSandbox | jq '.items | length')" 0 "[pod] no pod left in containerd"
 expect_eq "$(find "$HEZO_TEST_STATE" -name '*.json' 2>/dev/null)" "" "[pod] no shim record left"
 expect_eq "$(pgrep -f -- "$CRI_DIR/hezo-runc" | wc -l)" 0 "[pod] no shim process of the pod left"
