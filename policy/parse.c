@@ -97,6 +97,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
 	free(p->projects_dir);
+	free(p->kubelet_root);
 	free(p->project);
 	free(p);
 }
@@ -171,7 +172,8 @@ static int policy_new_default(struct hezo_policy **out)
 	if (r < 0)
 		return r;
 	p->projects_dir = strdup("/etc/hezo/projects");
-	if (!p->projects_dir)
+	p->kubelet_root = strdup("/var/lib/kubelet");
+	if (!p->projects_dir || !p->kubelet_root)
 		return -ENOMEM;
 	*out = TAKE_PTR(p);
 	return 0;
@@ -924,6 +926,11 @@ static int parse_mounts(struct pctx *c, struct hezo_policy *p, const struct hezo
 			r = get_strv(c, f, v->items[i], elem_abs_path, &p->allowed_sources);
 		else if (strcmp(k, "engineRoots") == 0)
 			r = get_strv(c, f, v->items[i], elem_abs_path, &p->engine_roots);
+		else if (strcmp(k, "kubeletRoot") == 0)
+			/* Where pods' volumes are: moving it would open the real one to a project.
+			 */
+			r = c->project ? perr(c, f, "only the main policy file may set this")
+				       : get_abs_path(c, f, v->items[i], &p->kubelet_root);
 		else
 			r = unknown_key(c, "mounts", k);
 		NEXT_KEY_OR_FAIL(c, r, bad);
@@ -1297,6 +1304,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 		return NULL;
 	r = r ?: hezo_json_set(mounts, "allowedSources", strv_json(&p->allowed_sources));
 	r = r ?: hezo_json_set(mounts, "engineRoots", strv_json(&p->engine_roots));
+	r = r ?: hezo_json_set(mounts, "kubeletRoot", hezo_json_new_string(p->kubelet_root));
 	ns = r ? NULL : hezo_json_ensure_object(o, "namespaces");
 	allow_host = ns ? hezo_json_ensure_array(ns, "allowHost") : NULL;
 	if (!allow_host)

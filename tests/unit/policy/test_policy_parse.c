@@ -154,7 +154,8 @@ static void test_every_key(void **state)
 		"\"tmpfs\":{\"/scratch/\":\"1g\",\"/tmp\":\"512k\",\"/data\":4096,\"/x\":\"2G\"},"
 		"\"resources\":{\"pids\":100,\"memory\":\"64m\",\"swap\":\"1m\",\"cpus\":0.5},"
 		"\"seccomp\":\"/etc/hezo/seccomp.json\",\"devices\":[\"/dev/fuse\"],"
-		"\"mounts\":{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"]},"
+		"\"mounts\":{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"],"
+		"\"kubeletRoot\":\"/k//l/\"},"
 		"\"namespaces\":{\"allowHost\":[\"network\",\"pid\"],\"requireUser\":true},"
 		"\"egress\":{\"mode\":\"deny\",\"allow\":[\"Example.COM\",\"*.example.org:8443\","
 		"\"10.0.0.0/8:5432\",\"192.0.2.1\",\"192.0.2.2:22\",\"2001:db8::1\","
@@ -189,7 +190,9 @@ static void test_every_key(void **state)
 		     "\"cpus\":0.5}");
 	assert_value(p, "seccomp", "\"/etc/hezo/seccomp.json\"");
 	assert_value(p, "devices", "[\"/dev/fuse\"]");
-	assert_value(p, "mounts", "{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"]}");
+	assert_value(p, "mounts",
+		     "{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"],"
+		     "\"kubeletRoot\":\"/k/l\"}");
 	assert_value(p, "namespaces", "{\"allowHost\":[\"pid\",\"network\"],\"requireUser\":true}");
 	assert_value(
 		p, "egress.allow",
