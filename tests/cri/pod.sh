@@ -182,9 +182,11 @@ project_pod()
 	pcfg=$(cri_pod_config "$label" "$(cri_uid)" "$2" "$3")
 	pod=$(cri_run_pod hezo "$pcfg" 2>"$CRI_DIR/err") ||
 		{ not_ok "[$label] RunPodSandbox"; diag "$(cat "$CRI_DIR/err")"; return 1; }
-	ctr=$(cri_create "$pod" "$pcfg" "$(cri_container_config app 'exec sleep 100000')" 2>"$CRI_DIR/err") &&
-		cri_start_container "$ctr" 2>>"$CRI_DIR/err" ||
-		{ not_ok "[$label] CreateContainer and StartContainer"; diag "$(cat "$CRI_DIR/err")"; }
+	if ! ctr=$(cri_create "$pod" "$pcfg" "$(cri_container_config app 'exec sleep 100000')" 2>"$CRI_DIR/err") ||
+		! cri_start_container "$ctr" 2>>"$CRI_DIR/err"; then
+		not_ok "[$label] CreateContainer and StartContainer"
+		diag "$(cat "$CRI_DIR/err")"
+	fi
 	for id in "$pod" "$ctr"; do
 		rec=$(record_of "$id")
 		hezo_assert_cgroup "$label $([ "$id" = "$pod" ] && echo sandbox || echo app)" \
