@@ -11,7 +11,8 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HEZO_TEST_BACKEND=runc
-HEZO_TEST_DIR=${HEZO_CRI_TEST_DIR:-${HEZO_TEST_DIR:-/run/hezo-cri-pod.$$}}
+# A directory of its own below the caller's, removed at exit whatever else lives there.
+HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod.$$
 # shellcheck source=tests/lib/common.sh
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/box.sh
@@ -24,7 +25,7 @@ hezo_require_backend
 hezo_require_shim
 cri_require
 
-[ -e "$HEZO_TEST_DIR/state" ] && bail_out "$HEZO_TEST_DIR exists already"
+[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
 tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
 hezo_make_wrapper
 hezo_write_policy docker
