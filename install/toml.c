@@ -542,6 +542,9 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 		r = buf_printf(&e.text,
 			       "[%s.%s]\n"
 			       "  runtime_type = \"io.containerd.runc.v2\"\n"
+			       /* Else containerd hands the runtime no org.hezo.* annotation. */
+			       "  pod_annotations = [\"org.hezo.*\"]\n"
+			       "  container_annotations = [\"org.hezo.*\"]\n"
 			       "  [%s.%s.options]\n"
 			       "    BinaryName = ",
 			       cri, HEZO_INSTALL_CONTAINERD_RUNTIME, cri,

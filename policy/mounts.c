@@ -421,7 +421,7 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	const char *src = hezo_json_string(hezo_json_get(m, "source"));
 	char resolved[PATH_MAX], rootbuf[PATH_MAX], shown[PATH_MAX + 64];
 	const char *root;
-	bool inside = false;
+	bool inside = false, kubelet = false;
 	int r;
 
 	if (!src)
@@ -443,9 +443,14 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 		snprintf(shown, sizeof(shown), "%s", src);
 	else
 		snprintf(shown, sizeof(shown), "%s (resolves to %s)", src, resolved);
-	/* Engine state is judged by its own rule: allowedSources cannot open it. */
-	root = engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
-	if (root && inside) {
+	/* Engine and kubelet state are judged by their own rules: allowedSources cannot open them.
+	 */
+	r = hezo_policy_check_kubelet_source(p, env, spec, idx, dest, resolved, &kubelet, err);
+	if (r < 0)
+		return r;
+	root = kubelet ? NULL : engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
+	if (kubelet) {
+	} else if (root && inside) {
 		r = check_engine_file(env, spec, idx, dest, resolved, root, err);
 		if (r < 0)
 			return r;

@@ -99,6 +99,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->allow_ranges);
 	free(p->projects_dir);
 	free(p->docker_pidfile);
+	free(p->kubelet_root);
 	free(p->project);
 	free(p);
 }
@@ -173,7 +174,8 @@ static int policy_new_default(struct hezo_policy **out)
 		return r;
 	p->projects_dir = strdup("/etc/hezo/projects");
 	p->docker_pidfile = strdup("/var/run/docker.pid");
-	if (!p->projects_dir || !p->docker_pidfile)
+	p->kubelet_root = strdup("/var/lib/kubelet");
+	if (!p->projects_dir || !p->docker_pidfile || !p->kubelet_root)
 		return -ENOMEM;
 	p->init = true;
 	p->admission_wait = 300;
@@ -758,6 +760,11 @@ static int parse_mounts(struct pctx *c, struct hezo_policy *p, const struct hezo
 			r = get_strv(c, f, v->items[i], elem_abs_path, &p->allowed_sources);
 		else if (strcmp(k, "engineRoots") == 0)
 			r = get_strv(c, f, v->items[i], elem_abs_path, &p->engine_roots);
+		else if (strcmp(k, "kubeletRoot") == 0)
+			/* Where pods' volumes are: moving it would open the real one to a project.
+			 */
+			r = c->project ? perr(c, f, "only the main policy file may set this")
+				       : get_abs_path(c, f, v->items[i], &p->kubelet_root);
 		else
 			r = unknown_key(c, "mounts", k);
 		NEXT_KEY_OR_FAIL(c, r, bad);
@@ -1209,6 +1216,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 		return NULL;
 	r = r ?: hezo_json_set(mounts, "allowedSources", strv_json(&p->allowed_sources));
 	r = r ?: hezo_json_set(mounts, "engineRoots", strv_json(&p->engine_roots));
+	r = r ?: hezo_json_set(mounts, "kubeletRoot", hezo_json_new_string(p->kubelet_root));
 	ns = r ? NULL : hezo_json_ensure_object(o, "namespaces");
 	allow_host = ns ? hezo_json_ensure_array(ns, "allowHost") : NULL;
 	if (!allow_host)
@@ -1293,7 +1301,7 @@ static int merge_json(struct hezo_json *dst, const struct hezo_json *src)
 	return 0;
 }
 
-static int layer_project(const struct hezo_policy *base, const char *project,
+static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
 			 struct hezo_policy **out, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
@@ -1311,6 +1319,7 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 		if (r == -ENOENT) {
 			hezo_error_free(*err);
 			*err = NULL;
+			*missing = true;
 			return hezo_error_set(err, ENOENT, "project %s: no project file %s",
 					      project, path);
 		}
@@ -1515,7 +1524,9 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
+	static const char k8s_source[] = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
 	const char *project = NULL, *source = NULL;
+	bool missing = false;
 	int r;
 
 	if (annotations && annotations->type != HEZO_JSON_OBJECT)
@@ -1542,7 +1553,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 	if (!project) {
 		project = hezo_json_string(
 			hezo_json_get(annotations, "io.kubernetes.cri.sandbox-namespace"));
-		source = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
+		source = k8s_source;
 	}
 	if (project) {
 		if (!project_name_valid(project)) {
@@ -1553,7 +1564,16 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 					      "[a-z0-9._-] not starting with '.'",
 					      source, q);
 		}
-		r = layer_project(base, project, &p, err);
+		r = layer_project(base, project, &missing, &p, err);
+		/*
+		 * Kubernetes names a namespace for every pod; one without a project file of its
+		 * own gets the global box (never looser). A project asked for by name must exist.
+		 */
+		if (r < 0 && missing && source == k8s_source) {
+			hezo_error_free(*err);
+			*err = NULL;
+			r = policy_clone(base, &p, err);
+		}
 	} else {
 		r = policy_clone(base, &p, err);
 	}

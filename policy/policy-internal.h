@@ -56,6 +56,7 @@ struct hezo_policy {
 	struct hezo_strv devices;
 	struct hezo_strv allowed_sources;
 	struct hezo_strv engine_roots;
+	char *kubelet_root; /* kubelet's --root-dir: pods' volumes under pods/UID/ */
 	struct hezo_strv cgroup_parents;
 	struct hezo_strv allowed_hooks;
 	unsigned allow_host_ns;
@@ -132,6 +133,16 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
 struct hezo_json *hezo_policy_seccomp_default(void);
+
+/*
+ * kubelet.c: a bind source (resolved) at or under the kubelet root is judged here (*handled):
+ * only ROOT/pods/UID/{volumes/..,volume-subpaths/..,etc-hosts,containers/..} of this container's
+ * own pod (containerd's io.kubernetes.cri.sandbox-uid, its sandbox holding the netns it joins).
+ * A source above the kubelet root is refused.
+ */
+int hezo_policy_check_kubelet_source(const struct hezo_policy *p, const struct hezo_apply_env *env,
+				     const struct hezo_json *spec, size_t idx, const char *dest,
+				     const char *src, bool *handled, struct hezo_error **err);
 
 /*
  * paths.c: fields that point outside the box. linux.namespaces: each kind new, the host's (if

@@ -31,6 +31,8 @@ PACKAGES=(
 	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps python3 valgrind
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
+	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
+	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the key-spelling differential test (tests/tools/keys.sh): Go and runtime-spec's Go types
 	golang-go golang-github-opencontainers-specs-dev
 	# benchmarks

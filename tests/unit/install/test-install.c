@@ -344,6 +344,11 @@ static void test_containerd_default_config(void **state)
 					    "\"io.containerd.runc.v2\"\n"));
 	assert_non_null(strstr(added + len, "BinaryName = \"" SHIM "\"\n"));
 	assert_non_null(strstr(added + len, "Root = \"" HEZO_INSTALL_CONTAINERD_ROOT "\"\n"));
+	/* The runtime's own keys (not its options): containerd passes org.hezo.* through. */
+	assert_non_null(strstr(added + len, "\"io.containerd.runc.v2\"\n"
+					    "  pod_annotations = [\"org.hezo.*\"]\n"
+					    "  container_annotations = [\"org.hezo.*\"]\n"
+					    "  [plugins."));
 	assert_null(strstr(added + len, "version = 2"));
 }
 

@@ -591,9 +591,105 @@ static void test_engine_files(void **state)
 	hezo_json_free(spec);
 }
 
+/* ---- kubelet pod volumes ---- */
+
+#define UID_A "11111111-aaaa-4aaa-8aaa-111111111111"
+#define UID_B "22222222-bbbb-4bbb-8bbb-222222222222"
+
+/* An app container of pod UID_A whose sandbox is ID_A (containerd 1.6's CRI annotations). */
+static struct hezo_json *pod_spec(const struct efix *f, const char *type, const char *uid)
+{
+	struct hezo_json *spec = minimal_spec();
+	struct hezo_json *a = hezo_json_ensure_object(spec, "annotations");
+
+	assert_non_null(a);
+	assert_int_equal(
+		hezo_json_set(a, "io.kubernetes.cri.container-type", hezo_json_new_string(type)),
+		0);
+	assert_int_equal(
+		hezo_json_set(a, "io.kubernetes.cri.sandbox-id", hezo_json_new_string(ID_A)), 0);
+	if (uid)
+		assert_int_equal(hezo_json_set(a, "io.kubernetes.cri.sandbox-uid",
+					       hezo_json_new_string(uid)),
+				 0);
+	join(spec, f, "net,ipc,uts");
+	return spec;
+}
+
+static void test_kubelet_volumes(void **state)
+{
+	struct efix *f = *state;
+	_cleanup_free_ char *doc = NULL, *kroot = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_free_ char *token =
+		place(f->root,
+		      "kubelet/pods/" UID_A "/volumes/kubernetes.io~projected/kube-api-access-x/");
+	_cleanup_free_ char *cm =
+		place(f->root, "kubelet/pods/" UID_A "/volumes/kubernetes.io~configmap/cfg/");
+	_cleanup_free_ char *empty =
+		place(f->root, "kubelet/pods/" UID_A "/volumes/kubernetes.io~empty-dir/scratch/");
+	_cleanup_free_ char *hosts = place(f->root, "kubelet/pods/" UID_A "/etc-hosts");
+	_cleanup_free_ char *term =
+		place(f->root, "kubelet/pods/" UID_A "/containers/app/0a1b2c3d");
+	_cleanup_free_ char *plugins = place(f->root, "kubelet/pods/" UID_A "/plugins/x/");
+	_cleanup_free_ char *poddir = place(f->root, "kubelet/pods/" UID_A "/volumes/");
+	_cleanup_free_ char *other =
+		place(f->root, "kubelet/pods/" UID_B "/volumes/kubernetes.io~secret/s/");
+	struct owners owners = {.net = ID_A, .ipc = ID_A, .uts = ID_A};
+	struct hezo_apply_env env = {.id = "cccc3333", .ns_owner = fake_ns_owner, .data = &owners};
+	struct hezo_json *spec;
+
+	assert_true(asprintf(&kroot, "%s/kubelet", f->root) > 0);
+	assert_true(asprintf(&doc,
+			     "{\"mounts\":{\"kubeletRoot\":\"%s\",\"allowedSources\":[\"%s\"]}}",
+			     kroot, f->root) > 0);
+	p = parse_ok(doc);
+	*strrchr(poddir, '/') = '\0'; /* ROOT/pods/UID_A itself */
+	if (f->child <= 0) {
+		skip();
+		return;
+	}
+#define KUBELET(type, uid, dest, src, want)                                                        \
+	do {                                                                                       \
+		spec = pod_spec(f, type, uid);                                                     \
+		add(spec, dest, "bind", src, "rbind,rprivate");                                    \
+		if (want)                                                                          \
+			expect_refused(p, spec, &env, want);                                       \
+		else                                                                               \
+			expect_ok(p, spec, &env);                                                  \
+		hezo_json_free(spec);                                                              \
+	} while (0)
+
+	/* kubelet's mounts for its own pod. */
+	KUBELET("container", UID_A, "/var/run/secrets/kubernetes.io/serviceaccount", token, NULL);
+	KUBELET("container", UID_A, "/etc/config", cm, NULL);
+	KUBELET("container", UID_A, "/scratch", empty, NULL);
+	KUBELET("container", UID_A, "/etc/hosts", hosts, NULL);
+	KUBELET("container", UID_A, "/dev/termination-log", term, NULL);
+	/* Another pod's, the pod directory, what is not a volume, the kubelet root: refused, even
+	 * though allowedSources covers them. */
+	KUBELET("container", UID_A, "/s", other,
+		"is pod " UID_B "'s, not this container's pod " UID_A);
+	KUBELET("container", UID_A, "/p", poddir, "is not a pod's volume");
+	KUBELET("container", UID_A, "/p", plugins, "is not a pod's volume");
+	KUBELET("container", UID_A, "/k", kroot, "is in the kubelet's directory");
+	KUBELET("container", UID_A, "/k", f->root, "holds the kubelet's directory");
+	/* The pod is only known from containerd's annotations and the sandbox holding the netns. */
+	KUBELET("container", NULL, "/etc/config", cm, "no app container of a running pod sandbox");
+	KUBELET("sandbox", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
+	owners = (struct owners){.net = ID_B};
+	KUBELET("container", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
+	owners = (struct owners){.fail = -ESRCH};
+	KUBELET("container", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
+	owners = (struct owners){.fail = -EIO};
+	KUBELET("container", UID_A, "/etc/config", cm, "cannot tell who holds net");
+#undef KUBELET
+}
+
 const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
+	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 };
 const size_t policy_mounts_ntests = sizeof(policy_mounts_tests) / sizeof(policy_mounts_tests[0]);

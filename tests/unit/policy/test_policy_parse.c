@@ -155,7 +155,8 @@ static void test_every_key(void **state)
 		"\"tmpfs\":{\"/scratch/\":\"1g\",\"/tmp\":\"512k\",\"/data\":4096,\"/x\":\"2G\"},"
 		"\"resources\":{\"pids\":100,\"memory\":\"64m\",\"swap\":\"1m\",\"cpus\":0.5},"
 		"\"seccomp\":\"/etc/hezo/seccomp.json\",\"devices\":[\"/dev/fuse\"],"
-		"\"mounts\":{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"]},"
+		"\"mounts\":{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"],"
+		"\"kubeletRoot\":\"/k//l/\"},"
 		"\"namespaces\":{\"allowHost\":[\"network\",\"pid\"],\"requireUser\":true},"
 		"\"egress\":{\"mode\":\"deny\",\"allow\":[\"Example.COM\",\"*.example.org:8443\","
 		"\"10.0.0.0/8:5432\",\"192.0.2.1\",\"192.0.2.2:22\",\"2001:db8::1\","
@@ -190,7 +191,9 @@ static void test_every_key(void **state)
 		     "\"cpus\":0.5}");
 	assert_value(p, "seccomp", "\"/etc/hezo/seccomp.json\"");
 	assert_value(p, "devices", "[\"/dev/fuse\"]");
-	assert_value(p, "mounts", "{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"]}");
+	assert_value(p, "mounts",
+		     "{\"allowedSources\":[\"/srv/hezo\"],\"engineRoots\":[\"/e\"],"
+		     "\"kubeletRoot\":\"/k/l\"}");
 	assert_value(p, "namespaces", "{\"allowHost\":[\"pid\",\"network\"],\"requireUser\":true}");
 	assert_value(
 		p, "egress.allow",
@@ -592,6 +595,17 @@ static void test_project_selection(void **state)
 	p = for_container_ok(f->base, NULL, NULL);
 	assert_null(hezo_policy_project(p));
 	hezo_policy_free(p);
+	/* A Kubernetes namespace without a project file: the global box, exactly. */
+	p = for_container_ok(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"default\"}",
+			     NULL);
+	assert_null(hezo_policy_project(p));
+	{
+		_cleanup_json_ struct hezo_json *a = hezo_policy_to_json(p);
+		_cleanup_json_ struct hezo_json *b = hezo_policy_to_json(f->base);
+		_cleanup_free_ char *sa = json_text(a), *sb = json_text(b);
+		assert_string_equal(sa, sb);
+	}
+	hezo_policy_free(p);
 	/* A project may change the backend among allowBackends. */
 	p = for_container_ok(f->base, NULL, "batch");
 	assert_int_equal(hezo_policy_backend(p), HEZO_BACKEND_RUNC);
@@ -618,6 +632,15 @@ static void test_project_refusals(void **state)
 		NULL, "project name");
 	for_container_fails(f->base, "{\"org.hezo.project\":\"nosuch\"}", NULL,
 			    "project nosuch: no project file ");
+	/* Named explicitly, a missing project is refused, whatever the namespace. */
+	for_container_fails(f->base,
+			    "{\"org.hezo.project\":\"nosuch\","
+			    "\"io.kubernetes.cri.sandbox-namespace\":\"default\"}",
+			    NULL, "project nosuch: no project file ");
+	for_container_fails(f->base, NULL, "nosuch", "project nosuch: no project file ");
+	/* A namespace's project file that is there but wrong is an error, not the global box. */
+	for_container_fails(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"typo\"}", NULL,
+			    "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "sneaky", "sneaky.json: mode: only the main policy");
 	for_container_fails(f->base, NULL, "typo", "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "notjson", "policy ");
