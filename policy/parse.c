@@ -149,6 +149,7 @@ static int policy_new_default(struct hezo_policy **out)
 	p->pids_headroom = 128;
 	p->no_new_privs = true;
 	p->readonly_rootfs = true;
+	p->tmpfs_max = 64ULL << 20;
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_tmpfs); i++)
 		r = r ?: tmpfs_add(p, default_tmpfs[i].dest, default_tmpfs[i].size);
 	p->pids = 256;
@@ -1065,6 +1066,8 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_bool(c, "readonlyRootfs", x, &p->readonly_rootfs);
 	if (strcmp(k, "tmpfs") == 0)
 		return parse_tmpfs(c, p, x);
+	if (strcmp(k, "tmpfsMax") == 0)
+		return get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
 	if (strcmp(k, "resources") == 0)
 		return parse_resources(c, p, x);
 	if (strcmp(k, "rlimits") == 0)
@@ -1276,6 +1279,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	tmpfs = r ? NULL : hezo_json_ensure_object(o, "tmpfs");
 	for (size_t i = 0; tmpfs && r == 0 && i < p->ntmpfs; i++)
 		r = hezo_json_set(tmpfs, p->tmpfs[i].dest, hezo_json_new_uint(p->tmpfs[i].size));
+	r = r ?: hezo_json_set(o, "tmpfsMax", hezo_json_new_uint(p->tmpfs_max));
 	res = r ? NULL : hezo_json_ensure_object(o, "resources");
 	if (!res)
 		return NULL;
@@ -1435,6 +1439,9 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
 			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
 				    p->allowed_hooks.v[i]);
+	if (p->tmpfs_max > base->tmpfs_max)
+		return perr(&c, "tmpfsMax", "a project may only lower the main policy's %" PRIu64,
+			    base->tmpfs_max);
 	if (p->rlimit_rtprio > base->rlimit_rtprio || p->rlimit_nice > base->rlimit_nice)
 		return perr(&c, "rlimits",
 			    "a project may only lower the main policy's rtprio %" PRIu64

@@ -42,6 +42,7 @@ struct hezo_policy {
 	bool readonly_rootfs;
 	struct hezo_policy_tmpfs *tmpfs;
 	size_t ntmpfs;
+	uint64_t tmpfs_max; /* size ceiling of a tmpfs the engine asks for */
 
 	uint64_t pids;
 	uint64_t memory;
@@ -112,6 +113,13 @@ int hezo_policy_clamp_rlimits(const struct hezo_policy *p, struct hezo_json *pro
  */
 int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
 			     const struct hezo_apply_env *env, struct hezo_error **err);
+
+/*
+ * tmpfs.c: an engine's tmpfs mount m (options already checked) made nosuid, noexec and nodev
+ * (not nodev at /dev) and its size at most tmpfsMax.
+ */
+int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
+			    const char *dest, struct hezo_error **err);
 
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall

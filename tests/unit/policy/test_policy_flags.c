@@ -1,0 +1,134 @@
+/* Unit tests for what engine flags can no longer loosen: tmpfs options and size (policy/tmpfs.c),
+ * the OOM killer, sysctls and the relative resource knobs. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hezo-policy.h"
+#include "test-policy.h"
+
+static struct hezo_json *parse_json(const char *s)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_json *v = NULL;
+
+	assert_int_equal(hezo_json_parse(s, strlen(s), &v, &err), 0);
+	return v;
+}
+
+static void assert_json(const struct hezo_json *v, const char *want)
+{
+	_cleanup_free_ char *got = json_text(v);
+
+	if (strcmp(got, want) != 0)
+		print_error("got  %s\nwant %s\n", got, want);
+	assert_string_equal(got, want);
+}
+
+static void parse_fails(const char *doc, const char *want)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *p = NULL;
+	int r = hezo_policy_parse(doc, strlen(doc), "t", &p, &err);
+
+	if (r == 0 || !strstr(err->msg, want))
+		print_error("parse: got %s, want %s\n", r == 0 ? "success" : err->msg, want);
+	assert_true(r < 0);
+	assert_non_null(strstr(err->msg, want));
+	hezo_policy_free(p);
+}
+
+/* The options the engine's one tmpfs at dest comes out with, after apply. */
+static void tmpfs_gets(const struct hezo_policy *p, const char *dest, const char *opts,
+		       const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *doc = NULL;
+	const struct hezo_json *mounts;
+
+	assert_true(asprintf(&doc,
+			     "[{\"destination\":\"%s\",\"type\":\"tmpfs\",\"source\":\"tmpfs\","
+			     "\"options\":%s}]",
+			     dest, opts) > 0);
+	assert_int_equal(hezo_json_set(spec, "mounts", parse_json(doc)), 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) < 0)
+		print_error("apply: %s\n", err->msg);
+	assert_null(err);
+	mounts = hezo_json_get(spec, "mounts");
+	assert_string_equal(hezo_json_string(hezo_json_get(mounts->items[0], "destination")), dest);
+	assert_json(hezo_json_get(mounts->items[0], "options"), want);
+}
+
+static void test_tmpfs_key(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *def = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *set = parse_ok("{\"tmpfsMax\":\"1g\"}");
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *low = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *high = NULL;
+
+	assert_value(def, "tmpfsMax", "67108864");
+	assert_value(set, "tmpfsMax", "1073741824");
+	parse_fails("{\"tmpfsMax\":0}", "policy t: tmpfsMax: 0: must be more than 0");
+	parse_fails("{\"tmpfsMax\":\"lots\"}", "tmpfsMax: \"lots\" is not a size");
+
+	assert_true(asprintf(&doc, "{\"tmpfsMax\":\"128m\",\"projectsDir\":\"%s\"}", dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "low.json", "{\"tmpfsMax\":\"1m\"}");
+	write_file_at(dir, "high.json", "{\"tmpfsMax\":\"129m\"}");
+	assert_int_equal(hezo_policy_for_container(base, NULL, "low", &low, &err), 0);
+	assert_value(low, "tmpfsMax", "1048576");
+	assert_true(hezo_policy_for_container(base, NULL, "high", &high, &err) < 0);
+	assert_null(high);
+	assert_non_null(strstr(err->msg, "high.json: tmpfsMax: a project may only lower the main "
+					 "policy's 134217728"));
+	remove_tree(dir);
+}
+
+static void test_tmpfs_clamped(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *small = parse_ok("{\"tmpfsMax\":\"1m\"}");
+
+	/* docker run --tmpfs /x:rw,exec,size=8m and /x:rw,suid,dev: no loosening flag stays. */
+	tmpfs_gets(p, "/x", "[\"rw\",\"exec\",\"size=8m\"]",
+		   "[\"rw\",\"nosuid\",\"noexec\",\"nodev\",\"size=8388608\"]");
+	tmpfs_gets(p, "/x", "[\"rw\",\"suid\",\"dev\",\"nodev\",\"exec\",\"noexec\"]",
+		   "[\"rw\",\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	/* No size, size=0 (no limit), a percentage of RAM or too big: the policy's maximum. */
+	tmpfs_gets(p, "/x", "[]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=0\"]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=50%\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=99999999999999999999\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=1e\"]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	/* The kernel reads the last of size= and nr_blocks= (pages). */
+	tmpfs_gets(p, "/x", "[\"size=1k\",\"nr_blocks=1000000\",\"mode=1777\"]",
+		   "[\"mode=1777\",\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"nr_blocks=1000000\",\"size=1k\",\"nr_inodes=10\"]",
+		   "[\"nr_inodes=10\",\"nosuid\",\"noexec\",\"nodev\",\"size=1024\"]");
+	tmpfs_gets(small, "/x", "[\"size=8m\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
+	/* Docker's /dev: device nodes must open, so dev/nodev stay as the engine wrote them. */
+	tmpfs_gets(p, "/dev", "[\"nosuid\",\"strictatime\",\"mode=755\",\"size=65536k\"]",
+		   "[\"strictatime\",\"mode=755\",\"nosuid\",\"noexec\",\"size=67108864\"]");
+	tmpfs_gets(p, "/dev", "[\"exec\",\"suid\",\"nodev\",\"size=1g\"]",
+		   "[\"nodev\",\"nosuid\",\"noexec\",\"size=67108864\"]");
+	tmpfs_gets(small, "/dev/shm", "[\"dev\",\"size=65536k\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
+}
+
+const struct CMUnitTest policy_flags_tests[] = {
+	cmocka_unit_test(test_tmpfs_key),
+	cmocka_unit_test(test_tmpfs_clamped),
+};
+const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);
