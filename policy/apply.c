@@ -355,7 +355,8 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	r = hezo_spec_check_keys(resources, HEZO_SPEC_DOC_RESOURCES, "resources", err);
 	if (r < 0)
 		return r;
-	return clamp_resources(p, resources, "resources", true, err);
+	r = clamp_resources(p, resources, "resources", true, err);
+	return r < 0 ? r : hezo_policy_clamp_oom(resources, "resources", err);
 }
 
 /* ---- devices, masks, seccomp ---- */
@@ -536,6 +537,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);
+	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
 	if (r < 0)
 		return r;
 	r = apply_devices(p, linux_, res, err);

@@ -121,6 +121,9 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
 			    const char *dest, struct hezo_error **err);
 
+/* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
+int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_error **err);
+
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall
  * names unknown to libseccomp on every listed architecture are dropped. Messages name the field

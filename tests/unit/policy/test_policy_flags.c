@@ -127,8 +127,35 @@ static void test_tmpfs_clamped(void **state)
 		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
 }
 
+static void test_oom_killer_stays(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_json_ struct hezo_json *upd =
+		parse_json("{\"memory\":{\"limit\":67108864,\"disableOOMKiller\":true}}");
+	_cleanup_json_ struct hezo_json *bad = parse_json("{\"memory\":{\"disableOOMKiller\":1}}");
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	/* docker run --oom-kill-disable --memory 64m */
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "resources",
+				       parse_json("{\"memory\":{\"limit\":67108864,"
+						  "\"disableOOMKiller\":true}}")),
+			 0);
+	assert_int_equal(hezo_policy_apply_spec(p, spec, NULL, &err), 0);
+	assert_json(hezo_json_get_path(spec, "linux.resources.memory"),
+		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
+	/* update: the same */
+	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), 0);
+	assert_json(hezo_json_get(upd, "memory"),
+		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
+	assert_true(hezo_policy_apply_resources(p, bad, &err) < 0);
+	assert_non_null(
+		strstr(err->msg, "resources.memory.disableOOMKiller: expected true or false"));
+}
+
 const struct CMUnitTest policy_flags_tests[] = {
 	cmocka_unit_test(test_tmpfs_key),
 	cmocka_unit_test(test_tmpfs_clamped),
+	cmocka_unit_test(test_oom_killer_stays),
 };
 const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);
