@@ -531,6 +531,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (r < 0)
 		return r;
 	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
+	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
 	if (r < 0)
 		return r;
 	res = want_object(linux_, "resources", "linux.resources", err);

@@ -19,6 +19,13 @@ struct hezo_policy_tmpfs {
 	uint64_t size;
 };
 
+/* A sysctl the box may set: any value, or one or two numbers each within [lo, hi]. */
+struct hezo_policy_sysctl {
+	char *name;
+	bool any;
+	uint64_t lo, hi;
+};
+
 /* Namespace kinds policy reasons about, as bits for allowHost. */
 enum {
 	HEZO_NS_PID = 1 << 0,
@@ -43,6 +50,8 @@ struct hezo_policy {
 	struct hezo_policy_tmpfs *tmpfs;
 	size_t ntmpfs;
 	uint64_t tmpfs_max; /* size ceiling of a tmpfs the engine asks for */
+	struct hezo_policy_sysctl *sysctls;
+	size_t nsysctls;
 
 	uint64_t pids;
 	uint64_t memory;
@@ -120,6 +129,13 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
  */
 int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
 			    const char *dest, struct hezo_error **err);
+
+/* sysctl.c: the listed sysctl called name, or NULL. */
+const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_policy *p,
+							 const char *name);
+/* sysctl.c: every key of linux.sysctl listed in sysctls and its value within the bounds. */
+int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linux_,
+			     struct hezo_error **err);
 
 /* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
 int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_error **err);

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Integration: engine flags that used to loosen the box (issue 15), through Docker with
-# hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable.
+# hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable,
+# --sysctl.
 # Checked in the config.json the backend got, from inside, and (runc) in the host's cgroup files.
 set -uo pipefail
 
@@ -137,6 +138,31 @@ expect_eq "$rc" 137 "[$label] run at its cap ends with SIGKILL (137), it does no
 # with it, so the whole sandbox goes.
 expect_eq "$state" "exited oomkilled=true exit=137" "[$label] docker sees an OOM kill"
 hezo_docker rm -f "$NAME" >/dev/null 2>&1
+
+# --- --sysctl: only the policy's list, values within its bounds ------------------------------------
+for sc in "net.ipv4.conf.all.route_localnet=1" "net.ipv4.ip_local_port_range=80 90" "kernel.shm_rmid_forced=2"; do
+	new_name sysctl
+	out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --sysctl "$sc" "$IMG" true 2>&1 </dev/null) &&
+		rc=0 || rc=$?
+	expect_ne "$rc" 0 "[--sysctl $sc] docker run fails"
+	key=${sc%%=*}
+	expect_match "$out" "hezo-shim: linux.sysctl: \"${key//./\\.}\"" "[--sysctl $sc] the shim's reason names the sysctl" || diag "$out"
+	expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[--sysctl $sc] the reason is one line"
+done
+new_name sysctlok
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --sysctl kernel.shm_rmid_forced=1 \
+	--sysctl "net.ipv4.ip_local_port_range=20000 30000" "$IMG" \
+	sh -c 'echo "rmid=$(cat /proc/sys/kernel/shm_rmid_forced)"; echo "ports=$(cat /proc/sys/net/ipv4/ip_local_port_range | tr "\t" " ")"; echo "localnet=$(cat /proc/sys/net/ipv4/conf/all/route_localnet 2>/dev/null || echo absent)"' \
+	2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[--sysctl kernel.shm_rmid_forced=1 ip_local_port_range] docker run exits 0" || diag "$out"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(hezo_probe_get "$out" rmid)" 1 "[--sysctl] inside: kernel.shm_rmid_forced 1"
+	expect_eq "$(hezo_probe_get "$out" ports)" "20000 30000" "[--sysctl] inside: ip_local_port_range 20000 30000"
+	expect_eq "$(hezo_probe_get "$out" localnet)" 0 "[--sysctl] inside: route_localnet stays 0"
+else
+	# gVisor keeps its own /proc/sys and sets none of these.
+	diag "[--sysctl] runsc inside: $(tr '\n' ' ' <<<"$out")"
+fi
 
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do

@@ -153,9 +153,121 @@ static void test_oom_killer_stays(void **state)
 		strstr(err->msg, "resources.memory.disableOOMKiller: expected true or false"));
 }
 
+/* config.json with linux.sysctl set to the object sysctl, applied; NULL or the error message. */
+static char *sysctl_apply(const struct hezo_policy *p, const char *sysctl)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "sysctl", parse_json(sysctl)),
+			 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) == 0) {
+		assert_json(hezo_json_get_path(spec, "linux.sysctl"), sysctl);
+		return NULL;
+	}
+	return strdup(err->msg);
+}
+
+static void sysctl_refused(const struct hezo_policy *p, const char *sysctl, const char *want)
+{
+	_cleanup_free_ char *msg = sysctl_apply(p, sysctl);
+
+	if (!msg || strcmp(msg, want) != 0)
+		print_error("%s: got %s, want %s\n", sysctl, msg ? msg : "success", want);
+	assert_non_null(msg);
+	assert_string_equal(msg, want);
+}
+
+static void test_sysctls(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *any =
+		parse_ok("{\"sysctls\":{\"net.ipv4.conf.all.route_localnet\":true,"
+			 "\"kernel.shm_rmid_forced\":\"1 1\"}}");
+
+	assert_value(p, "sysctls",
+		     "{\"kernel.shm_rmid_forced\":\"0 1\",\"net.ipv4.ip_local_port_range\":"
+		     "\"1024 65535\",\"net.ipv4.tcp_syncookies\":\"0 2\","
+		     "\"net.ipv4.ping_group_range\":\"0 2147483647\","
+		     "\"net.ipv4.ip_unprivileged_port_start\":\"0 65536\"}");
+	/* What Docker sends by default, and the rest of the safe set, pass. */
+	assert_null(sysctl_apply(p, "{\"net.ipv4.ip_unprivileged_port_start\":\"0\","
+				    "\"net.ipv4.ping_group_range\":\"0 2147483647\"}"));
+	assert_null(sysctl_apply(p, "{\"kernel.shm_rmid_forced\":\"1\","
+				    "\"net.ipv4.ip_local_port_range\":\"32768\\t60999\","
+				    "\"net.ipv4.tcp_syncookies\":\"2\"}"));
+	sysctl_refused(p, "{\"net.ipv4.conf.all.route_localnet\":\"1\"}",
+		       "linux.sysctl: \"net.ipv4.conf.all.route_localnet\" is not one of the "
+		       "sysctls the policy allows");
+	/* runc's slash spelling reaches the same file: only the listed spelling counts. */
+	sysctl_refused(p, "{\"net/ipv4/tcp_syncookies\":\"1\"}",
+		       "linux.sysctl: \"net/ipv4/tcp_syncookies\" is not one of the sysctls the "
+		       "policy allows");
+	sysctl_refused(p, "{\"net.ipv4.ip_local_port_range\":\"80 90\"}",
+		       "linux.sysctl: \"net.ipv4.ip_local_port_range\": \"80 90\" is not one or "
+		       "two numbers from 1024 to 65535");
+	sysctl_refused(p, "{\"net.ipv4.ping_group_range\":\"0 4294967295\"}",
+		       "linux.sysctl: \"net.ipv4.ping_group_range\": \"0 4294967295\" is not one "
+		       "or two numbers from 0 to 2147483647");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"1 1 1\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"1 1 1\" is not one or two "
+		       "numbers from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"-1\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"-1\" is not one or two numbers "
+		       "from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"\" is not one or two numbers "
+		       "from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":1}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": expected a string");
+	/* An admin's own list replaces the default one. */
+	assert_null(sysctl_apply(any, "{\"net.ipv4.conf.all.route_localnet\":\"1\"}"));
+	sysctl_refused(any, "{\"kernel.shm_rmid_forced\":\"0\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"0\" is not one or two numbers "
+		       "from 1 to 1");
+	sysctl_refused(any, "{\"net.ipv4.tcp_syncookies\":\"1\"}",
+		       "linux.sysctl: \"net.ipv4.tcp_syncookies\" is not one of the sysctls the "
+		       "policy allows");
+	parse_fails("{\"sysctls\":{\"a..b\":true}}",
+		    "policy t: sysctls[\"a..b\"]: not a sysctl name");
+	parse_fails("{\"sysctls\":{\"net/ipv4/x\":true}}", "not a sysctl name");
+	parse_fails("{\"sysctls\":{\"a.b\":\"2 1\"}}",
+		    "sysctls[\"a.b\"]: \"2 1\" is neither true nor \"LOW HIGH\"");
+	parse_fails("{\"sysctls\":{\"a.b\":false}}", "is neither true nor");
+	parse_fails("{\"sysctls\":[]}", "sysctls: expected an object, got array");
+}
+
+static void test_sysctls_project(void **state)
+{
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL, *lowv = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *low = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *bad = NULL;
+
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "low.json",
+		      "{\"sysctls\":{\"net.ipv4.ip_local_port_range\":\"2000 3000\"}}");
+	write_file_at(dir, "wide.json",
+		      "{\"sysctls\":{\"net.ipv4.ip_local_port_range\":\"80 3000\"}}");
+	write_file_at(dir, "new.json", "{\"sysctls\":{\"net.ipv4.conf.all.forwarding\":true}}");
+	assert_int_equal(hezo_policy_for_container(base, NULL, "low", &low, &err), 0);
+	lowv = policy_value(low, "sysctls");
+	assert_non_null(strstr(lowv, "\"net.ipv4.ip_local_port_range\":\"2000 3000\""));
+	assert_true(hezo_policy_for_container(base, NULL, "wide", &bad, &err) < 0);
+	assert_non_null(strstr(err->msg, "wide.json: sysctls: net.ipv4.ip_local_port_range: a "
+					 "project may only narrow the main policy's 1024 65535"));
+	hezo_error_free(TAKE_PTR(err));
+	assert_true(hezo_policy_for_container(base, NULL, "new", &bad, &err) < 0);
+	assert_non_null(strstr(err->msg, "new.json: sysctls: net.ipv4.conf.all.forwarding is "
+					 "not in the main policy's list"));
+	assert_null(bad);
+	remove_tree(dir);
+}
+
 const struct CMUnitTest policy_flags_tests[] = {
-	cmocka_unit_test(test_tmpfs_key),
-	cmocka_unit_test(test_tmpfs_clamped),
-	cmocka_unit_test(test_oom_killer_stays),
+	cmocka_unit_test(test_tmpfs_key),	 cmocka_unit_test(test_tmpfs_clamped),
+	cmocka_unit_test(test_oom_killer_stays), cmocka_unit_test(test_sysctls),
+	cmocka_unit_test(test_sysctls_project),
 };
 const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);
