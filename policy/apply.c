@@ -356,7 +356,8 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	if (r < 0)
 		return r;
 	r = clamp_resources(p, resources, "resources", true, err);
-	return r < 0 ? r : hezo_policy_clamp_oom(resources, "resources", err);
+	r = r ?: hezo_policy_clamp_oom(resources, "resources", err);
+	return r ?: hezo_policy_clamp_weights(p, resources, "resources", true, err);
 }
 
 /* ---- devices, masks, seccomp ---- */
@@ -539,6 +540,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);
 	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
+	r = r ?: hezo_policy_clamp_weights(p, res, "linux.resources", false, err);
 	if (r < 0)
 		return r;
 	r = apply_devices(p, linux_, res, err);

@@ -162,6 +162,8 @@ static int policy_new_default(struct hezo_policy **out)
 	p->memory = 2ULL << 30;
 	p->swap = 0;
 	p->cpus_milli = 2000;
+	p->cpu_shares = 1024;
+	p->blkio_weight = 500;
 	r = r ?: hezo_strv_init(&p->caps);
 	r = r ?: hezo_strv_init(&p->devices);
 	r = r ?: hezo_strv_init(&p->allowed_sources);
@@ -995,6 +997,43 @@ static int sysctls_narrower(struct pctx *c, const struct hezo_policy *base,
 	return 0;
 }
 
+/* weights.cpuShares (2-262144) and weights.blkioWeight (10-1000): ceilings of relative knobs. */
+static int parse_weights(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+{
+	int bad = 0;
+	int r = expect_type(c, "weights", v, HEZO_JSON_OBJECT);
+
+	if (r < 0)
+		return r;
+	HEZO_JSON_FOREACH (i, v) {
+		const char *k = v->keys[i];
+		bool cpu = strcmp(k, "cpuShares") == 0;
+		uint64_t n = 0, lo = cpu ? 2 : 10, hi = cpu ? 262144 : 1000;
+		char f[128];
+
+		snprintf(f, sizeof(f), "weights.%s", k);
+		if (!cpu && strcmp(k, "blkioWeight") != 0)
+			r = unknown_key(c, "weights", k);
+		else if ((r = get_count(c, f, v->items[i], &n, false)) == 0 && (n < lo || n > hi))
+			r = perr(c, f, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64, n, lo,
+				 hi);
+		else if (r == 0)
+			*(cpu ? &p->cpu_shares : &p->blkio_weight) = n;
+		NEXT_KEY_OR_FAIL(c, r, bad);
+	}
+	return bad;
+}
+
+static struct hezo_json *weights_json(const struct hezo_policy *p)
+{
+	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
+
+	if (!o || hezo_json_set(o, "cpuShares", hezo_json_new_uint(p->cpu_shares)) < 0 ||
+	    hezo_json_set(o, "blkioWeight", hezo_json_new_uint(p->blkio_weight)) < 0)
+		return NULL;
+	return TAKE_PTR(o);
+}
+
 /* rlimits.rtprio (0-99) and rlimits.nice (0-40): ceilings for RLIMIT_RTPRIO and RLIMIT_NICE. */
 static int parse_rlimits(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
@@ -1207,6 +1246,8 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
 	if (strcmp(k, "sysctls") == 0)
 		return parse_sysctls(c, p, x);
+	if (strcmp(k, "weights") == 0)
+		return parse_weights(c, p, x);
 	if (strcmp(k, "resources") == 0)
 		return parse_resources(c, p, x);
 	if (strcmp(k, "rlimits") == 0)
@@ -1420,6 +1461,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 		r = hezo_json_set(tmpfs, p->tmpfs[i].dest, hezo_json_new_uint(p->tmpfs[i].size));
 	r = r ?: hezo_json_set(o, "tmpfsMax", hezo_json_new_uint(p->tmpfs_max));
 	r = r ?: hezo_json_set(o, "sysctls", sysctls_json(p));
+	r = r ?: hezo_json_set(o, "weights", weights_json(p));
 	res = r ? NULL : hezo_json_ensure_object(o, "resources");
 	if (!res)
 		return NULL;
@@ -1579,6 +1621,11 @@ static int layer_project(const struct hezo_policy *base, const char *project,
 		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
 			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
 				    p->allowed_hooks.v[i]);
+	if (p->cpu_shares > base->cpu_shares || p->blkio_weight > base->blkio_weight)
+		return perr(&c, "weights",
+			    "a project may only lower the main policy's cpuShares %" PRIu64
+			    " and blkioWeight %" PRIu64,
+			    base->cpu_shares, base->blkio_weight);
 	r = sysctls_narrower(&c, base, p);
 	if (r < 0)
 		return r;

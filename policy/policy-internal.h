@@ -57,6 +57,8 @@ struct hezo_policy {
 	uint64_t memory;
 	uint64_t swap;
 	uint64_t cpus_milli;	/* thousandths of a CPU */
+	uint64_t cpu_shares;	/* ceiling of cpu.shares */
+	uint64_t blkio_weight;	/* ceiling of the block I/O weights */
 	uint64_t rlimit_rtprio; /* ceiling of RLIMIT_RTPRIO, hard and soft */
 	uint64_t rlimit_nice;	/* ceiling of RLIMIT_NICE, hard and soft */
 
@@ -129,6 +131,13 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
  */
 int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
 			    const char *dest, struct hezo_error **err);
+
+/*
+ * resources.c: cpu.shares (set to the policy's when config.json has none; update: absent stays
+ * absent) and blockIO weight, leafWeight and weightDevice[] at most the policy's.
+ */
+int hezo_policy_clamp_weights(const struct hezo_policy *p, struct hezo_json *res, const char *field,
+			      bool update, struct hezo_error **err);
 
 /* sysctl.c: the listed sysctl called name, or NULL. */
 const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_policy *p,

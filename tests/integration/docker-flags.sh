@@ -1,7 +1,7 @@
 #!/bin/bash
 # Integration: engine flags that used to loosen the box (issue 15), through Docker with
 # hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable,
-# --sysctl.
+# --sysctl, --cpu-shares.
 # Checked in the config.json the backend got, from inside, and (runc) in the host's cgroup files.
 set -uo pipefail
 
@@ -163,6 +163,22 @@ else
 	# gVisor keeps its own /proc/sys and sets none of these.
 	diag "[--sysctl] runsc inside: $(tr '\n' ' ' <<<"$out")"
 fi
+
+# --- --cpu-shares: the stricter of the engine's and the policy's ---------------------------------
+for req in 262144 512; do
+	label="--cpu-shares $req"
+	new_name shares
+	out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" --cpu-shares "$req" "$IMG" sleep 600 2>&1) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] docker run -d exits 0" || diag "$out"
+	want=1024
+	[ "$req" = 512 ] && want=512
+	cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+	expect_eq "$(jq -r '.linux.resources.cpu.shares' "$cfg" 2>&1)" "$want" "[$label] saved config.json: cpu.shares $want"
+	d=$(hezo_cgroup_dir cpu "$(hezo_docker_cgroups_path "$NAME")")
+	expect_eq "$(hezo_read "$d/cpu.shares")" "$want" "[$label] host: cpu.shares $want"
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+done
 
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do

@@ -265,9 +265,66 @@ static void test_sysctls_project(void **state)
 	remove_tree(dir);
 }
 
+/* linux.resources after apply of a config.json whose resources are res. */
+static void resources_get(const struct hezo_policy *p, const char *res, const char *path,
+			  const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "resources", parse_json(res)),
+			 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) < 0)
+		print_error("apply: %s\n", err->msg);
+	assert_null(err);
+	assert_json(hezo_json_get_path(spec, path), want);
+}
+
+static void test_weights(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *low =
+		parse_ok("{\"weights\":{\"cpuShares\":256,\"blkioWeight\":100}}");
+	_cleanup_json_ struct hezo_json *upd =
+		parse_json("{\"cpu\":{\"shares\":262144},\"blockIO\":{\"weight\":1000}}");
+	_cleanup_json_ struct hezo_json *upd2 = parse_json("{\"cpu\":{\"quota\":1000}}");
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_value(p, "weights", "{\"cpuShares\":1024,\"blkioWeight\":500}");
+	parse_fails("{\"weights\":{\"cpuShares\":1}}",
+		    "policy t: weights.cpuShares: 1 is not from 2 to 262144");
+	parse_fails("{\"weights\":{\"blkioWeight\":1001}}",
+		    "weights.blkioWeight: 1001 is not from 10 to 1000");
+	parse_fails("{\"weights\":{\"x\":1}}", "weights");
+	/* docker run --cpu-shares 262144 --blkio-weight 1000 --blkio-weight-device ...:900 */
+	resources_get(p,
+		      "{\"cpu\":{\"shares\":262144},\"blockIO\":{\"weight\":1000,\"leafWeight\":"
+		      "1000,\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":900,"
+		      "\"leafWeight\":20}]}}",
+		      "linux.resources.blockIO",
+		      "{\"weight\":500,\"leafWeight\":500,\"weightDevice\":[{\"major\":8,"
+		      "\"minor\":0,\"weight\":500,\"leafWeight\":20}]}");
+	resources_get(p, "{\"cpu\":{\"shares\":262144}}", "linux.resources.cpu.shares", "1024");
+	/* Lower stays lower; Docker's 0 (unset) stays unset while the policy is the kernel's. */
+	resources_get(p, "{\"cpu\":{\"shares\":2},\"blockIO\":{\"weight\":0}}",
+		      "linux.resources.cpu.shares", "2");
+	resources_get(p, "{\"cpu\":{\"shares\":0},\"blockIO\":{\"weight\":0}}",
+		      "linux.resources.blockIO", "{\"weight\":0}");
+	resources_get(p, "{\"cpu\":{\"shares\":0}}", "linux.resources.cpu.shares", "0");
+	resources_get(low, "{\"cpu\":{\"shares\":0}}", "linux.resources.cpu.shares", "256");
+	resources_get(low, "{}", "linux.resources.cpu.shares", "256");
+	resources_get(low, "{\"cpu\":{\"shares\":1024}}", "linux.resources.cpu.shares", "256");
+	/* update: clamped when sent, absent stays absent. */
+	assert_int_equal(hezo_policy_apply_resources(low, upd, &err), 0);
+	assert_json(hezo_json_get_path(upd, "cpu.shares"), "256");
+	assert_json(hezo_json_get_path(upd, "blockIO.weight"), "100");
+	assert_int_equal(hezo_policy_apply_resources(low, upd2, &err), 0);
+	assert_null(hezo_json_get_path(upd2, "cpu.shares"));
+}
+
 const struct CMUnitTest policy_flags_tests[] = {
 	cmocka_unit_test(test_tmpfs_key),	 cmocka_unit_test(test_tmpfs_clamped),
 	cmocka_unit_test(test_oom_killer_stays), cmocka_unit_test(test_sysctls),
-	cmocka_unit_test(test_sysctls_project),
+	cmocka_unit_test(test_sysctls_project),	 cmocka_unit_test(test_weights),
 };
 const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);
