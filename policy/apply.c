@@ -345,7 +345,9 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	r = hezo_spec_check_keys(resources, HEZO_SPEC_DOC_RESOURCES, "resources", err);
 	if (r < 0)
 		return r;
-	return clamp_resources(p, resources, "resources", true, err);
+	r = clamp_resources(p, resources, "resources", true, err);
+	r = r ?: hezo_policy_clamp_oom(resources, "resources", err);
+	return r ?: hezo_policy_clamp_weights(p, resources, "resources", true, err);
 }
 
 /* ---- devices, masks, seccomp ---- */
@@ -526,12 +528,15 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (r < 0)
 		return r;
 	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
+	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
 	if (r < 0)
 		return r;
 	res = want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);
+	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
+	r = r ?: hezo_policy_clamp_weights(p, res, "linux.resources", false, err);
 	if (r < 0)
 		return r;
 	r = apply_devices(p, linux_, res, err);

@@ -592,6 +592,8 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 			r = check_bind(p, env, spec, m, idx, dest, err);
 		else
 			r = check_special(type, idx, dest, seen, err);
+		if (r == 0 && !bind && strcmp(type, "tmpfs") == 0)
+			r = hezo_policy_clamp_tmpfs(p, m, idx, dest, err);
 		if (r == 0 && !bind &&
 		    (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 ||
 		     strcmp(type, "cgroup2") == 0))

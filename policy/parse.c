@@ -87,6 +87,9 @@ void hezo_policy_free(struct hezo_policy *p)
 	for (size_t i = 0; i < p->ntmpfs; i++)
 		free(p->tmpfs[i].dest);
 	free(p->tmpfs);
+	for (size_t i = 0; i < p->nsysctls; i++)
+		free(p->sysctls[i].name);
+	free(p->sysctls);
 	free(p->seccomp_path);
 	hezo_json_free(p->seccomp_profile);
 	hezo_strv_done(&p->devices);
@@ -132,6 +135,8 @@ static void tmpfs_clear(struct hezo_policy *p)
 	p->ntmpfs = 0;
 }
 
+static int sysctls_default(struct hezo_policy *p);
+
 /* The documented defaults: the seeds' box. */
 static int policy_new_default(struct hezo_policy **out)
 {
@@ -151,12 +156,16 @@ static int policy_new_default(struct hezo_policy **out)
 	p->runsc_network = HEZO_RUNSC_NET_HOST;
 	p->no_new_privs = true;
 	p->readonly_rootfs = true;
+	p->tmpfs_max = 64ULL << 20;
+	r = r ?: sysctls_default(p);
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_tmpfs); i++)
 		r = r ?: tmpfs_add(p, default_tmpfs[i].dest, default_tmpfs[i].size);
 	p->pids = 256;
 	p->memory = 2ULL << 30;
 	p->swap = 0;
 	p->cpus_milli = 2000;
+	p->cpu_shares = 1024;
+	p->blkio_weight = 500;
 	r = r ?: hezo_strv_init(&p->caps);
 	r = r ?: hezo_strv_init(&p->devices);
 	r = r ?: hezo_strv_init(&p->allowed_sources);
@@ -693,6 +702,174 @@ static int parse_resources(struct pctx *c, struct hezo_policy *p, const struct h
 	return bad;
 }
 
+/* ---- sysctls: name to "LO HI" bounds of each number in the value, or true for any value ---- */
+
+/* Kubernetes' safe set; the bounds admit what Docker sends by default (ping for every group,
+ * every port unprivileged: both only in the container's own network namespace). */
+static const struct {
+	const char *name;
+	uint64_t lo, hi;
+} default_sysctls[] = {
+	{"kernel.shm_rmid_forced", 0, 1},
+	{"net.ipv4.ip_local_port_range", 1024, 65535},
+	{"net.ipv4.tcp_syncookies", 0, 2},
+	{"net.ipv4.ping_group_range", 0, 2147483647},
+	{"net.ipv4.ip_unprivileged_port_start", 0, 65536},
+};
+
+static int sysctl_add(struct hezo_policy *p, const char *name, bool any, uint64_t lo, uint64_t hi)
+{
+	struct hezo_policy_sysctl *n;
+	char *d = strdup(name);
+
+	if (!d)
+		return -ENOMEM;
+	n = realloc(p->sysctls, (p->nsysctls + 1) * sizeof(*n));
+	if (!n) {
+		free(d);
+		return -ENOMEM;
+	}
+	p->sysctls = n;
+	p->sysctls[p->nsysctls++] = (struct hezo_policy_sysctl){d, any, lo, hi};
+	return 0;
+}
+
+static void sysctls_clear(struct hezo_policy *p)
+{
+	for (size_t i = 0; i < p->nsysctls; i++)
+		free(p->sysctls[i].name);
+	free(p->sysctls);
+	p->sysctls = NULL;
+	p->nsysctls = 0;
+}
+
+static int sysctls_default(struct hezo_policy *p)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_sysctls); i++)
+		r = r
+			    ?: sysctl_add(p, default_sysctls[i].name, false, default_sysctls[i].lo,
+					  default_sysctls[i].hi);
+	return r;
+}
+
+/* Dotted lower-case words: what runc turns into a path below /proc/sys. */
+static bool sysctl_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	return len > 0 && len < 128 &&
+	       strspn(n, "abcdefghijklmnopqrstuvwxyz0123456789_-.") == len && n[0] != '.' &&
+	       n[len - 1] != '.' && !strstr(n, "..");
+}
+
+static int parse_sysctls(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+{
+	int bad = 0;
+	int r = expect_type(c, "sysctls", v, HEZO_JSON_OBJECT);
+
+	if (r < 0)
+		return r;
+	sysctls_clear(p);
+	HEZO_JSON_FOREACH (i, v) {
+		const struct hezo_json *x = v->items[i];
+		unsigned long long lo = 0, hi = 0;
+		char f[300], q[256], desc[128];
+		int end = 0;
+
+		hezo_policy_quote(q, sizeof(q), v->keys[i]);
+		snprintf(f, sizeof(f), "sysctls[%s]", q);
+		describe(desc, sizeof(desc), x);
+		if (!sysctl_name_ok(v->keys[i]))
+			r = perr(c, f, "not a sysctl name (dotted lower-case words)");
+		else if (x->type == HEZO_JSON_TRUE)
+			r = sysctl_add(p, v->keys[i], true, 0, 0) < 0 ? oom(c) : 0;
+		else if (x->type != HEZO_JSON_STRING ||
+			 sscanf(x->str, "%19llu %19llu%n", &lo, &hi, &end) != 2 || x->str[end] ||
+			 strspn(x->str, "0123456789 ") != strlen(x->str) || lo > hi)
+			r = perr(c, f,
+				 "%s is neither true nor \"LOW HIGH\" (two numbers, LOW <= HIGH)",
+				 desc);
+		else
+			r = sysctl_add(p, v->keys[i], false, lo, hi) < 0 ? oom(c) : 0;
+		NEXT_KEY_OR_FAIL(c, r, bad);
+	}
+	return bad;
+}
+
+static struct hezo_json *sysctls_json(const struct hezo_policy *p)
+{
+	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
+	char b[48];
+
+	for (size_t i = 0; o && i < p->nsysctls; i++) {
+		const struct hezo_policy_sysctl *s = &p->sysctls[i];
+
+		snprintf(b, sizeof(b), "%" PRIu64 " %" PRIu64, s->lo, s->hi);
+		if (hezo_json_set(o, s->name,
+				  s->any ? hezo_json_new_bool(true) : hezo_json_new_string(b)) < 0)
+			return NULL;
+	}
+	return TAKE_PTR(o);
+}
+
+/* A project may drop sysctls and narrow bounds, never add one or widen them. */
+static int sysctls_narrower(struct pctx *c, const struct hezo_policy *base,
+			    const struct hezo_policy *p)
+{
+	for (size_t i = 0; i < p->nsysctls; i++) {
+		const struct hezo_policy_sysctl *s = &p->sysctls[i];
+		const struct hezo_policy_sysctl *b = hezo_policy_sysctl_find(base, s->name);
+
+		if (!b)
+			return perr(c, "sysctls", "%s is not in the main policy's list", s->name);
+		if (!b->any && (s->any || s->lo < b->lo || s->hi > b->hi))
+			return perr(c, "sysctls",
+				    "%s: a project may only narrow the main policy's %" PRIu64
+				    " %" PRIu64,
+				    s->name, b->lo, b->hi);
+	}
+	return 0;
+}
+
+/* weights.cpuShares (2-262144) and weights.blkioWeight (10-1000): ceilings of relative knobs. */
+static int parse_weights(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+{
+	int bad = 0;
+	int r = expect_type(c, "weights", v, HEZO_JSON_OBJECT);
+
+	if (r < 0)
+		return r;
+	HEZO_JSON_FOREACH (i, v) {
+		const char *k = v->keys[i];
+		bool cpu = strcmp(k, "cpuShares") == 0;
+		uint64_t n = 0, lo = cpu ? 2 : 10, hi = cpu ? 262144 : 1000;
+		char f[128];
+
+		snprintf(f, sizeof(f), "weights.%s", k);
+		if (!cpu && strcmp(k, "blkioWeight") != 0)
+			r = unknown_key(c, "weights", k);
+		else if ((r = get_count(c, f, v->items[i], &n, false)) == 0 && (n < lo || n > hi))
+			r = perr(c, f, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64, n, lo,
+				 hi);
+		else if (r == 0)
+			*(cpu ? &p->cpu_shares : &p->blkio_weight) = n;
+		NEXT_KEY_OR_FAIL(c, r, bad);
+	}
+	return bad;
+}
+
+static struct hezo_json *weights_json(const struct hezo_policy *p)
+{
+	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
+
+	if (!o || hezo_json_set(o, "cpuShares", hezo_json_new_uint(p->cpu_shares)) < 0 ||
+	    hezo_json_set(o, "blkioWeight", hezo_json_new_uint(p->blkio_weight)) < 0)
+		return NULL;
+	return TAKE_PTR(o);
+}
+
 /* rlimits.rtprio (0-99) and rlimits.nice (0-40): ceilings for RLIMIT_RTPRIO and RLIMIT_NICE. */
 static int parse_rlimits(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
@@ -978,6 +1155,12 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_bool(c, "readonlyRootfs", x, &p->readonly_rootfs);
 	if (strcmp(k, "tmpfs") == 0)
 		return parse_tmpfs(c, p, x);
+	if (strcmp(k, "tmpfsMax") == 0)
+		return get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
+	if (strcmp(k, "sysctls") == 0)
+		return parse_sysctls(c, p, x);
+	if (strcmp(k, "weights") == 0)
+		return parse_weights(c, p, x);
 	if (strcmp(k, "resources") == 0)
 		return parse_resources(c, p, x);
 	if (strcmp(k, "rlimits") == 0)
@@ -1195,6 +1378,9 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	tmpfs = r ? NULL : hezo_json_ensure_object(o, "tmpfs");
 	for (size_t i = 0; tmpfs && r == 0 && i < p->ntmpfs; i++)
 		r = hezo_json_set(tmpfs, p->tmpfs[i].dest, hezo_json_new_uint(p->tmpfs[i].size));
+	r = r ?: hezo_json_set(o, "tmpfsMax", hezo_json_new_uint(p->tmpfs_max));
+	r = r ?: hezo_json_set(o, "sysctls", sysctls_json(p));
+	r = r ?: hezo_json_set(o, "weights", weights_json(p));
 	res = r ? NULL : hezo_json_ensure_object(o, "resources");
 	if (!res)
 		return NULL;
@@ -1358,6 +1544,17 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
 			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
 				    p->allowed_hooks.v[i]);
+	if (p->cpu_shares > base->cpu_shares || p->blkio_weight > base->blkio_weight)
+		return perr(&c, "weights",
+			    "a project may only lower the main policy's cpuShares %" PRIu64
+			    " and blkioWeight %" PRIu64,
+			    base->cpu_shares, base->blkio_weight);
+	r = sysctls_narrower(&c, base, p);
+	if (r < 0)
+		return r;
+	if (p->tmpfs_max > base->tmpfs_max)
+		return perr(&c, "tmpfsMax", "a project may only lower the main policy's %" PRIu64,
+			    base->tmpfs_max);
 	if (p->rlimit_rtprio > base->rlimit_rtprio || p->rlimit_nice > base->rlimit_nice)
 		return perr(&c, "rlimits",
 			    "a project may only lower the main policy's rtprio %" PRIu64

@@ -19,6 +19,13 @@ struct hezo_policy_tmpfs {
 	uint64_t size;
 };
 
+/* A sysctl the box may set: any value, or one or two numbers each within [lo, hi]. */
+struct hezo_policy_sysctl {
+	char *name;
+	bool any;
+	uint64_t lo, hi;
+};
+
 /* Namespace kinds policy reasons about, as bits for allowHost. */
 enum {
 	HEZO_NS_PID = 1 << 0,
@@ -42,11 +49,16 @@ struct hezo_policy {
 	bool readonly_rootfs;
 	struct hezo_policy_tmpfs *tmpfs;
 	size_t ntmpfs;
+	uint64_t tmpfs_max; /* size ceiling of a tmpfs the engine asks for */
+	struct hezo_policy_sysctl *sysctls;
+	size_t nsysctls;
 
 	uint64_t pids;
 	uint64_t memory;
 	uint64_t swap;
 	uint64_t cpus_milli;	/* thousandths of a CPU */
+	uint64_t cpu_shares;	/* ceiling of cpu.shares */
+	uint64_t blkio_weight;	/* ceiling of the block I/O weights */
 	uint64_t rlimit_rtprio; /* ceiling of RLIMIT_RTPRIO, hard and soft */
 	uint64_t rlimit_nice;	/* ceiling of RLIMIT_NICE, hard and soft */
 
@@ -121,6 +133,30 @@ int hezo_policy_clamp_rlimits(const struct hezo_policy *p, struct hezo_json *pro
  */
 int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
 			     const struct hezo_apply_env *env, struct hezo_error **err);
+
+/*
+ * tmpfs.c: an engine's tmpfs mount m (options already checked) made nosuid, noexec and nodev
+ * (not nodev at /dev) and its size at most tmpfsMax.
+ */
+int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
+			    const char *dest, struct hezo_error **err);
+
+/*
+ * resources.c: cpu.shares (set to the policy's when config.json has none; update: absent stays
+ * absent) and blockIO weight, leafWeight and weightDevice[] at most the policy's.
+ */
+int hezo_policy_clamp_weights(const struct hezo_policy *p, struct hezo_json *res, const char *field,
+			      bool update, struct hezo_error **err);
+
+/* sysctl.c: the listed sysctl called name, or NULL. */
+const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_policy *p,
+							 const char *name);
+/* sysctl.c: every key of linux.sysctl listed in sysctls and its value within the bounds. */
+int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linux_,
+			     struct hezo_error **err);
+
+/* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
+int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_error **err);
 
 /*
  * Validate a linux.seccomp object (from the admin's file) and return a cleaned copy: syscall

@@ -32,5 +32,7 @@ extern const struct CMUnitTest policy_mounts_tests[];
 extern const size_t policy_mounts_ntests;
 extern const struct CMUnitTest policy_rlimits_tests[];
 extern const size_t policy_rlimits_ntests;
+extern const struct CMUnitTest policy_flags_tests[];
+extern const size_t policy_flags_ntests;
 
 #endif

@@ -1,0 +1,330 @@
+/* Unit tests for what engine flags can no longer loosen: tmpfs options and size (policy/tmpfs.c),
+ * the OOM killer, sysctls and the relative resource knobs. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "hezo-policy.h"
+#include "test-policy.h"
+
+static struct hezo_json *parse_json(const char *s)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_json *v = NULL;
+
+	assert_int_equal(hezo_json_parse(s, strlen(s), &v, &err), 0);
+	return v;
+}
+
+static void assert_json(const struct hezo_json *v, const char *want)
+{
+	_cleanup_free_ char *got = json_text(v);
+
+	if (strcmp(got, want) != 0)
+		print_error("got  %s\nwant %s\n", got, want);
+	assert_string_equal(got, want);
+}
+
+static void parse_fails(const char *doc, const char *want)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *p = NULL;
+	int r = hezo_policy_parse(doc, strlen(doc), "t", &p, &err);
+
+	if (r == 0 || !strstr(err->msg, want))
+		print_error("parse: got %s, want %s\n", r == 0 ? "success" : err->msg, want);
+	assert_true(r < 0);
+	assert_non_null(strstr(err->msg, want));
+	hezo_policy_free(p);
+}
+
+/* The options the engine's one tmpfs at dest comes out with, after apply. */
+static void tmpfs_gets(const struct hezo_policy *p, const char *dest, const char *opts,
+		       const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *doc = NULL;
+	const struct hezo_json *mounts;
+
+	assert_true(asprintf(&doc,
+			     "[{\"destination\":\"%s\",\"type\":\"tmpfs\",\"source\":\"tmpfs\","
+			     "\"options\":%s}]",
+			     dest, opts) > 0);
+	assert_int_equal(hezo_json_set(spec, "mounts", parse_json(doc)), 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) < 0)
+		print_error("apply: %s\n", err->msg);
+	assert_null(err);
+	mounts = hezo_json_get(spec, "mounts");
+	assert_string_equal(hezo_json_string(hezo_json_get(mounts->items[0], "destination")), dest);
+	assert_json(hezo_json_get(mounts->items[0], "options"), want);
+}
+
+static void test_tmpfs_key(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *def = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *set = parse_ok("{\"tmpfsMax\":\"1g\"}");
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *low = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *high = NULL;
+
+	assert_value(def, "tmpfsMax", "67108864");
+	assert_value(set, "tmpfsMax", "1073741824");
+	parse_fails("{\"tmpfsMax\":0}", "policy t: tmpfsMax: 0: must be more than 0");
+	parse_fails("{\"tmpfsMax\":\"lots\"}", "tmpfsMax: \"lots\" is not a size");
+
+	assert_true(asprintf(&doc, "{\"tmpfsMax\":\"128m\",\"projectsDir\":\"%s\"}", dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "low.json", "{\"tmpfsMax\":\"1m\"}");
+	write_file_at(dir, "high.json", "{\"tmpfsMax\":\"129m\"}");
+	assert_int_equal(hezo_policy_for_container(base, NULL, "low", &low, &err), 0);
+	assert_value(low, "tmpfsMax", "1048576");
+	assert_true(hezo_policy_for_container(base, NULL, "high", &high, &err) < 0);
+	assert_null(high);
+	assert_non_null(strstr(err->msg, "high.json: tmpfsMax: a project may only lower the main "
+					 "policy's 134217728"));
+	remove_tree(dir);
+}
+
+static void test_tmpfs_clamped(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *small = parse_ok("{\"tmpfsMax\":\"1m\"}");
+
+	/* docker run --tmpfs /x:rw,exec,size=8m and /x:rw,suid,dev: no loosening flag stays. */
+	tmpfs_gets(p, "/x", "[\"rw\",\"exec\",\"size=8m\"]",
+		   "[\"rw\",\"nosuid\",\"noexec\",\"nodev\",\"size=8388608\"]");
+	tmpfs_gets(p, "/x", "[\"rw\",\"suid\",\"dev\",\"nodev\",\"exec\",\"noexec\"]",
+		   "[\"rw\",\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	/* No size, size=0 (no limit), a percentage of RAM or too big: the policy's maximum. */
+	tmpfs_gets(p, "/x", "[]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=0\"]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=50%\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=99999999999999999999\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"size=1e\"]", "[\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	/* The kernel reads the last of size= and nr_blocks= (pages). */
+	tmpfs_gets(p, "/x", "[\"size=1k\",\"nr_blocks=1000000\",\"mode=1777\"]",
+		   "[\"mode=1777\",\"nosuid\",\"noexec\",\"nodev\",\"size=67108864\"]");
+	tmpfs_gets(p, "/x", "[\"nr_blocks=1000000\",\"size=1k\",\"nr_inodes=10\"]",
+		   "[\"nr_inodes=10\",\"nosuid\",\"noexec\",\"nodev\",\"size=1024\"]");
+	tmpfs_gets(small, "/x", "[\"size=8m\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
+	/* Docker's /dev: device nodes must open, so dev/nodev stay as the engine wrote them. */
+	tmpfs_gets(p, "/dev", "[\"nosuid\",\"strictatime\",\"mode=755\",\"size=65536k\"]",
+		   "[\"strictatime\",\"mode=755\",\"nosuid\",\"noexec\",\"size=67108864\"]");
+	tmpfs_gets(p, "/dev", "[\"exec\",\"suid\",\"nodev\",\"size=1g\"]",
+		   "[\"nodev\",\"nosuid\",\"noexec\",\"size=67108864\"]");
+	tmpfs_gets(small, "/dev/shm", "[\"dev\",\"size=65536k\"]",
+		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
+}
+
+static void test_oom_killer_stays(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_json_ struct hezo_json *upd =
+		parse_json("{\"memory\":{\"limit\":67108864,\"disableOOMKiller\":true}}");
+	_cleanup_json_ struct hezo_json *bad = parse_json("{\"memory\":{\"disableOOMKiller\":1}}");
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	/* docker run --oom-kill-disable --memory 64m */
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "resources",
+				       parse_json("{\"memory\":{\"limit\":67108864,"
+						  "\"disableOOMKiller\":true}}")),
+			 0);
+	assert_int_equal(hezo_policy_apply_spec(p, spec, NULL, &err), 0);
+	assert_json(hezo_json_get_path(spec, "linux.resources.memory"),
+		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
+	/* update: the same */
+	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), 0);
+	assert_json(hezo_json_get(upd, "memory"),
+		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
+	assert_true(hezo_policy_apply_resources(p, bad, &err) < 0);
+	assert_non_null(
+		strstr(err->msg, "resources.memory.disableOOMKiller: expected true or false"));
+}
+
+/* config.json with linux.sysctl set to the object sysctl, applied; NULL or the error message. */
+static char *sysctl_apply(const struct hezo_policy *p, const char *sysctl)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "sysctl", parse_json(sysctl)),
+			 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) == 0) {
+		assert_json(hezo_json_get_path(spec, "linux.sysctl"), sysctl);
+		return NULL;
+	}
+	return strdup(err->msg);
+}
+
+static void sysctl_refused(const struct hezo_policy *p, const char *sysctl, const char *want)
+{
+	_cleanup_free_ char *msg = sysctl_apply(p, sysctl);
+
+	if (!msg || strcmp(msg, want) != 0)
+		print_error("%s: got %s, want %s\n", sysctl, msg ? msg : "success", want);
+	assert_non_null(msg);
+	assert_string_equal(msg, want);
+}
+
+static void test_sysctls(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *any =
+		parse_ok("{\"sysctls\":{\"net.ipv4.conf.all.route_localnet\":true,"
+			 "\"kernel.shm_rmid_forced\":\"1 1\"}}");
+
+	assert_value(p, "sysctls",
+		     "{\"kernel.shm_rmid_forced\":\"0 1\",\"net.ipv4.ip_local_port_range\":"
+		     "\"1024 65535\",\"net.ipv4.tcp_syncookies\":\"0 2\","
+		     "\"net.ipv4.ping_group_range\":\"0 2147483647\","
+		     "\"net.ipv4.ip_unprivileged_port_start\":\"0 65536\"}");
+	/* What Docker sends by default, and the rest of the safe set, pass. */
+	assert_null(sysctl_apply(p, "{\"net.ipv4.ip_unprivileged_port_start\":\"0\","
+				    "\"net.ipv4.ping_group_range\":\"0 2147483647\"}"));
+	assert_null(sysctl_apply(p, "{\"kernel.shm_rmid_forced\":\"1\","
+				    "\"net.ipv4.ip_local_port_range\":\"32768\\t60999\","
+				    "\"net.ipv4.tcp_syncookies\":\"2\"}"));
+	sysctl_refused(p, "{\"net.ipv4.conf.all.route_localnet\":\"1\"}",
+		       "linux.sysctl: \"net.ipv4.conf.all.route_localnet\" is not one of the "
+		       "sysctls the policy allows");
+	/* runc's slash spelling reaches the same file: only the listed spelling counts. */
+	sysctl_refused(p, "{\"net/ipv4/tcp_syncookies\":\"1\"}",
+		       "linux.sysctl: \"net/ipv4/tcp_syncookies\" is not one of the sysctls the "
+		       "policy allows");
+	sysctl_refused(p, "{\"net.ipv4.ip_local_port_range\":\"80 90\"}",
+		       "linux.sysctl: \"net.ipv4.ip_local_port_range\": \"80 90\" is not one or "
+		       "two numbers from 1024 to 65535");
+	sysctl_refused(p, "{\"net.ipv4.ping_group_range\":\"0 4294967295\"}",
+		       "linux.sysctl: \"net.ipv4.ping_group_range\": \"0 4294967295\" is not one "
+		       "or two numbers from 0 to 2147483647");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"1 1 1\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"1 1 1\" is not one or two "
+		       "numbers from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"-1\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"-1\" is not one or two numbers "
+		       "from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"\" is not one or two numbers "
+		       "from 0 to 1");
+	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":1}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": expected a string");
+	/* An admin's own list replaces the default one. */
+	assert_null(sysctl_apply(any, "{\"net.ipv4.conf.all.route_localnet\":\"1\"}"));
+	sysctl_refused(any, "{\"kernel.shm_rmid_forced\":\"0\"}",
+		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"0\" is not one or two numbers "
+		       "from 1 to 1");
+	sysctl_refused(any, "{\"net.ipv4.tcp_syncookies\":\"1\"}",
+		       "linux.sysctl: \"net.ipv4.tcp_syncookies\" is not one of the sysctls the "
+		       "policy allows");
+	parse_fails("{\"sysctls\":{\"a..b\":true}}",
+		    "policy t: sysctls[\"a..b\"]: not a sysctl name");
+	parse_fails("{\"sysctls\":{\"net/ipv4/x\":true}}", "not a sysctl name");
+	parse_fails("{\"sysctls\":{\"a.b\":\"2 1\"}}",
+		    "sysctls[\"a.b\"]: \"2 1\" is neither true nor \"LOW HIGH\"");
+	parse_fails("{\"sysctls\":{\"a.b\":false}}", "is neither true nor");
+	parse_fails("{\"sysctls\":[]}", "sysctls: expected an object, got array");
+}
+
+static void test_sysctls_project(void **state)
+{
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL, *lowv = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *low = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *bad = NULL;
+
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "low.json",
+		      "{\"sysctls\":{\"net.ipv4.ip_local_port_range\":\"2000 3000\"}}");
+	write_file_at(dir, "wide.json",
+		      "{\"sysctls\":{\"net.ipv4.ip_local_port_range\":\"80 3000\"}}");
+	write_file_at(dir, "new.json", "{\"sysctls\":{\"net.ipv4.conf.all.forwarding\":true}}");
+	assert_int_equal(hezo_policy_for_container(base, NULL, "low", &low, &err), 0);
+	lowv = policy_value(low, "sysctls");
+	assert_non_null(strstr(lowv, "\"net.ipv4.ip_local_port_range\":\"2000 3000\""));
+	assert_true(hezo_policy_for_container(base, NULL, "wide", &bad, &err) < 0);
+	assert_non_null(strstr(err->msg, "wide.json: sysctls: net.ipv4.ip_local_port_range: a "
+					 "project may only narrow the main policy's 1024 65535"));
+	hezo_error_free(TAKE_PTR(err));
+	assert_true(hezo_policy_for_container(base, NULL, "new", &bad, &err) < 0);
+	assert_non_null(strstr(err->msg, "new.json: sysctls: net.ipv4.conf.all.forwarding is "
+					 "not in the main policy's list"));
+	assert_null(bad);
+	remove_tree(dir);
+}
+
+/* linux.resources after apply of a config.json whose resources are res. */
+static void resources_get(const struct hezo_policy *p, const char *res, const char *path,
+			  const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "resources", parse_json(res)),
+			 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) < 0)
+		print_error("apply: %s\n", err->msg);
+	assert_null(err);
+	assert_json(hezo_json_get_path(spec, path), want);
+}
+
+static void test_weights(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *low =
+		parse_ok("{\"weights\":{\"cpuShares\":256,\"blkioWeight\":100}}");
+	_cleanup_json_ struct hezo_json *upd =
+		parse_json("{\"cpu\":{\"shares\":262144},\"blockIO\":{\"weight\":1000}}");
+	_cleanup_json_ struct hezo_json *upd2 = parse_json("{\"cpu\":{\"quota\":1000}}");
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_value(p, "weights", "{\"cpuShares\":1024,\"blkioWeight\":500}");
+	parse_fails("{\"weights\":{\"cpuShares\":1}}",
+		    "policy t: weights.cpuShares: 1 is not from 2 to 262144");
+	parse_fails("{\"weights\":{\"blkioWeight\":1001}}",
+		    "weights.blkioWeight: 1001 is not from 10 to 1000");
+	parse_fails("{\"weights\":{\"x\":1}}", "weights");
+	/* docker run --cpu-shares 262144 --blkio-weight 1000 --blkio-weight-device ...:900 */
+	resources_get(p,
+		      "{\"cpu\":{\"shares\":262144},\"blockIO\":{\"weight\":1000,\"leafWeight\":"
+		      "1000,\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":900,"
+		      "\"leafWeight\":20}]}}",
+		      "linux.resources.blockIO",
+		      "{\"weight\":500,\"leafWeight\":500,\"weightDevice\":[{\"major\":8,"
+		      "\"minor\":0,\"weight\":500,\"leafWeight\":20}]}");
+	resources_get(p, "{\"cpu\":{\"shares\":262144}}", "linux.resources.cpu.shares", "1024");
+	/* Lower stays lower; Docker's 0 (unset) stays unset while the policy is the kernel's. */
+	resources_get(p, "{\"cpu\":{\"shares\":2},\"blockIO\":{\"weight\":0}}",
+		      "linux.resources.cpu.shares", "2");
+	resources_get(p, "{\"cpu\":{\"shares\":0},\"blockIO\":{\"weight\":0}}",
+		      "linux.resources.blockIO", "{\"weight\":0}");
+	resources_get(p, "{\"cpu\":{\"shares\":0}}", "linux.resources.cpu.shares", "0");
+	resources_get(low, "{\"cpu\":{\"shares\":0}}", "linux.resources.cpu.shares", "256");
+	resources_get(low, "{}", "linux.resources.cpu.shares", "256");
+	resources_get(low, "{\"cpu\":{\"shares\":1024}}", "linux.resources.cpu.shares", "256");
+	/* update: clamped when sent, absent stays absent. */
+	assert_int_equal(hezo_policy_apply_resources(low, upd, &err), 0);
+	assert_json(hezo_json_get_path(upd, "cpu.shares"), "256");
+	assert_json(hezo_json_get_path(upd, "blockIO.weight"), "100");
+	assert_int_equal(hezo_policy_apply_resources(low, upd2, &err), 0);
+	assert_null(hezo_json_get_path(upd2, "cpu.shares"));
+}
+
+const struct CMUnitTest policy_flags_tests[] = {
+	cmocka_unit_test(test_tmpfs_key),	 cmocka_unit_test(test_tmpfs_clamped),
+	cmocka_unit_test(test_oom_killer_stays), cmocka_unit_test(test_sysctls),
+	cmocka_unit_test(test_sysctls_project),	 cmocka_unit_test(test_weights),
+};
+const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);
