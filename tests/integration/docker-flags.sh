@@ -21,7 +21,7 @@ hezo_require_shim
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 IMG=$HEZO_TEST_IMAGE
-RT=hezo-shim
+RT=hezo-test-flags-$HEZO_TEST_BACKEND
 MIB=1048576
 
 hezo_make_wrapper
