@@ -119,6 +119,7 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
 	for (int hops = 0; hops < 40; hops++) {
 		char *slash, *base;
 		ssize_t n;
+		int r;
 
 		if (realpath(cur, out) && strlen(out) < size)
 			return check_ns_components(out, err);
@@ -137,6 +138,10 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
 			return hezo_error_set(err, EINVAL, "%s: cannot be resolved", out);
 		if (proc_ns_dir(dir))
 			return 0;
+		/* A link on the way is as good as the directory it sits in. */
+		r = check_ns_components(dir, err);
+		if (r < 0)
+			return r;
 		n = readlink(out, link, sizeof(link) - 1);
 		if (n < 0)
 			return -errno;

@@ -270,12 +270,11 @@ int shim_bundle_tidy(const struct shim_ctx *ctx)
 	return removed;
 }
 
-static void bundle_remove(const struct shim_ctx *ctx, int kdir, const char *id)
+static void bundle_remove(int kdir, const char *id)
 {
 	_cleanup_close_ int bdir = -1;
 	char name[256];
 
-	(void)ctx;
 	bdir = openat(kdir, BUNDLES, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (bdir < 0)
 		return;
@@ -325,7 +324,7 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	if (dir < 0)
 		return dir;
 	/* Bundle first: a bundle without its record is litter the next create tidies. */
-	bundle_remove(ctx, dir, id);
+	bundle_remove(dir, id);
 	record_name(id, name, sizeof(name));
 	if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
 		return -errno;
