@@ -54,6 +54,107 @@ static struct hezo_json *want_array(struct hezo_json *parent, const char *key, c
 	return v;
 }
 
+/* /proc/<pid>/ns or /proc/<pid>/task/<tid>/ns: the kernel's, nobody renames in it. */
+static bool proc_ns_dir(const char *dir)
+{
+	const char *s = dir;
+
+	if (strncmp(s, "/proc/", 6) != 0 || !isdigit((unsigned char)s[6]))
+		return false;
+	for (s += 6; isdigit((unsigned char)*s); s++)
+		;
+	if (strncmp(s, "/task/", 6) == 0 && isdigit((unsigned char)s[6]))
+		for (s += 6; isdigit((unsigned char)*s); s++)
+			;
+	return strcmp(s, "/ns") == 0;
+}
+
+/*
+ * Every directory on the way to path, and path itself, as only root (or the shim's uid) can
+ * change it: a directory others may write into (but for a sticky one, whose entries stay their
+ * owners') or one owned by another uid lets that uid swap what the path names after the check.
+ */
+static int check_ns_components(const char *path, struct hezo_error **err)
+{
+	_cleanup_free_ char *p = strdup(path);
+	struct stat st;
+
+	if (!p)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	for (char *s = p;; s++) {
+		bool last = *s == '\0';
+		char c = *s;
+
+		if (!last && (*s != '/' || s == p))
+			continue;
+		*s = '\0';
+		if (lstat(s == p ? "/" : p, &st) < 0)
+			return -errno;
+		*s = c;
+		if (st.st_uid != 0 && st.st_uid != geteuid())
+			return hezo_error_set(err, EPERM, "%.*s is owned by uid %u",
+					      (int)(s - p) ?: 1, p, (unsigned)st.st_uid);
+		if (!last && (st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+			return hezo_error_set(err, EPERM, "%.*s can be written by others",
+					      (int)(s - p) ?: 1, p);
+		if (last)
+			break;
+	}
+	return 0;
+}
+
+/*
+ * The path with no symlink left, the one that is checked and then written into config.json, so
+ * the runtime opens what was checked and not what a repointed link names by then. A namespace
+ * file under /proc/<pid>/ns is a kernel link that realpath() cannot follow: it ends there.
+ * A failed system call returns -errno and leaves err unset.
+ */
+static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo_error **err)
+{
+	char cur[PATH_MAX], dir[PATH_MAX], link[PATH_MAX];
+	struct stat st;
+
+	if (strlen(path) >= sizeof(cur))
+		return hezo_error_set(err, ENAMETOOLONG, "path too long");
+	snprintf(cur, sizeof(cur), "%s", path);
+	for (int hops = 0; hops < 40; hops++) {
+		char *slash, *base;
+		ssize_t n;
+		int r;
+
+		if (realpath(cur, out) && strlen(out) < size)
+			return check_ns_components(out, err);
+		slash = strrchr(cur, '/');
+		if (!slash || cur[0] != '/')
+			return hezo_error_set(err, EINVAL, "not an absolute path");
+		*slash = '\0';
+		base = slash + 1;
+		if (!realpath(cur[0] ? cur : "/", dir))
+			return -errno;
+		if ((size_t)snprintf(out, size, "%s/%s", strcmp(dir, "/") ? dir : "", base) >= size)
+			return hezo_error_set(err, ENAMETOOLONG, "path too long");
+		if (lstat(out, &st) < 0)
+			return -errno;
+		if (!S_ISLNK(st.st_mode))
+			return hezo_error_set(err, EINVAL, "%s: cannot be resolved", out);
+		if (proc_ns_dir(dir))
+			return 0;
+		/* A link on the way is as good as the directory it sits in. */
+		r = check_ns_components(dir, err);
+		if (r < 0)
+			return r;
+		n = readlink(out, link, sizeof(link) - 1);
+		if (n < 0)
+			return -errno;
+		link[n] = '\0';
+		if (link[0] == '/')
+			snprintf(cur, sizeof(cur), "%s", link);
+		else if ((size_t)snprintf(cur, sizeof(cur), "%s/%s", dir, link) >= sizeof(cur))
+			return hezo_error_set(err, ENAMETOOLONG, "path too long");
+	}
+	return hezo_error_set(err, ELOOP, "too many symlinks");
+}
+
 /*
  * A namespace named by path that is not the host's: only one of hezo-shim's own containers', or
  * one no process is in yet (the engine made it for this container). Anything else is some other
@@ -115,7 +216,7 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 		}
 		if (pathv && pathv->type != HEZO_JSON_NULL) {
 			const char *path = hezo_json_string(pathv);
-			char self[64];
+			char self[64], resolved[PATH_MAX];
 			struct stat a, b;
 
 			if (!path)
@@ -124,6 +225,27 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 					"linux.namespaces[%zu] (%s): path: expected a string", i,
 					type);
 			if (path[0]) {
+				_cleanup_error_ struct hezo_error *e = NULL;
+
+				r = resolve_ns_path(path, resolved, sizeof(resolved), &e);
+				if (r < 0 && !e)
+					return hezo_error_set_errno(
+						err, -r, "linux.namespaces[%zu] (%s): path %s", i,
+						type, path);
+				if (r < 0)
+					return hezo_error_set(err, -r,
+							      "linux.namespaces[%zu] (%s): path "
+							      "%s: %s",
+							      i, type, path, e->msg);
+				/* What is checked is what the runtime is handed. */
+				if (strcmp(resolved, path) != 0) {
+					struct hezo_json *nv = hezo_json_new_string(resolved);
+
+					if (!nv || hezo_json_set(nss->items[i], "path", nv) < 0)
+						return hezo_error_set(err, ENOMEM, "out of memory");
+					path = hezo_json_string(
+						hezo_json_get(nss->items[i], "path"));
+				}
 				/* Joining the shim's own namespace is joining the host's. */
 				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
 				if (stat(path, &a) < 0)

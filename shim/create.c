@@ -1,7 +1,7 @@
 /*
  * create, run and restore: put the bundle's config.json in the policy's box, record the backend,
- * then hand over to it. Nothing is changed on disk until every check has passed, and a bundle the
- * backend refuses gets its config.json back and no record.
+ * then hand over to it on a bundle of the shim's own. Nothing is changed on disk until every check
+ * has passed, and a bundle the backend refuses gets its config.json back and no record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -230,6 +230,63 @@ static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, con
 }
 
 /*
+ * The backend reads config.json (and resolves root.path) from the bundle it is given: handed the
+ * caller's, it would read whatever the caller renamed over config.json after the checks. It gets
+ * the shim's private copy instead, root.path made absolute against the caller's bundle.
+ */
+static int save_backend_bundle(int pfd, const struct hezo_json *spec, const char *bundle_real,
+			       struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
+	_cleanup_free_ char *joined = NULL;
+	const char *root;
+	char real[PATH_MAX];
+	struct hezo_json *r;
+
+	if (!copy)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	root = hezo_json_string(hezo_json_get_path(copy, "root.path"));
+	if (!root || !root[0])
+		return hezo_error_set(err, EINVAL, "root.path: expected a non-empty string");
+	if (root[0] != '/' && asprintf(&joined, "%s/%s", bundle_real, root) < 0) {
+		joined = NULL;
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	if (!realpath(joined ? joined : root, real))
+		return hezo_error_set_errno(err, errno, "root.path %s", root);
+	r = hezo_json_get_type(copy, "root", HEZO_JSON_OBJECT);
+	if (!r || set_string(r, "path", real) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return hezo_spec_save_at(pfd, "config.json", copy, err);
+}
+
+/* The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID). */
+static int backend_verb_args(const char *verb, int argc, char **argv, const char *bundle,
+			     struct shim_argv *out, struct hezo_error **err)
+{
+	struct shim_args a = {0};
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, err);
+	if (r < 0)
+		return r;
+	r = shim_argv_push(out, "--bundle");
+	r = r ?: shim_argv_push(out, bundle);
+	for (size_t i = 0; r == 0 && i < a.n; i++) {
+		const struct shim_opt *o = &a.opts[i];
+
+		if (o->flag && strcmp(o->flag->name, "bundle") == 0)
+			continue;
+		for (int k = 0; r == 0 && k < o->count; k++)
+			r = shim_argv_push(out, argv[o->first + k]);
+	}
+	shim_args_done(&a);
+	if (r < 0)
+		return hezo_error_set(err, -r, "out of memory");
+	return 0;
+}
+
+/*
  * A record left by an earlier container of the same ID on another backend must not be lost: its
  * later verbs would go to the wrong backend. Same backend: overwrite, since a stale record is
  * normal after a foreground `run` (the backend deletes the container itself when it exits).
@@ -269,13 +326,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
-	_cleanup_close_ int bfd = -1, adm_fd = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
 	struct hezo_apply_env env = {0};
 	struct shim_owner_query owner_q;
 	struct shim_target t = {0};
-	struct shim_argv av = {0};
+	struct shim_argv av = {0}, vargs = {0};
 	struct shim_args a = {0};
-	char bundle_real[PATH_MAX];
+	char bundle_real[PATH_MAX], priv[PATH_MAX];
 	const char *id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	bool engine_seccomp;
@@ -379,9 +436,6 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		r = hezo_error_set(&err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
-	if (r < 0)
-		goto fail;
 	r = check_old_record(ctx, id, &t, &err);
 	if (r < 0)
 		goto fail;
@@ -395,8 +449,24 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = shim_record_write(ctx, id, rec, &err);
 	if (r < 0)
 		goto fail;
+	/* Bundles of containers whose shim died before it could remove them. */
+	(void)shim_bundle_tidy(ctx);
+	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), &err);
+	r = pfd < 0 ? pfd : save_backend_bundle(pfd, spec, bundle_real, &err);
+	if (r < 0) {
+		shim_record_remove(ctx, id);
+		hezo_error_prefix(&err, "backend bundle");
+		goto fail;
+	}
+	r = backend_verb_args(verb, argc, argv, priv, &vargs, &err);
+	r = r ?: shim_backend_argv(ctx, &t, verb, (int)vargs.n, vargs.v, &av, &err);
+	if (r < 0) {
+		shim_record_remove(ctx, id);
+		goto fail;
+	}
 	/* A shim killed mid-rewrite leaves its temporary file; the next create tidies up. */
 	(void)hezo_clean_stale_temps_at(bfd, "config.json");
+	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
 	r = hezo_spec_save_at(bfd, "config.json", spec, &err);
 	if (r < 0) {
 		shim_record_remove(ctx, id);
@@ -428,6 +498,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 fail:
 	shim_args_done(&a);
 	shim_argv_done(&av);
+	shim_argv_done(&vargs);
 	shim_target_done(&t);
 	return shim_fail(ctx, err);
 }

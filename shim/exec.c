@@ -1,21 +1,34 @@
 /*
- * exec: the new process gets the container's policy too. The process JSON is clamped in place
- * and capabilities the policy does not allow are taken out of --cap before the backend runs.
+ * exec: the new process gets the container's policy too. The process JSON is clamped into a file
+ * of the container's private bundle, which the backend is handed instead of the caller's, and
+ * capabilities the policy does not allow are taken out of --cap before the backend runs.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "hezo-file.h"
 #include "hezo-spec.h"
 #include "shim.h"
 
-/* Rewrite the process file given with --process, in its own directory, atomically. */
-static int clamp_process_file(const struct hezo_policy *p, const char *path,
-			      const struct shim_argv *prefix, int64_t nproc,
+/*
+ * Clamp the process file given with --process into the container's private bundle, as
+ * exec-<pid>.json: the caller's file is left alone, since the backend would re-read it by path
+ * after the check and a rename over it in between would win. The shim exec()s the backend, so the
+ * pid is the backend's, and the file is litter once that pid is gone (the next exec or the
+ * delete removes it). *clamped gets the file's path.
+ */
+static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
+			      const struct hezo_policy *p, const char *path,
+			      const struct shim_argv *prefix, int64_t nproc, char **clamped,
 			      struct hezo_error **err)
 {
+	char priv[PATH_MAX], pname[64];
+	_cleanup_close_ int pfd = -1;
 	_cleanup_free_ char *dir = strdup(path), *data = NULL, *out = NULL;
 	_cleanup_json_ struct hezo_json *proc = NULL;
 	_cleanup_close_ int dfd = -1;
@@ -75,9 +88,41 @@ static int clamp_process_file(const struct hezo_policy *p, const char *path,
 	r = hezo_json_dump(proc, false, &out, &len, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
-	r = hezo_write_file_atomic_at(dfd, name, out, len, 0600, err);
-	if (r < 0)
+	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_CREATE, priv, sizeof(priv), err);
+	if (pfd < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
+	(void)shim_bundle_tidy_execs(pfd);
+	snprintf(pname, sizeof(pname), SHIM_EXEC_PREFIX "%d.json", (int)getpid());
+	r = hezo_write_state_file_at(pfd, pname, out, len, 0600, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec --process %s: %s/%s", path, priv, pname);
+	if (asprintf(clamped, "%s/%s", priv, pname) < 0) {
+		*clamped = NULL;
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Point every --process of argv at path (argv is ours: main's array). */
+static int repoint_process(const struct shim_args *a, char **argv, char *path, char **eq_form)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		const struct shim_opt *o = &a->opts[i];
+
+		if (!o->flag || strcmp(o->flag->name, "process") != 0)
+			continue;
+		if (o->count == 2) {
+			argv[o->first + 1] = path;
+			continue;
+		}
+		/* "--process=X", "-p=X": one token. */
+		free(*eq_form);
+		if (asprintf(eq_form, "--process=%s", path) < 0) {
+			*eq_form = NULL;
+			return -ENOMEM;
+		}
+		argv[o->first] = *eq_form;
+	}
 	return 0;
 }
 
@@ -94,6 +139,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	struct shim_target t = {0};
 	struct shim_args a = {0};
+	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const char *id, *process;
 	int64_t nproc = 0;
 	size_t dropped;
@@ -133,9 +179,13 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 
 	process = shim_args_get(&a, "process");
 	if (process) {
-		r = clamp_process_file(p, process, &prefix, nproc, &err);
+		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, &clamped, &err);
 		if (r < 0)
 			goto fail;
+		if (repoint_process(&a, argv, clamped, &eq_form) < 0) {
+			r = hezo_error_set(&err, ENOMEM, "out of memory");
+			goto fail;
+		}
 	}
 
 	if (shim_exec_filter(&a, argv, cap_allowed, p, &kept, &dropped) < 0) {

@@ -1,7 +1,9 @@
 /*
  * Container records: STATE_DIR/<root key>/<id>.json says which backend (and which flags) created
  * a container, so every later verb goes to that backend and exec/update get its policy again.
+ * Beside each record, STATE_DIR/<root key>/.bundles/<id>/ is the bundle the backend is handed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,7 +11,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "hezo-file.h"
 #include "shim.h"
@@ -133,6 +137,170 @@ int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_jso
 	return 0;
 }
 
+/* ---- the backend's bundle ---- */
+
+#define BUNDLES ".bundles"
+
+/* The bundle's directory name: the record's name without ".json". */
+static void bundle_name(const char *id, char *buf, size_t size)
+{
+	record_name(id, buf, size);
+	buf[strlen(buf) - 5] = '\0';
+}
+
+/* A directory only this uid can write into: anything else is refused, never used. */
+static int private_dir_at(int dir, const char *name, bool create, const char *what,
+			  struct hezo_error **err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (create && mkdirat(dir, name, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "%s", what);
+	fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT && !create ? -ENOENT
+						  : hezo_error_set_errno(err, errno, "%s", what);
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", what);
+	if (st.st_uid != geteuid() || (st.st_mode & 077))
+		return hezo_error_set(err, EPERM,
+				      "%s: owned by uid %u with mode %04o; the shim uses only a "
+				      "directory of its own uid with mode 0700",
+				      what, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return TAKE_FD(fd);
+}
+
+/* Empty dir/name (files only: the shim puts nothing else there) and remove it. */
+static int remove_bundle_at(int dir, const char *name)
+{
+	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(fd);
+	if (!d)
+		return -errno;
+	fd = -1;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	if (unlinkat(dir, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int shim_bundle_open(const struct shim_ctx *ctx, const char *id, int flags, char *path, size_t size,
+		     struct hezo_error **err)
+{
+	bool create = flags & (SHIM_BUNDLE_CREATE | SHIM_BUNDLE_FRESH);
+	_cleanup_close_ int kdir = -1, bdir = -1;
+	char key[SHIM_KEY_LEN], name[256], what[PATH_MAX];
+	int fd;
+
+	root_key(ctx->g.root, key);
+	kdir = open_key_dir(ctx, create, err);
+	if (kdir < 0)
+		return kdir;
+	snprintf(what, sizeof(what), "state directory %s/%s/%s", ctx->state_dir, key, BUNDLES);
+	bdir = private_dir_at(kdir, BUNDLES, create, what, err);
+	if (bdir < 0)
+		return bdir;
+	bundle_name(id, name, sizeof(name));
+	if ((size_t)snprintf(path, size, "%s/%s/%s/%s", ctx->state_dir, key, BUNDLES, name) >= size)
+		return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", what, name);
+	if (flags & SHIM_BUNDLE_FRESH) {
+		/* A foreground run's container leaves its bundle: a new one starts empty. */
+		int r = remove_bundle_at(bdir, name);
+		if (r < 0)
+			return hezo_error_set_errno(err, -r, "bundle %s", path);
+	}
+	fd = private_dir_at(bdir, name, create, path, err);
+	return fd;
+}
+
+int shim_bundle_tidy(const struct shim_ctx *ctx)
+{
+	_cleanup_close_ int kdir = -1, bdir = -1;
+	struct dirent *de;
+	int removed = 0;
+	DIR *d;
+
+	kdir = open_key_dir(ctx, false, NULL);
+	if (kdir < 0)
+		return 0;
+	bdir = openat(kdir, BUNDLES, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (bdir < 0)
+		return 0;
+	d = fdopendir(bdir);
+	if (!d)
+		return 0;
+	bdir = -1;
+	while ((de = readdir(d))) {
+		char rec[300];
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		/* The record is written before its bundle and removed after it. */
+		snprintf(rec, sizeof(rec), "%s.json", de->d_name);
+		if (fstatat(kdir, rec, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+			continue;
+		if (remove_bundle_at(dirfd(d), de->d_name) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
+static void bundle_remove(int kdir, const char *id)
+{
+	_cleanup_close_ int bdir = -1;
+	char name[256];
+
+	bdir = openat(kdir, BUNDLES, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (bdir < 0)
+		return;
+	bundle_name(id, name, sizeof(name));
+	(void)remove_bundle_at(bdir, name);
+}
+
+int shim_bundle_tidy_execs(int bundle)
+{
+	struct dirent *de;
+	int fd, removed = 0;
+	DIR *d;
+
+	fd = openat(bundle, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		char *end;
+		long pid;
+
+		if (strncmp(de->d_name, SHIM_EXEC_PREFIX, strlen(SHIM_EXEC_PREFIX)) != 0)
+			continue;
+		pid = strtol(de->d_name + strlen(SHIM_EXEC_PREFIX), &end, 10);
+		if (pid <= 0 || strcmp(end, ".json") != 0)
+			continue;
+		/* The backend that was handed the file runs as that pid (the shim exec()ed it). */
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		if (unlinkat(bundle, de->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
+
 int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int dir = -1;
@@ -141,6 +309,8 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	dir = open_key_dir(ctx, false, NULL);
 	if (dir < 0)
 		return dir;
+	/* Bundle first: a bundle without its record is litter the next create tidies. */
+	bundle_remove(dir, id);
 	record_name(id, name, sizeof(name));
 	if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
 		return -errno;

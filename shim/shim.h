@@ -63,7 +63,24 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
 /* 0 and *out when found, -ENOENT when there is no record; other errors fill err. */
 int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_json **out,
 		     struct hezo_error **err);
+/* Removes the record and the container's private bundle (below). */
 int shim_record_remove(const struct shim_ctx *ctx, const char *id);
+/*
+ * The bundle the backend is handed: STATE_DIR/<root key>/.bundles/<id>, mode 0700, of the
+ * shim's uid, so nobody who can write the caller's bundle can change what the backend reads
+ * after the shim checked it. Opens it and writes its path; -ENOENT when missing and not asked
+ * to create it.
+ */
+#define SHIM_BUNDLE_CREATE 1 /* make it when missing */
+#define SHIM_BUNDLE_FRESH  2 /* empty and new (create) */
+int shim_bundle_open(const struct shim_ctx *ctx, const char *id, int flags, char *path, size_t size,
+		     struct hezo_error **err);
+/* Remove bundles whose record is gone (a shim killed between the two). Returns how many. */
+int shim_bundle_tidy(const struct shim_ctx *ctx);
+/* exec's clamped process files in a bundle: exec-<backend pid>.json. */
+#define SHIM_EXEC_PREFIX "exec-"
+/* Remove the process files whose backend no longer runs. Returns how many. */
+int shim_bundle_tidy_execs(int bundle);
 int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struct hezo_error **err);
 /* The per-container policy again: base + the record's project hint + its annotations. */
 int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,

@@ -172,12 +172,19 @@ hezo_shim()
 }
 
 # hezo_state_records ID: files in the shim's state directory that name or mention container ID.
+# The records come first (callers take the first line as the record), then what the container's
+# private bundle (STATE/KEY/.bundles/ID) holds.
 hezo_state_records()
 {
-	{
+	local all
+	all=$({
 		find "$HEZO_TEST_STATE" -name "*$1*" 2>/dev/null
 		grep -rlF -- "$1" "$HEZO_TEST_STATE" 2>/dev/null
-	} | sort -u
+	} | sort -u)
+	[ -n "$all" ] || return 0
+	grep -v '/\.bundles/' <<<"$all"
+	grep '/\.bundles/' <<<"$all"
+	return 0
 }
 
 # hezo_cgroup_dir CONTROLLER CGROUPS_PATH: the host directory of a cgroup v1 controller for an

@@ -1,0 +1,252 @@
+#!/bin/bash
+# Integration: a caller who can write its bundle swaps files between the shim's check and the
+# backend's read (red team rt12): config.json renamed over after the rewrite, the --process file
+# of exec renamed over, a namespace symlink repointed. The backend must only ever see what the
+# shim checked: it reads a bundle of the shim's own under the state directory.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/box.sh
+. "$here/../lib/box.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+
+hezo_require_root
+hezo_require_tools jq runc python3 timeout ip unshare "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+ATTEMPTS=${HEZO_TOCTOU_ATTEMPTS:-20}
+diag "backend $HEZO_TEST_BACKEND ($(hezo_backend_bin)), shim $HEZO_SHIM_BIN, $ATTEMPTS attempts per race"
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-toctou-$HEZO_TEST_BACKEND
+WORK=$(mktemp -d "$HEZO_TEST_DIR/toctou.XXXXXX")
+tap_cleanup "rm -rf '$WORK'"
+hezo_write_policy bundle
+# The shim's state keys are per --root; find the private bundle by its name instead.
+priv_bundle() { find "$HEZO_TEST_STATE" -path "*/.bundles/$1" -type d 2>/dev/null | head -n 1; }
+
+new_id()
+{
+	ID="hezo-it-$1-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'; hezo_shim --root '$ROOT' delete --force '$ID' >/dev/null 2>&1"
+}
+
+# --- structure: the backend's bundle is the shim's, 0700, holding the rewritten config.json -------
+new_id layout
+B=$WORK/layout
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/layout.out" 2>"$WORK/layout.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[layout] create exits 0" || diag "stderr: $(cat "$WORK/layout.err")"
+backend_bundle=$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r .bundle)
+P=$(priv_bundle "$ID")
+expect_match "$backend_bundle" "^$HEZO_TEST_STATE/[^/]+/\\.bundles/$ID\$" "[layout] the backend's --bundle is under the state directory"
+expect_eq "$backend_bundle" "$P" "[layout] and it is the container's private bundle"
+expect_eq "$(stat -c '%a %u' "$P" 2>&1)" "700 0" "[layout] private bundle: mode 0700, owned by root"
+expect_eq "$(stat -c '%a %u' "$(dirname "$P")" 2>&1)" "700 0" "[layout] .bundles: mode 0700, owned by root"
+expect_eq "$(jq -r .root.path "$P/config.json" 2>&1)" "$(realpath "$B/rootfs")" "[layout] private config.json: root.path absolute"
+expect_eq "$(jq -r .root.path "$B/config.json")" rootfs "[layout] caller's config.json: root.path stays relative"
+expect_eq "$(jq -S 'del(.root.path)' "$P/config.json" 2>&1)" "$(jq -S 'del(.root.path)' "$B/config.json")" \
+	"[layout] private config.json is the rewritten one the caller's bundle shows"
+expect_eq "$(jq -r '[.process.capabilities[] | length] | add' "$P/config.json" 2>&1)" 0 \
+	"[layout] private config.json: every capability set empty"
+
+# exec: the clamped process file lives in the private bundle; the caller's is left as it was.
+check "[layout] start" hezo_shim --root "$ROOT" start "$ID"
+hezo_process_json '["sh", "-c", "grep CapEff /proc/self/status"]' "$HEZO_CAPS_GREEDY" >"$WORK/proc.json"
+cp "$WORK/proc.json" "$WORK/proc.orig"
+for n in 1 2; do
+	hezo_shim --root "$ROOT" exec --process "$WORK/proc.json" "$ID" >"$WORK/exec$n.out" 2>"$WORK/exec$n.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc:$(tr -d '\t' <"$WORK/exec$n.out")" "0:CapEff:0000000000000000" "[layout] exec $n: no capability" ||
+		diag "stderr: $(cat "$WORK/exec$n.err")"
+done
+expect_eq "$(cmp "$WORK/proc.json" "$WORK/proc.orig" 2>&1 && echo same)" same "[layout] exec: the caller's --process file is untouched"
+n=$(find "$P" -name 'exec-*.json' | wc -l)
+expect_eq "$n" 1 "[layout] exec: the file of the first exec is tidied by the second, once its backend is gone"
+f=$(find "$P" -name 'exec-*.json' | head -n 1)
+expect_eq "$(stat -c %a "$f" 2>&1)" 600 "[layout] exec: the clamped process file is 0600"
+expect_eq "$(jq -r '[.capabilities[] | length] | add' "$f" 2>&1)" 0 "[layout] exec: the clamped file has no capability"
+hezo_shim --root "$ROOT" kill "$ID" KILL >/dev/null 2>&1
+hezo_wait_status "$ROOT" "$ID" stopped 20
+check "[layout] delete" hezo_shim --root "$ROOT" delete "$ID"
+expect_eq "$(test -e "$P" && echo present || echo gone)" gone "[layout] delete removes the private bundle"
+expect_eq "$(hezo_state_records "$ID")" "" "[layout] nothing of the container left in the state directory"
+
+# --- delete --force of a running container, and stale bundles ------------------------------------
+new_id force
+B=$WORK/force
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/force.out" 2>"$WORK/force.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[force] create exits 0" || diag "stderr: $(cat "$WORK/force.err")"
+P=$(priv_bundle "$ID")
+STALE=
+if [ -n "$P" ]; then
+	STALE=$(dirname "$P")/hezo-it-stale-$(hezo_rand)
+	mkdir -m 0700 "$STALE" && echo '{}' >"$STALE/config.json"
+fi
+check "[force] start" hezo_shim --root "$ROOT" start "$ID"
+check "[force] delete --force" hezo_shim --root "$ROOT" delete --force "$ID"
+expect_eq "$(test -e "$P" && echo present || echo gone)" gone "[force] delete --force removes the private bundle"
+new_id tidy
+B=$WORK/tidy
+hezo_make_bundle "$B" "$ID" '["true"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/tidy.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[tidy] create exits 0" || diag "stderr: $(cat "$WORK/tidy.err")"
+expect_eq "$([ -n "$STALE" ] && ! test -e "$STALE" && echo gone || echo "present (or none made)")" gone \
+	"[tidy] the next create removes a bundle whose record is gone"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- a refused create leaves nothing ------------------------------------------------------------
+new_id refused
+B=$WORK/refused
+hezo_make_bundle "$B" "$ID" '["true"]' \
+	'.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refused] a bind mount of / is refused"
+expect_eq "$(hezo_state_records "$ID")" "" "[refused] no record and no private bundle left"
+
+# --- race 1: config.json renamed over right after the shim's rewrite -----------------------------
+new_id swapcfg
+B=$WORK/swapcfg
+hezo_make_bundle "$B" "$ID" '["sh", "-c", "grep CapEff /proc/self/status; test -d /host/etc && echo HOSTROOT; echo end"]' ||
+	bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/swapcfg.orig"
+# What the caller renames in: every capability, no seccomp, the host's / at /host, the host's pid
+# namespace, and a command that says so.
+jq --argjson caps "$HEZO_CAPS_GREEDY" '
+	.process.capabilities = {bounding: $caps, effective: $caps, permitted: $caps}
+	| .process.args = ["sh", "-c", "echo SWAPPED; grep CapEff /proc/self/status; test -d /host/etc && echo HOSTROOT; echo end"]
+	| .mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]
+	| .linux.namespaces |= map(select(.type != "pid"))
+	| del(.linux.seccomp)' "$WORK/swapcfg.orig" >"$WORK/evil.json"
+swapped=0 seen=0 ran=0
+for ((i = 0; i < ATTEMPTS; i++)); do
+	cp "$WORK/swapcfg.orig" "$B/config.json"
+	python3 "$here/swap.py" "$B/config.json" "$WORK/evil.json" 30 >"$WORK/swap.log" 2>&1 &
+	spid=$!
+	for ((w = 0; w < 50; w++)); do grep -q ready "$WORK/swap.log" && break; sleep 0.05; done
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/race.out" 2>"$WORK/race.err" </dev/null && rc=0 || rc=$?
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	grep -q swapped "$WORK/swap.log" && swapped=$((swapped + 1))
+	[ "$rc" = 0 ] && ran=$((ran + 1))
+	if grep -qE 'SWAPPED|HOSTROOT' "$WORK/race.out" ||
+		{ [ "$rc" = 0 ] && ! grep -q 'CapEff:[[:space:]]*0000000000000000' "$WORK/race.out"; }; then
+		seen=$((seen + 1))
+		diag "attempt $i: $(tr '\n' ' ' <"$WORK/race.out")"
+	fi
+	hezo_bundle_cleanup "$ROOT" "$ID"
+done
+diag "config.json: swapped in $swapped of $ATTEMPTS attempts, the container ran $ran times"
+expect_ne "$swapped" 0 "[swap config.json] the swap did happen (else this proves nothing)"
+expect_eq "$ran" "$ATTEMPTS" "[swap config.json] every run still succeeded"
+expect_eq "$seen" 0 "[swap config.json] the container never saw the swapped config (capabilities, host /)"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- race 2: exec's --process file renamed over ---------------------------------------------------
+new_id swapexec
+B=$WORK/swapexec
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/swapexec.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[swap exec] create exits 0" || diag "stderr: $(cat "$WORK/swapexec.err")"
+check "[swap exec] start" hezo_shim --root "$ROOT" start "$ID"
+hezo_process_json '["sh", "-c", "grep CapEff /proc/self/status"]' "$HEZO_CAPS_GREEDY" >"$WORK/p.orig"
+hezo_process_json '["sh", "-c", "echo SWAPPED; grep CapEff /proc/self/status"]' "$HEZO_CAPS_GREEDY" >"$WORK/p.evil"
+seen=0 ran=0
+for ((i = 0; i < ATTEMPTS; i++)); do
+	cp "$WORK/p.orig" "$WORK/p.json"
+	python3 "$here/swap.py" "$WORK/p.json" "$WORK/p.evil" 30 >"$WORK/swap.log" 2>&1 &
+	spid=$!
+	for ((w = 0; w < 50; w++)); do grep -q ready "$WORK/swap.log" && break; sleep 0.05; done
+	hezo_shim --root "$ROOT" exec --process "$WORK/p.json" "$ID" >"$WORK/race.out" 2>"$WORK/race.err" </dev/null && rc=0 || rc=$?
+	kill "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	[ "$rc" = 0 ] && ran=$((ran + 1))
+	if grep -q SWAPPED "$WORK/race.out" || ! grep -q 'CapEff:[[:space:]]*0000000000000000' "$WORK/race.out"; then
+		seen=$((seen + 1))
+		diag "attempt $i (rc $rc): $(tr '\n' ' ' <"$WORK/race.out") $(head -c 300 "$WORK/race.err")"
+	fi
+done
+expect_eq "$ran" "$ATTEMPTS" "[swap exec] every exec still succeeded"
+expect_eq "$seen" 0 "[swap exec] no exec'd process ever got the swapped file's capabilities"
+expect_eq "$(cmp "$WORK/p.json" "$WORK/p.orig" 2>&1 && echo same)" same \
+	"[swap exec] the caller's file is not rewritten (nothing to race on)"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- race 3: a namespace symlink repointed between check and open (runc joins by path) -----------
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	NSA=hezo-it-nsa-$(hezo_rand)
+	NSF=hezo-it-nsf-$(hezo_rand)
+	ip netns add "$NSA" && tap_cleanup "ip netns del '$NSA'"
+	ip netns add "$NSF" && tap_cleanup "ip netns del '$NSF'"
+	# A process of no container in the foreign one: the shim refuses it when it sees it.
+	ip netns exec "$NSF" sleep 600 &
+	FPID=$!
+	tap_cleanup "kill $FPID"
+	LINK=$WORK/netns-link
+	ln -s "/run/netns/$NSA" "$LINK"
+	new_id swapns
+	B=$WORK/swapns
+	hezo_make_bundle "$B" "$ID" '["sleep", "600"]' \
+		'.linux.namespaces |= map(if .type == "network" then .path = "'"$LINK"'" else . end)' ||
+		bail_out "cannot make bundle"
+	cp "$B/config.json" "$WORK/swapns.orig"
+	ina=$(stat -L -c %i "/run/netns/$NSA") inf=$(stat -L -c %i "/run/netns/$NSF")
+	foreign=0 created=0
+	for ((i = 0; i < ATTEMPTS; i++)); do
+		cp "$WORK/swapns.orig" "$B/config.json"
+		ln -sfn "/run/netns/$NSA" "$LINK"
+		python3 "$here/flip.py" "$LINK" "/run/netns/$NSA" "/run/netns/$NSF" 30 >"$WORK/flip.log" 2>&1 &
+		fpid=$!
+		for ((w = 0; w < 50; w++)); do grep -q ready "$WORK/flip.log" && break; sleep 0.05; done
+		hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null &&
+			rc=0 || rc=$?
+		kill "$fpid" 2>/dev/null
+		wait "$fpid" 2>/dev/null
+		if [ "$rc" = 0 ]; then
+			created=$((created + 1))
+			in=$(stat -L -c %i "/proc/$(cat "$WORK/swapns.pid")/ns/net" 2>/dev/null)
+			[ "$in" = "$ina" ] || { foreign=$((foreign + 1)); diag "attempt $i: netns $in (foreign $inf)"; }
+		fi
+		hezo_bundle_cleanup "$ROOT" "$ID"
+		hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+		rm -f "$WORK"/netns-link.*
+	done
+	diag "netns link: $created of $ATTEMPTS creates passed the check (the others saw the foreign one)"
+	expect_ne "$created" 0 "[swap netns] some creates passed the check (else this proves nothing)"
+	expect_eq "$foreign" 0 "[swap netns] a container never joined the namespace the link was repointed to"
+	# Structure: the path written for the backend is the resolved one.
+	cp "$WORK/swapns.orig" "$B/config.json"
+	ln -sfn "/run/netns/$NSA" "$LINK"
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[netns resolved] create exits 0" || diag "stderr: $(cat "$WORK/swapns.err")"
+	expect_eq "$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
+		"/run/netns/$NSA" "[netns resolved] the backend is handed the link's target, not the link"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+	kill "$FPID" 2>/dev/null
+else
+	skip "[swap netns] a container never joined the namespace the link was repointed to" \
+		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
+fi
+
+# A namespace path through a directory another uid owns: refused (that uid could swap it).
+new_id nsdir
+D=$WORK/userdir
+mkdir "$D" && chown 65534 "$D"
+ln -s /proc/$$/ns/ipc "$D/ipc"
+hezo_make_bundle "$WORK/nsdir" "$ID" '["true"]' \
+	'.linux.namespaces |= map(if .type == "ipc" then .path = "'"$D/ipc"'" else . end)' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/nsdir" "$ID" >/dev/null 2>"$WORK/nsdir.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[ns dir] a namespace link in a directory of uid 65534 is refused"
+expect_match "$(cat "$WORK/nsdir.err")" "path $D/ipc: $D is owned by uid 65534" "[ns dir] the reason names the directory"
+
+left=$(hezo_backend_ids "$ROOT" | grep -c '^hezo-it-' || true)
+expect_eq "$left" 0 "no test container left under --root"
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports" || for r in $reports; do diag "$(head -c 4000 "$r")"; done
+
+tap_done
