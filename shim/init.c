@@ -19,39 +19,11 @@ static const char *const known_inits[] = {"docker-init", "tini",      "tini-stat
 
 int shim_init_helper(char *buf, size_t size)
 {
-	static const char *const rel[] = {"hezo-init", "../init/hezo-init",
-					  "../libexec/hezo/hezo-init"};
-	const char *env = getenv("HEZO_INIT");
-	char exe[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-	char *slash;
-
-	if (env && *env) {
-		snprintf(buf, size, "%s", env);
-		return env[0] == '/' && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-				       access(buf, X_OK) == 0
-			       ? 0
-			       : -ENOENT;
-	}
 	/* Next to the shim (bindir), the build tree's init/, else the libexec directory. */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -ENOENT;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(rel); i++) {
-		char p[PATH_MAX * 2];
+	static const char *const rel[] = {"hezo-init", "../init/hezo-init",
+					  "../libexec/hezo/hezo-init", NULL};
 
-		snprintf(p, sizeof(p), "%s/%s", exe, rel[i]);
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0 &&
-		    realpath(p, buf) && strlen(buf) < size)
-			return 0;
-	}
-	return -ENOENT;
+	return shim_find_helper("HEZO_INIT", rel, buf, size);
 }
 
 const char *shim_init_skip_reason(const struct hezo_policy *p, const struct hezo_json *spec)

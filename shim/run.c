@@ -1,9 +1,12 @@
 /* Handing a call to the backend: execve in place, or fork and wait when the shim has work after. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,4 +164,38 @@ int shim_resolve_policy(struct shim_ctx *ctx, const char *id, struct shim_target
 	if (r < 0)
 		return r;
 	return shim_target_from_policy(*p, t, err);
+}
+
+int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size)
+{
+	const char *env = getenv(env_name);
+	char exe[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	char *slash;
+
+	if (env && *env) {
+		snprintf(buf, size, "%s", env);
+		return env[0] == '/' && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
+				       access(buf, X_OK) == 0
+			       ? 0
+			       : -ENOENT;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = '\0';
+	for (size_t i = 0; rel[i]; i++) {
+		char p[PATH_MAX * 2];
+
+		snprintf(p, sizeof(p), "%s/%s", exe, rel[i]);
+		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0 &&
+		    realpath(p, buf) && strlen(buf) < size)
+			return 0;
+	}
+	return -ENOENT;
 }

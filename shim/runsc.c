@@ -531,38 +531,11 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 
 int shim_runsc_exec_helper(char *buf, size_t size)
 {
-	static const char *const rel[] = {"hezo-seccomp-exec", "../libexec/hezo/hezo-seccomp-exec"};
-	const char *env = getenv("HEZO_SECCOMP_EXEC");
-	char exe[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-	char *slash;
-
-	if (env && *env) {
-		snprintf(buf, size, "%s", env);
-		return env[0] == '/' && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-				       access(buf, X_OK) == 0
-			       ? 0
-			       : -ENOENT;
-	}
 	/* Next to the shim (build tree, or bindir), else its libexec directory. */
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return -ENOENT;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return -ENOENT;
-	*slash = '\0';
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(rel); i++) {
-		char p[PATH_MAX * 2];
+	static const char *const rel[] = {"hezo-seccomp-exec", "../libexec/hezo/hezo-seccomp-exec",
+					  NULL};
 
-		snprintf(p, sizeof(p), "%s/%s", exe, rel[i]);
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0 &&
-		    realpath(p, buf) && strlen(buf) < size)
-			return 0;
-	}
-	return -ENOENT;
+	return shim_find_helper("HEZO_SECCOMP_EXEC", rel, buf, size);
 }
 
 static bool has_dev_tmpfs(const struct hezo_json *mounts)

@@ -193,6 +193,12 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 int shim_seccomp_bpf(const struct hezo_json *seccomp, char **hex, struct hezo_error **err);
 /* The helper's host path: $HEZO_SECCOMP_EXEC, next to the shim, or ../libexec/hezo/. */
 int shim_runsc_exec_helper(char *buf, size_t size);
+/*
+ * A static helper of ours (the runsc exec helper, hezo-init): the absolute path in environment
+ * variable env_name when set, else the first of rel (NULL-terminated, relative to the shim's own
+ * directory) that is an executable regular file, resolved into buf. -ENOENT when none is.
+ */
+int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size);
 /* At create: compile the spec's profile (*hex, NULL without one) and mount the helper. */
 int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_error **err);
 /* At exec: [helper, hex, "--"] from the record, or a refusal when it has none. */
