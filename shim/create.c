@@ -491,6 +491,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	if (r >= 0) {
 		/* Created, or refused with the backend's reason on stderr: its status is ours. */
 		shim_argv_done(&av);
+		shim_argv_done(&vargs);
 		shim_target_done(&t);
 		return r;
 	}
