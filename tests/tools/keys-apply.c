@@ -2,9 +2,9 @@
  * Test driver: put one OCI document through the policy as the shim does (hezo_policy_apply_spec,
  * _process or _resources, with no environment) and print the result, for tests/tools/keys.sh.
  * The fields whose check needs this machine's engines (root.path, linux.cgroupsPath, hooks: see
- * policy/paths.c, tested in tests/unit/policy with a fake env) are first pointed at what needs
- * no env, after the key check has seen the document as it came, so that key spelling is what
- * decides here.
+ * policy/paths.c, tested in tests/unit/policy with a fake env) or the policy's own lists
+ * (linux.sysctl: policy/sysctl.c) are first pointed at what needs neither, after the key check
+ * has seen the document as it came, so that key spelling is what decides here.
  * Usage: keys-apply spec|process|resources FILE [POLICY_FILE]   (default policy: "{}")
  * Exit 0: the applied document on stdout; 1: "refused: MESSAGE" on stdout; 2: usage or I/O.
  */
@@ -24,8 +24,10 @@ static int neutralise(struct hezo_json *doc)
 	if (root && hezo_json_get(root, "path") &&
 	    hezo_json_set(root, "path", hezo_json_new_string("rootfs")) < 0)
 		return -1;
-	if (linux_)
+	if (linux_) {
 		hezo_json_remove(linux_, "cgroupsPath");
+		hezo_json_remove(linux_, "sysctl");
+	}
 	hezo_json_remove(doc, "hooks");
 	return 0;
 }
