@@ -30,12 +30,14 @@ new_id()
 }
 
 # Zombies: 100 orphans whose parent exits at once, then PID 1's place goes to a process that
-# never waits (exec sleep); a sibling lists the zombies twice, half a second apart, after they have
-# all exited, and counts those in both lists (one caught between its exit and its reaping is not
-# left behind).
-ZOMBIES='(sleep 1.2; z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }; z >/tmp/z1;
+# never waits (exec sleep); once the last orphan is forked, a sibling lists the zombies twice, a
+# second and a second and a half later (after every orphan's 0.2 s), and counts those in both
+# lists (one caught between its exit and its reaping is not left behind). Forking 100 orphans
+# under gVisor on a loaded machine can take longer than a second, so the clock starts after it.
+ZOMBIES='for i in $(seq 100); do (sleep 0.2 &); done
+(sleep 1; z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }; z >/tmp/z1;
 sleep 0.5; z >/tmp/z2; grep -cxFf /tmp/z1 /tmp/z2) &
-for i in $(seq 100); do (sleep 0.2 &); done; exec sleep 3'
+exec sleep 3'
 
 # bundle_run LABEL ARGV_JSON: run it in the foreground through the shim; sets OUT and RC.
 bundle_run()
