@@ -71,7 +71,6 @@ int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const
 	struct hezo_json *process = hezo_spec_process(spec);
 	struct hezo_json *args = hezo_json_get_type(process, "args", HEZO_JSON_ARRAY);
 	_cleanup_json_ struct hezo_json *nargs = NULL;
-	struct hezo_json *m, *opts;
 	char helper[PATH_MAX];
 	int r;
 
@@ -99,20 +98,5 @@ int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const
 	r = r ?: hezo_json_set(process, "args", TAKE_PTR(nargs));
 	if (r < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	m = hezo_json_new_object();
-	if (!m)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = hezo_json_append(mounts, m);
-	r = r ?: hezo_json_set(m, "destination", hezo_json_new_string(SHIM_INIT_DEST));
-	r = r ?: hezo_json_set(m, "type", hezo_json_new_string("bind"));
-	r = r ?: hezo_json_set(m, "source", hezo_json_new_string(helper));
-	if (r == 0 && !(opts = hezo_json_ensure_array(m, "options")))
-		r = -ENOMEM;
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("rbind"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("ro"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("nosuid"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("nodev"));
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return 0;
+	return shim_mount_helper(mounts, SHIM_INIT_DEST, helper, err);
 }

@@ -199,3 +199,25 @@ int shim_find_helper(const char *env_name, const char *const *rel, char *buf, si
 	}
 	return -ENOENT;
 }
+
+int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,
+		      struct hezo_error **err)
+{
+	struct hezo_json *m = hezo_json_new_object(), *opts = NULL;
+	static const char *const flags[] = {"rbind", "ro", "nosuid", "nodev"};
+	int r;
+
+	if (!m)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = hezo_json_append(mounts, m);
+	r = r ?: hezo_json_set(m, "destination", hezo_json_new_string(dest));
+	r = r ?: hezo_json_set(m, "type", hezo_json_new_string("bind"));
+	r = r ?: hezo_json_set(m, "source", hezo_json_new_string(helper));
+	if (r == 0 && !(opts = hezo_json_ensure_array(m, "options")))
+		r = -ENOMEM;
+	for (size_t i = 0; r == 0 && i < HEZO_ARRAY_SIZE(flags); i++)
+		r = hezo_json_append(opts, hezo_json_new_string(flags[i]));
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return 0;
+}

@@ -554,7 +554,6 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 {
 	const struct hezo_json *prof = hezo_json_get_path(spec, "linux.seccomp");
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
-	struct hezo_json *m, *opts;
 	char helper[PATH_MAX];
 	int r;
 
@@ -575,22 +574,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 	r = shim_seccomp_bpf(prof, hex, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "runsc: linux.seccomp");
-	m = hezo_json_new_object();
-	if (!m)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = hezo_json_append(mounts, m);
-	r = r ?: hezo_json_set(m, "destination", hezo_json_new_string(SHIM_SECCOMP_EXEC_DEST));
-	r = r ?: hezo_json_set(m, "type", hezo_json_new_string("bind"));
-	r = r ?: hezo_json_set(m, "source", hezo_json_new_string(helper));
-	if (r == 0 && !(opts = hezo_json_ensure_array(m, "options")))
-		r = -ENOMEM;
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("rbind"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("ro"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("nosuid"));
-	r = r ?: hezo_json_append(opts, hezo_json_new_string("nodev"));
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return 0;
+	return shim_mount_helper(mounts, SHIM_SECCOMP_EXEC_DEST, helper, err);
 }
 
 int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,

@@ -199,6 +199,9 @@ int shim_runsc_exec_helper(char *buf, size_t size);
  * directory) that is an executable regular file, resolved into buf. -ENOENT when none is.
  */
 int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size);
+/* Append to mounts a read-only bind (rbind,ro,nosuid,nodev) of helper at dest. */
+int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,
+		      struct hezo_error **err);
 /* At create: compile the spec's profile (*hex, NULL without one) and mount the helper. */
 int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_error **err);
 /* At exec: [helper, hex, "--"] from the record, or a refusal when it has none. */
