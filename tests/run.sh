@@ -52,14 +52,31 @@ machine_verify()
 	fi
 	return 1
 }
+# The tests' shared directory (tests/lib/common.sh) goes when the run made it; a mount left below
+# it is a change to the machine.
+test_dir=${HEZO_TEST_DIR:-/run/hezo-test}
+test_dir_made=no
+[ -e "$test_dir" ] || test_dir_made=yes
+tidy_test_dir()
+{
+	local left
+	left=$(findmnt -rn -o TARGET | grep -F "$test_dir/" || true)
+	if [ -n "$left" ]; then
+		echo "run.sh: FAIL: mounts left under $test_dir:" >&2
+		printf '  %s\n' $left >&2
+		return 1
+	fi
+	[ "$test_dir_made" = no ] || rm -rf --one-file-system "$test_dir"
+}
 machine_verified=0
 # An interrupted or failed run still gets the check (and the restore).
 on_exit()
 {
 	local rc=$?
 	trap - EXIT
-	if [ "$machine_verified" = 0 ] && ! machine_verify; then
-		[ "$rc" -ne 0 ] || rc=1
+	if [ "$machine_verified" = 0 ]; then
+		machine_verify || { [ "$rc" -ne 0 ] || rc=1; }
+		tidy_test_dir || { [ "$rc" -ne 0 ] || rc=1; }
 	fi
 	exit "$rc"
 }
@@ -94,7 +111,7 @@ read -r passed failed skipped < <(jq -rs '
 	   ($r | map(select(. == "SKIP")) | length)]
 	| @tsv' "$log")
 machine_verified=1
-if ! machine_verify; then
+if ! machine_verify || ! tidy_test_dir; then
 	# A run that changed the user's machine fails, whatever the tests said.
 	failed=$((failed + 1))
 fi

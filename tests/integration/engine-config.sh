@@ -63,11 +63,17 @@ while :; do
 	wait $!
 done
 EOF
-# The stand-in client: `docker info --format '{{json .Runtimes}}'` as dockerd answers it.
+# The stand-in client: `docker info --format '{{json .Runtimes}}'` as dockerd 20.10 answers it:
+# the two io.containerd.* names only until the first reload (dockerd drops them on SIGHUP).
 cat >"$T/bin/docker" <<'EOF'
 #!/bin/sh
 [ "$1" = info ] || exit 1
-jq -c '(.runtimes // {}) + {"io.containerd.runc.v2": {"path": "runc"}, "runc": {"path": "runc"}}' "$HEZO_TEST_LOADED"
+if [ "$(wc -l <"$HEZO_TEST_LOADED.reloads" 2>/dev/null || echo 0)" -gt 1 ]; then
+	jq -c '(.runtimes // {}) + {"runc": {"path": "runc"}}' "$HEZO_TEST_LOADED"
+else
+	jq -c '(.runtimes // {}) + {"io.containerd.runc.v2": {"path": "runc"},
+		"io.containerd.runtime.v1.linux": {"path": "runc"}, "runc": {"path": "runc"}}' "$HEZO_TEST_LOADED"
+fi
 EOF
 chmod 0755 "$T/bin/dockerd" "$T/bin/docker"
 
@@ -117,7 +123,7 @@ setup()
 	env --default-signal=HUP "$T/bin/dockerd" &
 	DAEMON_PID=$!
 	for _ in $(seq 50); do [ -s "$HEZO_DOCKERD_PIDFILE" ] && break; sleep 0.1; done
-	BEFORE_RUNTIMES=$("$HEZO_DOCKER" info | jq -c 'keys')
+	BEFORE_RUNTIMES=$("$HEZO_DOCKER" info | jq -c '[keys[] | select(startswith("io.containerd.") | not)]')
 	BEFORE_LS=$(cd "$T/etc" && find . -printf '%p %m\n' | sort)
 	BEFORE_STAT=$(stat -c '%n %a %Y' "$HEZO_CONTAINERD_CONFIG" "$HEZO_DAEMON_JSON" 2>/dev/null)
 }
@@ -137,8 +143,8 @@ after()
 		"[$label] modes and modification times as before"
 	expect_eq "$(cd "$T/etc" && find . -printf '%p %m\n' | sort)" "$BEFORE_LS" \
 		"[$label] no file added next to them (no backup, no temporary)"
-	expect_eq "$("$HEZO_DOCKER" info | jq -c 'keys')" "$BEFORE_RUNTIMES" \
-		"[$label] dockerd was reloaded and lists the runtimes it had"
+	expect_eq "$("$HEZO_DOCKER" info | jq -c '[keys[] | select(startswith("io.containerd.") | not)]')" \
+		"$BEFORE_RUNTIMES" "[$label] dockerd was reloaded and lists the runtimes it had (but the two it drops on any reload)"
 	expect_eq "$(cat "$T/mid.keys" 2>&1)" \
 		"$(if [ "$2" = absent ]; then echo '["hezo-test-a","hezo-test-b"]'; else echo '["hezo-shim","hezo-test-a","hezo-test-b","runc-debug"]'; fi)" \
 		"[$label] while the test ran, daemon.json had its runtimes added to the user's"
