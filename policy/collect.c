@@ -4,37 +4,36 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "policy-parse.h"
 
 int perr(struct pctx *c, const char *field, const char *fmt, ...)
 {
-	_cleanup_free_ char *msg = NULL;
+	_cleanup_free_ char *where = NULL, *line = NULL;
 	va_list ap;
 	int r;
 
+	if (field ? asprintf(&where, "policy %s: %s", c->name, field) < 0
+		  : asprintf(&where, "policy %s", c->name) < 0)
+		return hezo_policy_nomem(c->err);
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
+	r = hezo_policy_vmsg(&line, where, fmt, ap);
 	va_end(ap);
 	if (r < 0)
-		return hezo_error_set(c->err, ENOMEM, "out of memory");
+		return hezo_policy_nomem(c->err);
 	if (c->collect) {
-		char *line = NULL, **n;
+		char **n = realloc(c->all, (c->nall + 1) * sizeof(*n));
 
-		if (asprintf(&line, "policy %s: %s%s%s", c->name, field ? field : "",
-			     field ? ": " : "", msg) < 0)
-			return hezo_error_set(c->err, ENOMEM, "out of memory");
-		n = realloc(c->all, (c->nall + 1) * sizeof(*n));
-		if (!n) {
-			free(line);
-			return hezo_error_set(c->err, ENOMEM, "out of memory");
-		}
+		if (!n)
+			return hezo_policy_nomem(c->err);
 		c->all = n;
-		c->all[c->nall++] = line;
+		c->all[c->nall] = strdup(line);
+		if (!c->all[c->nall])
+			return hezo_policy_nomem(c->err);
+		c->nall++;
 	}
-	if (field)
-		return hezo_error_set(c->err, EINVAL, "policy %s: %s: %s", c->name, field, msg);
-	return hezo_error_set(c->err, EINVAL, "policy %s: %s", c->name, msg);
+	return hezo_error_set(c->err, EINVAL, "%s", line);
 }
 
 int oom(struct pctx *c)

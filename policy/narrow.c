@@ -175,20 +175,19 @@ static int annotation_err(struct hezo_error **err, const char *key, const char *
 static int annotation_err(struct hezo_error **err, const char *key, const char *val,
 			  const char *fmt, ...)
 {
-	_cleanup_free_ char *msg = NULL;
+	_cleanup_free_ char *where = NULL;
 	char qk[256], qv[256];
 	va_list ap;
 	int r;
 
-	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
 	hezo_policy_quote(qk, sizeof(qk), key);
 	hezo_policy_quote(qv, sizeof(qv), val);
-	/* The key is shown bare when it is plain text, which org.hezo.* keys are once known. */
-	return hezo_error_set(err, EINVAL, "annotation %s=%s: %s", qk, qv, msg);
+	if (asprintf(&where, "annotation %s=%s", qk, qv) < 0)
+		return hezo_policy_nomem(err);
+	va_start(ap, fmt);
+	r = hezo_policy_verr(err, where, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 static int apply_annotation(struct hezo_policy *p, const char *key, const char *val,

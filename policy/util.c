@@ -1,5 +1,6 @@
 /* Small helpers shared by the policy parser and the spec rewriter: string lists, path
- * normalisation and comparison, capability names, quoting values for messages, field errors. */
+ * normalisation and comparison, capability names, quoting values for messages, and the one set
+ * of "format a message and set the error" helpers every policy/ file uses. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -141,18 +142,48 @@ void hezo_policy_quote(char *buf, size_t size, const char *s)
 	snprintf(buf, size, "\"%s\"%s", inner, n >= sizeof(head) ? "..." : "");
 }
 
-int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+int hezo_policy_vmsg(char **msg, const char *prefix, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (vasprintf(&text, fmt, ap) < 0)
+		return -ENOMEM;
+	if (!prefix) {
+		*msg = TAKE_PTR(text);
+		return 0;
+	}
+	return asprintf(msg, "%s: %s", prefix, text) < 0 ? -ENOMEM : 0;
+}
+
+int hezo_policy_verr(struct hezo_error **err, const char *prefix, const char *fmt, va_list ap)
 {
 	_cleanup_free_ char *msg = NULL;
+
+	if (hezo_policy_vmsg(&msg, prefix, fmt, ap) < 0)
+		return hezo_policy_nomem(err);
+	return hezo_error_set(err, EINVAL, "%s", msg);
+}
+
+int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+{
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
+	r = hezo_policy_verr(err, NULL, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return hezo_error_set(err, EINVAL, "%s", msg);
+	return r;
+}
+
+int hezo_policy_field_err(struct hezo_error **err, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = hezo_policy_verr(err, field, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 int hezo_policy_nomem(struct hezo_error **err)
