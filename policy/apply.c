@@ -48,27 +48,6 @@ static const struct {
 	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
 };
 
-/* The child object at key, created when absent; a value of another type is an error. */
-static struct hezo_json *want_object(struct hezo_json *parent, const char *key, const char *field,
-				     struct hezo_error **err)
-{
-	struct hezo_json *v = hezo_json_get(parent, key);
-
-	if (v && v->type == HEZO_JSON_NULL) {
-		hezo_json_remove(parent, key);
-		v = NULL;
-	}
-	if (v && v->type != HEZO_JSON_OBJECT) {
-		hezo_policy_ferr(err, "%s: expected an object, got %s", field,
-				 hezo_json_type_name(v->type));
-		return NULL;
-	}
-	v = hezo_json_ensure_object(parent, key);
-	if (!v)
-		hezo_policy_nomem(err);
-	return v;
-}
-
 /* An optional integer field: *present is false when absent or null. */
 static int get_opt_int(const struct hezo_json *obj, const char *key, const char *field,
 		       bool *present, int64_t *out, struct hezo_error **err)
@@ -109,7 +88,7 @@ static int clamp_process(const struct hezo_policy *p, struct hezo_json *process,
 	char f[128];
 
 	snprintf(f, sizeof(f), "%s.capabilities", field);
-	caps = want_object(process, "capabilities", f, err);
+	caps = hezo_policy_want_object(process, "capabilities", f, err);
 	if (!caps)
 		return -EINVAL;
 	/*
@@ -179,7 +158,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 	snprintf(f, sizeof(f), "%s.memory", field);
 	mem = hezo_json_get(res, "memory");
 	if (!update || mem) {
-		mem = want_object(res, "memory", f, err);
+		mem = hezo_policy_want_object(res, "memory", f, err);
 		if (!mem)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.memory.limit", field);
@@ -220,7 +199,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		int64_t n = 0;
 		bool has = false;
 
-		pids = want_object(res, "pids", f, err);
+		pids = hezo_policy_want_object(res, "pids", f, err);
 		if (!pids)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.pids.limit", field);
@@ -240,7 +219,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 	snprintf(f, sizeof(f), "%s.cpu", field);
 	cpu = hezo_json_get(res, "cpu");
 	if (!update || cpu) {
-		cpu = want_object(res, "cpu", f, err);
+		cpu = hezo_policy_want_object(res, "cpu", f, err);
 		if (!cpu)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.cpu.quota", field);
@@ -464,14 +443,14 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (r < 0)
 		return r;
 
-	process = want_object(spec, "process", "process", err);
+	process = hezo_policy_want_object(spec, "process", "process", err);
 	if (!process)
 		return -EINVAL;
 	r = clamp_process(p, process, "process", err);
 	if (r < 0)
 		return r;
 
-	root = want_object(spec, "root", "root", err);
+	root = hezo_policy_want_object(spec, "root", "root", err);
 	if (!root)
 		return -EINVAL;
 	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
@@ -484,7 +463,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (r < 0)
 		return r;
 
-	linux_ = want_object(spec, "linux", "linux", err);
+	linux_ = hezo_policy_want_object(spec, "linux", "linux", err);
 	if (!linux_)
 		return -EINVAL;
 	r = hezo_policy_check_namespaces(p, linux_, env, err);
@@ -494,7 +473,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
 	if (r < 0)
 		return r;
-	res = want_object(linux_, "resources", "linux.resources", err);
+	res = hezo_policy_want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);

@@ -10,6 +10,19 @@
 #include "hezo-file.h"
 #include "policy-parse.h"
 
+/* The words of the keys that take one of a few, in the order of their values. */
+static const char *const modes[] = {"production", "dev"};
+static const char *const runsc_networks[] = {
+	[HEZO_RUNSC_NET_HOST] = "host",
+	[HEZO_RUNSC_NET_NONE] = "none",
+	[HEZO_RUNSC_NET_SANDBOX] = "sandbox",
+};
+static const char *const egress_modes[] = {
+	[HEZO_EGRESS_PROXY] = "proxy",
+	[HEZO_EGRESS_DENY] = "deny",
+	[HEZO_EGRESS_OFF] = "off",
+};
+
 static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_backend b,
 			     const struct hezo_json *v)
 {
@@ -32,20 +45,15 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 		} else if (strcmp(k, "args") == 0) {
 			r = get_strv(c, f, x, elem_any, &p->backend_args[b]);
 		} else if (b == HEZO_BACKEND_RUNSC && strcmp(k, "network") == 0) {
-			char q[256];
-			r = expect_type(c, f, x, HEZO_JSON_STRING);
-			if (r < 0)
+			size_t w;
+			r = get_word(c, f, x, runsc_networks, HEZO_ARRAY_SIZE(runsc_networks),
+				     "host, none or sandbox", &w);
+			/* A network that is no string ends the backend's object, as it always has.
+			 */
+			if (r < 0 && x->type != HEZO_JSON_STRING)
 				return r;
-			if (strcmp(x->str, "host") == 0)
-				p->runsc_network = HEZO_RUNSC_NET_HOST;
-			else if (strcmp(x->str, "none") == 0)
-				p->runsc_network = HEZO_RUNSC_NET_NONE;
-			else if (strcmp(x->str, "sandbox") == 0)
-				p->runsc_network = HEZO_RUNSC_NET_SANDBOX;
-			else {
-				hezo_policy_quote(q, sizeof(q), x->str);
-				r = perr(c, f, "%s is not host, none or sandbox", q);
-			}
+			if (r == 0)
+				p->runsc_network = (enum hezo_runsc_network)w;
 		} else if (b == HEZO_BACKEND_RUNSC && strcmp(k, "pidsHeadroom") == 0) {
 			r = get_count(c, f, x, &p->pids_headroom, true);
 		} else {
@@ -110,127 +118,119 @@ static int parse_tmpfs(struct pctx *c, struct hezo_policy *p, const struct hezo_
 	return 0;
 }
 
-static int parse_resources(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+/*
+ * A section: an object whose keys fn reads one at a time, field being "SECTION.KEY". A key's
+ * error ends the section unless every error is being collected; one that sets *stop ends it even
+ * then.
+ */
+typedef int (*key_fn)(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop);
+
+static int parse_section(struct pctx *c, struct hezo_policy *p, const char *section,
+			 const struct hezo_json *v, key_fn fn)
 {
 	int bad = 0;
-	int r = expect_type(c, "resources", v, HEZO_JSON_OBJECT);
+	int r = expect_type(c, section, v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
 		return r;
 	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		const struct hezo_json *x = v->items[i];
+		bool stop = false;
 		char f[128];
 
-		snprintf(f, sizeof(f), "resources.%s", k);
-		if (strcmp(k, "pids") == 0) {
-			r = get_count(c, f, x, &p->pids, false);
-		} else if (strcmp(k, "memory") == 0) {
-			r = get_size(c, f, x, false, &p->memory);
-		} else if (strcmp(k, "swap") == 0) {
-			r = get_size(c, f, x, true, &p->swap);
-		} else if (strcmp(k, "cpus") == 0) {
-			char desc[128];
-			describe(desc, sizeof(desc), x);
-			if (x->type != HEZO_JSON_NUMBER ||
-			    parse_cpus_text(x->str, &p->cpus_milli) < 0)
-				r = perr(c, f,
-					 "%s is not a CPU count (a number from 0.01, at most three "
-					 "decimals)",
-					 desc);
-		} else {
-			r = unknown_key(c, "resources", k);
-		}
+		snprintf(f, sizeof(f), "%s.%s", section, v->keys[i]);
+		r = fn(c, p, f, v->keys[i], v->items[i], &stop);
+		if (r < 0 && stop)
+			return r;
 		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
 	return bad;
+}
+
+static int resources_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+			 const struct hezo_json *x, bool *stop)
+{
+	char desc[128];
+
+	if (strcmp(k, "pids") == 0)
+		return get_count(c, field, x, &p->pids, false);
+	if (strcmp(k, "memory") == 0)
+		return get_size(c, field, x, false, &p->memory);
+	if (strcmp(k, "swap") == 0)
+		return get_size(c, field, x, true, &p->swap);
+	if (strcmp(k, "cpus") != 0)
+		return unknown_key(c, "resources", k);
+	describe(desc, sizeof(desc), x);
+	if (x->type != HEZO_JSON_NUMBER || parse_cpus_text(x->str, &p->cpus_milli) < 0)
+		return perr(c, field,
+			    "%s is not a CPU count (a number from 0.01, at most three decimals)",
+			    desc);
+	return 0;
+}
+
+static int sysctl_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop)
+{
+	unsigned long long lo = 0, hi = 0;
+	char f[300], q[256], desc[128];
+	int end = 0;
+
+	hezo_policy_quote(q, sizeof(q), k);
+	snprintf(f, sizeof(f), "sysctls[%s]", q);
+	describe(desc, sizeof(desc), x);
+	if (!sysctl_name_ok(k))
+		return perr(c, f, "not a sysctl name (dotted lower-case words)");
+	if (x->type == HEZO_JSON_TRUE)
+		return sysctl_add(p, k, true, 0, 0) < 0 ? oom(c) : 0;
+	if (x->type != HEZO_JSON_STRING || sscanf(x->str, "%19llu %19llu%n", &lo, &hi, &end) != 2 ||
+	    x->str[end] || strspn(x->str, "0123456789 ") != strlen(x->str) || lo > hi)
+		return perr(c, f, "%s is neither true nor \"LOW HIGH\" (two numbers, LOW <= HIGH)",
+			    desc);
+	return sysctl_add(p, k, false, lo, hi) < 0 ? oom(c) : 0;
 }
 
 static int parse_sysctls(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
-	int bad = 0;
-	int r = expect_type(c, "sysctls", v, HEZO_JSON_OBJECT);
-
-	if (r < 0)
-		return r;
-	sysctls_clear(p);
-	HEZO_JSON_FOREACH (i, v) {
-		const struct hezo_json *x = v->items[i];
-		unsigned long long lo = 0, hi = 0;
-		char f[300], q[256], desc[128];
-		int end = 0;
-
-		hezo_policy_quote(q, sizeof(q), v->keys[i]);
-		snprintf(f, sizeof(f), "sysctls[%s]", q);
-		describe(desc, sizeof(desc), x);
-		if (!sysctl_name_ok(v->keys[i]))
-			r = perr(c, f, "not a sysctl name (dotted lower-case words)");
-		else if (x->type == HEZO_JSON_TRUE)
-			r = sysctl_add(p, v->keys[i], true, 0, 0) < 0 ? oom(c) : 0;
-		else if (x->type != HEZO_JSON_STRING ||
-			 sscanf(x->str, "%19llu %19llu%n", &lo, &hi, &end) != 2 || x->str[end] ||
-			 strspn(x->str, "0123456789 ") != strlen(x->str) || lo > hi)
-			r = perr(c, f,
-				 "%s is neither true nor \"LOW HIGH\" (two numbers, LOW <= HIGH)",
-				 desc);
-		else
-			r = sysctl_add(p, v->keys[i], false, lo, hi) < 0 ? oom(c) : 0;
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	/* The file's list replaces the defaults, once the section is known to be an object. */
+	if (v->type == HEZO_JSON_OBJECT)
+		sysctls_clear(p);
+	return parse_section(c, p, "sysctls", v, sysctl_key);
 }
 
 /* weights.cpuShares (2-262144) and weights.blkioWeight (10-1000): ceilings of relative knobs. */
-static int parse_weights(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int weight_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "weights", v, HEZO_JSON_OBJECT);
+	bool cpu = strcmp(k, "cpuShares") == 0;
+	uint64_t n = 0, lo = cpu ? 2 : 10, hi = cpu ? 262144 : 1000;
+	int r;
 
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		bool cpu = strcmp(k, "cpuShares") == 0;
-		uint64_t n = 0, lo = cpu ? 2 : 10, hi = cpu ? 262144 : 1000;
-		char f[128];
-
-		snprintf(f, sizeof(f), "weights.%s", k);
-		if (!cpu && strcmp(k, "blkioWeight") != 0)
-			r = unknown_key(c, "weights", k);
-		else if ((r = get_count(c, f, v->items[i], &n, false)) == 0 && (n < lo || n > hi))
-			r = perr(c, f, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64, n, lo,
-				 hi);
-		else if (r == 0)
-			*(cpu ? &p->cpu_shares : &p->blkio_weight) = n;
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	if (!cpu && strcmp(k, "blkioWeight") != 0)
+		return unknown_key(c, "weights", k);
+	r = get_count(c, field, x, &n, false);
+	if (r == 0 && (n < lo || n > hi))
+		return perr(c, field, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64, n, lo, hi);
+	if (r == 0)
+		*(cpu ? &p->cpu_shares : &p->blkio_weight) = n;
+	return r;
 }
 
 /* rlimits.rtprio (0-99) and rlimits.nice (0-40): ceilings for RLIMIT_RTPRIO and RLIMIT_NICE. */
-static int parse_rlimits(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int rlimit_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "rlimits", v, HEZO_JSON_OBJECT);
+	bool rt = strcmp(k, "rtprio") == 0;
+	uint64_t n = 0, max = rt ? 99 : 40;
+	int r;
 
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		bool rt = strcmp(k, "rtprio") == 0;
-		uint64_t n = 0, max = rt ? 99 : 40;
-		char f[128];
-
-		snprintf(f, sizeof(f), "rlimits.%s", k);
-		if (!rt && strcmp(k, "nice") != 0)
-			r = unknown_key(c, "rlimits", k);
-		else if ((r = get_count(c, f, v->items[i], &n, true)) == 0 && n > max)
-			r = perr(c, f, "%" PRIu64 " is more than %" PRIu64, n, max);
-		else if (r == 0)
-			*(rt ? &p->rlimit_rtprio : &p->rlimit_nice) = n;
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	if (!rt && strcmp(k, "nice") != 0)
+		return unknown_key(c, "rlimits", k);
+	r = get_count(c, field, x, &n, true);
+	if (r == 0 && n > max)
+		return perr(c, field, "%" PRIu64 " is more than %" PRIu64, n, max);
+	if (r == 0)
+		*(rt ? &p->rlimit_rtprio : &p->rlimit_nice) = n;
+	return r;
 }
 
 static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
@@ -258,146 +258,90 @@ static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hez
 	return 0;
 }
 
-static int parse_mounts(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int mounts_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "mounts", v, HEZO_JSON_OBJECT);
-
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		char f[128];
-
-		snprintf(f, sizeof(f), "mounts.%s", k);
-		if (strcmp(k, "allowedSources") == 0)
-			r = get_strv(c, f, v->items[i], elem_abs_path, &p->allowed_sources);
-		else if (strcmp(k, "engineRoots") == 0)
-			r = get_strv(c, f, v->items[i], elem_abs_path, &p->engine_roots);
-		else if (strcmp(k, "kubeletRoot") == 0)
-			/* Where pods' volumes are: moving it would open the real one to a project.
-			 */
-			r = c->project ? perr(c, f, "only the main policy file may set this")
-				       : get_abs_path(c, f, v->items[i], &p->kubelet_root);
-		else
-			r = unknown_key(c, "mounts", k);
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	if (strcmp(k, "allowedSources") == 0)
+		return get_strv(c, field, x, elem_abs_path, &p->allowed_sources);
+	if (strcmp(k, "engineRoots") == 0)
+		return get_strv(c, field, x, elem_abs_path, &p->engine_roots);
+	/* Where pods' volumes are: moving it would open the real one to a project. */
+	if (strcmp(k, "kubeletRoot") == 0)
+		return c->project ? perr(c, field, "only the main policy file may set this")
+				  : get_abs_path(c, field, x, &p->kubelet_root);
+	return unknown_key(c, "mounts", k);
 }
 
-static int parse_namespaces(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int namespaces_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+			  const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "namespaces", v, HEZO_JSON_OBJECT);
+	struct hezo_strv s = {0};
+	int r;
 
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-
-		if (strcmp(k, "allowHost") == 0) {
-			struct hezo_strv s = {0};
-			r = hezo_strv_init(&s) < 0 ? oom(c) : 0;
-			if (r == 0)
-				r = get_strv(c, "namespaces.allowHost", v->items[i], elem_host_ns,
-					     &s);
-			p->allow_host_ns = 0;
-			for (size_t j = 0; r == 0 && j < s.n; j++)
-				for (size_t n = 0; n < HEZO_ARRAY_SIZE(host_ns_names); n++)
-					if (strcmp(s.v[j], host_ns_names[n].name) == 0)
-						p->allow_host_ns |= host_ns_names[n].bit;
-			hezo_strv_done(&s);
-		} else if (strcmp(k, "requireUser") == 0) {
-			r = get_bool(c, "namespaces.requireUser", v->items[i], &p->require_user);
-		} else {
-			r = unknown_key(c, "namespaces", k);
-		}
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	if (strcmp(k, "requireUser") == 0)
+		return get_bool(c, field, x, &p->require_user);
+	if (strcmp(k, "allowHost") != 0)
+		return unknown_key(c, "namespaces", k);
+	r = hezo_strv_init(&s) < 0 ? oom(c) : 0;
+	if (r == 0)
+		r = get_strv(c, field, x, elem_host_ns, &s);
+	p->allow_host_ns = 0;
+	for (size_t j = 0; r == 0 && j < s.n; j++)
+		for (size_t n = 0; n < HEZO_ARRAY_SIZE(host_ns_names); n++)
+			if (strcmp(s.v[j], host_ns_names[n].name) == 0)
+				p->allow_host_ns |= host_ns_names[n].bit;
+	hezo_strv_done(&s);
+	return r;
 }
 
-static int parse_egress(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int egress_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		      const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "egress", v, HEZO_JSON_OBJECT);
+	size_t w;
+	int r;
 
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		const struct hezo_json *x = v->items[i];
-
-		if (strcmp(k, "mode") == 0) {
-			r = expect_type(c, "egress.mode", x, HEZO_JSON_STRING);
-			if (r < 0)
-				return r;
-			if (strcmp(x->str, "proxy") == 0)
-				p->egress_mode = HEZO_EGRESS_PROXY;
-			else if (strcmp(x->str, "deny") == 0)
-				p->egress_mode = HEZO_EGRESS_DENY;
-			else if (strcmp(x->str, "off") == 0)
-				p->egress_mode = HEZO_EGRESS_OFF;
-			else {
-				char q[256];
-				hezo_policy_quote(q, sizeof(q), x->str);
-				r = perr(c, "egress.mode", "%s is not proxy, deny or off", q);
-			}
-		} else if (strcmp(k, "allow") == 0) {
-			r = get_strv(c, "egress.allow", x, elem_egress_allow, &p->egress_allow);
-		} else if (strcmp(k, "resolvers") == 0) {
-			r = get_strv(c, "egress.resolvers", x, elem_resolver, &p->resolvers);
-		} else if (strcmp(k, "allowRanges") == 0) {
-			r = get_strv(c, "egress.allowRanges", x, elem_cidr, &p->allow_ranges);
-		} else {
-			r = unknown_key(c, "egress", k);
-		}
-		NEXT_KEY_OR_FAIL(c, r, bad);
-	}
-	return bad;
+	if (strcmp(k, "allow") == 0)
+		return get_strv(c, field, x, elem_egress_allow, &p->egress_allow);
+	if (strcmp(k, "resolvers") == 0)
+		return get_strv(c, field, x, elem_resolver, &p->resolvers);
+	if (strcmp(k, "allowRanges") == 0)
+		return get_strv(c, field, x, elem_cidr, &p->allow_ranges);
+	if (strcmp(k, "mode") != 0)
+		return unknown_key(c, "egress", k);
+	r = get_word(c, field, x, egress_modes, HEZO_ARRAY_SIZE(egress_modes), "proxy, deny or off",
+		     &w);
+	/* A mode that is no string ends the section, as it always has. */
+	*stop = r < 0 && x->type != HEZO_JSON_STRING;
+	if (r == 0)
+		p->egress_mode = (enum hezo_egress_mode)w;
+	return r;
 }
 
 /* ---- init and admission (docs/policy.md): one block ---- */
 
-static int parse_admission(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
+static int admission_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+			 const struct hezo_json *x, bool *stop)
 {
-	int bad = 0;
-	int r = expect_type(c, "admission", v, HEZO_JSON_OBJECT);
+	char desc[128];
 
-	if (r < 0)
-		return r;
-	HEZO_JSON_FOREACH (i, v) {
-		const char *k = v->keys[i];
-		const struct hezo_json *x = v->items[i];
-
-		if (c->project && (strcmp(k, "maxActive") == 0 || strcmp(k, "wait") == 0)) {
-			r = perr(c,
-				 strcmp(k, "wait") == 0 ? "admission.wait" : "admission.maxActive",
-				 "only the main policy file may set this (the limit is the "
-				 "machine's)");
-		} else if (strcmp(k, "maxActive") == 0) {
-			p->admission_auto =
-				x->type == HEZO_JSON_STRING && strcmp(x->str, "auto") == 0;
-			p->admission_max = 0;
-			if (!p->admission_auto && (x->type != HEZO_JSON_NUMBER ||
-						   hezo_json_get_uint64(x, &p->admission_max) < 0 ||
-						   p->admission_max == 0)) {
-				char desc[128];
-				describe(desc, sizeof(desc), x);
-				r = perr(c, "admission.maxActive",
-					 "%s is not a whole number above 0 or \"auto\"", desc);
-			}
-		} else if (strcmp(k, "wait") == 0) {
-			r = get_count(c, "admission.wait", x, &p->admission_wait, true);
-		} else if (strcmp(k, "exempt") == 0) {
-			r = get_bool(c, "admission.exempt", x, &p->admission_exempt);
-		} else {
-			r = unknown_key(c, "admission", k);
-		}
-		NEXT_KEY_OR_FAIL(c, r, bad);
+	if (c->project && (strcmp(k, "maxActive") == 0 || strcmp(k, "wait") == 0))
+		return perr(c, field,
+			    "only the main policy file may set this (the limit is the machine's)");
+	if (strcmp(k, "wait") == 0)
+		return get_count(c, field, x, &p->admission_wait, true);
+	if (strcmp(k, "exempt") == 0)
+		return get_bool(c, field, x, &p->admission_exempt);
+	if (strcmp(k, "maxActive") != 0)
+		return unknown_key(c, "admission", k);
+	p->admission_auto = x->type == HEZO_JSON_STRING && strcmp(x->str, "auto") == 0;
+	p->admission_max = 0;
+	if (!p->admission_auto &&
+	    (x->type != HEZO_JSON_NUMBER || hezo_json_get_uint64(x, &p->admission_max) < 0 ||
+	     p->admission_max == 0)) {
+		describe(desc, sizeof(desc), x);
+		return perr(c, field, "%s is not a whole number above 0 or \"auto\"", desc);
 	}
-	return bad;
+	return 0;
 }
 
 int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const struct hezo_json *x)
@@ -418,19 +362,11 @@ int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const st
 		return 0;
 	}
 	if (strcmp(k, "mode") == 0) {
-		r = expect_type(c, "mode", x, HEZO_JSON_STRING);
-		if (r < 0)
-			return r;
-		if (strcmp(x->str, "production") == 0)
-			p->production = true;
-		else if (strcmp(x->str, "dev") == 0)
-			p->production = false;
-		else {
-			char q[256];
-			hezo_policy_quote(q, sizeof(q), x->str);
-			return perr(c, "mode", "%s is not production or dev", q);
-		}
-		return 0;
+		size_t w;
+		r = get_word(c, "mode", x, modes, HEZO_ARRAY_SIZE(modes), "production or dev", &w);
+		if (r == 0)
+			p->production = w == 0;
+		return r;
 	}
 	if (strcmp(k, "backend") == 0) {
 		r = expect_type(c, "backend", x, HEZO_JSON_STRING);
@@ -467,31 +403,31 @@ int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const st
 	if (strcmp(k, "sysctls") == 0)
 		return parse_sysctls(c, p, x);
 	if (strcmp(k, "weights") == 0)
-		return parse_weights(c, p, x);
+		return parse_section(c, p, "weights", x, weight_key);
 	if (strcmp(k, "resources") == 0)
-		return parse_resources(c, p, x);
+		return parse_section(c, p, "resources", x, resources_key);
 	if (strcmp(k, "rlimits") == 0)
-		return parse_rlimits(c, p, x);
+		return parse_section(c, p, "rlimits", x, rlimit_key);
 	if (strcmp(k, "seccomp") == 0)
 		return parse_seccomp(c, p, x);
 	if (strcmp(k, "devices") == 0)
 		return get_strv(c, "devices", x, elem_abs_path, &p->devices);
 	if (strcmp(k, "mounts") == 0)
-		return parse_mounts(c, p, x);
+		return parse_section(c, p, "mounts", x, mounts_key);
 	if (strcmp(k, "namespaces") == 0)
-		return parse_namespaces(c, p, x);
+		return parse_section(c, p, "namespaces", x, namespaces_key);
 	if (strcmp(k, "cgroupParents") == 0)
 		return get_strv(c, "cgroupParents", x, elem_abs_path, &p->cgroup_parents);
 	if (strcmp(k, "allowedHooks") == 0)
 		return get_strv(c, "allowedHooks", x, elem_abs_path, &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
-		return parse_egress(c, p, x);
+		return parse_section(c, p, "egress", x, egress_key);
 	if (strcmp(k, "projectsDir") == 0)
 		return get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
 		return get_bool(c, "init", x, &p->init);
 	if (strcmp(k, "admission") == 0)
-		return parse_admission(c, p, x);
+		return parse_section(c, p, "admission", x, admission_key);
 	if (strcmp(k, "dockerPidFile") == 0)
 		return get_abs_path(c, "dockerPidFile", x, &p->docker_pidfile);
 	return unknown_key(c, NULL, k);
@@ -537,20 +473,31 @@ int parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *do
 	return validate(c, p);
 }
 
+/* The document over the defaults: *out is set (for its caller to free) once the JSON parses. */
+static int parse_doc(struct pctx *c, const char *buf, size_t len, struct hezo_policy **out)
+{
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	int r;
+
+	r = hezo_json_parse(buf, len, &doc, c->err);
+	if (r < 0)
+		return hezo_error_prefix(c->err, "policy %s", c->name);
+	if (policy_new_default(&p) < 0)
+		return oom(c);
+	r = parse_into(c, p, doc);
+	*out = TAKE_PTR(p);
+	return r;
+}
+
 int hezo_policy_parse(const char *buf, size_t len, const char *name, struct hezo_policy **out,
 		      struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	_cleanup_json_ struct hezo_json *doc = NULL;
 	struct pctx c = {.name = name ? name : "(policy)", .err = err};
 	int r;
 
-	r = hezo_json_parse(buf, len, &doc, err);
-	if (r < 0)
-		return hezo_error_prefix(err, "policy %s", c.name);
-	if (policy_new_default(&p) < 0)
-		return oom(&c);
-	r = parse_into(&c, p, doc);
+	r = parse_doc(&c, buf, len, &p);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(p);
@@ -561,18 +508,10 @@ int hezo_policy_check(const char *buf, size_t len, const char *name, char ***msg
 		      struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	_cleanup_json_ struct hezo_json *doc = NULL;
 	struct pctx c = {.name = name ? name : "(policy)", .err = err, .collect = true};
 	int r;
 
-	*msgs = NULL;
-	*nmsgs = 0;
-	r = hezo_json_parse(buf, len, &doc, err);
-	if (r < 0)
-		return hezo_error_prefix(err, "policy %s", c.name);
-	if (policy_new_default(&p) < 0)
-		return oom(&c);
-	r = parse_into(&c, p, doc);
+	r = parse_doc(&c, buf, len, &p);
 	/* A path seccomp profile is part of the file's meaning: check that it loads, too. */
 	if (r >= 0 && p->seccomp_path) {
 		_cleanup_json_ struct hezo_json *profile = NULL;

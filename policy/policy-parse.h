@@ -75,6 +75,9 @@ int get_count(struct pctx *c, const char *field, const struct hezo_json *v, uint
 	      bool allow_zero);
 int get_abs_path(struct pctx *c, const char *field, const struct hezo_json *v, char **dst);
 int get_bool(struct pctx *c, const char *field, const struct hezo_json *v, bool *dst);
+/* A string that is one of the n words (*out: its index); choices lists them for the message. */
+int get_word(struct pctx *c, const char *field, const struct hezo_json *v, const char *const *words,
+	     size_t n, const char *choices, size_t *out);
 
 typedef int (*elem_fn)(struct pctx *c, const char *field, const char *s, char **norm);
 

@@ -159,30 +159,30 @@ int get_strv(struct pctx *c, const char *field, const struct hezo_json *v, elem_
 	return 0;
 }
 
-int elem_abs_path(struct pctx *c, const char *field, const char *s, char **norm)
+/* s in the spelling normalise gives it; a string normalise refuses is not what says. */
+static int elem_normalised(struct pctx *c, const char *field, const char *s, char **norm,
+			   int (*normalise)(const char *s, char **out), const char *what)
 {
 	char q[256];
-	int r = hezo_policy_clean_path(s, norm);
+	int r = normalise(s, norm);
 
 	if (r == -ENOMEM)
 		return oom(c);
 	hezo_policy_quote(q, sizeof(q), s);
 	if (r < 0)
-		return perr(c, field, "%s is not an absolute path without \"..\"", q);
+		return perr(c, field, "%s is not %s", q, what);
 	return 0;
+}
+
+int elem_abs_path(struct pctx *c, const char *field, const char *s, char **norm)
+{
+	return elem_normalised(c, field, s, norm, hezo_policy_clean_path,
+			       "an absolute path without \"..\"");
 }
 
 int elem_cap(struct pctx *c, const char *field, const char *s, char **norm)
 {
-	char q[256];
-	int r = hezo_policy_cap_normalise(s, norm);
-
-	if (r == -ENOMEM)
-		return oom(c);
-	hezo_policy_quote(q, sizeof(q), s);
-	if (r < 0)
-		return perr(c, field, "%s is not a capability", q);
-	return 0;
+	return elem_normalised(c, field, s, norm, hezo_policy_cap_normalise, "a capability");
 }
 
 int elem_backend(struct pctx *c, const char *field, const char *s, char **norm)
@@ -277,6 +277,24 @@ int get_bool(struct pctx *c, const char *field, const struct hezo_json *v, bool 
 		return r;
 	*dst = v->type == HEZO_JSON_TRUE;
 	return 0;
+}
+
+int get_word(struct pctx *c, const char *field, const struct hezo_json *v, const char *const *words,
+	     size_t n, const char *choices, size_t *out)
+{
+	char q[256];
+	int r = expect_type(c, field, v, HEZO_JSON_STRING);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v->str, words[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	hezo_policy_quote(q, sizeof(q), v->str);
+	return perr(c, field, "%s is not %s", q, choices);
 }
 
 /* Dotted lower-case words: what runc turns into a path below /proc/sys. */
