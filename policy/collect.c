@@ -8,7 +8,7 @@
 
 #include "policy-parse.h"
 
-int perr(struct pctx *c, const char *field, const char *fmt, ...)
+int hezo_policy_perr(struct pctx *c, const char *field, const char *fmt, ...)
 {
 	_cleanup_free_ char *where = NULL, *line = NULL;
 	va_list ap;
@@ -36,13 +36,13 @@ int perr(struct pctx *c, const char *field, const char *fmt, ...)
 	return hezo_error_set(c->err, EINVAL, "%s", line);
 }
 
-int oom(struct pctx *c)
+int hezo_policy_oom(struct pctx *c)
 {
 	return hezo_error_set(c->err, ENOMEM, "policy %s: out of memory", c->name);
 }
 
 /* Describe a JSON value for a message: strings quoted, numbers literal, else the type. */
-void describe(char *buf, size_t size, const struct hezo_json *v)
+void hezo_policy_describe(char *buf, size_t size, const struct hezo_json *v)
 {
 	if (v->type == HEZO_JSON_STRING)
 		hezo_policy_quote(buf, size, v->str);
@@ -52,7 +52,8 @@ void describe(char *buf, size_t size, const struct hezo_json *v)
 		snprintf(buf, size, "%s", hezo_json_type_name(v->type));
 }
 
-int expect_type(struct pctx *c, const char *field, const struct hezo_json *v, enum hezo_json_type t)
+int hezo_policy_expect_type(struct pctx *c, const char *field, const struct hezo_json *v,
+			    enum hezo_json_type t)
 {
 	bool ok = v->type == t;
 
@@ -60,20 +61,21 @@ int expect_type(struct pctx *c, const char *field, const struct hezo_json *v, en
 		ok = v->type == HEZO_JSON_TRUE || v->type == HEZO_JSON_FALSE;
 	if (ok)
 		return 0;
-	return perr(c, field, "expected %s, got %s",
-		    t == HEZO_JSON_OBJECT  ? "an object"
-		    : t == HEZO_JSON_ARRAY ? "a list"
-		    : t == HEZO_JSON_TRUE  ? "true or false"
-					   : (t == HEZO_JSON_STRING ? "a string" : "a number"),
-		    hezo_json_type_name(v->type));
+	return hezo_policy_perr(c, field, "expected %s, got %s",
+				t == HEZO_JSON_OBJECT  ? "an object"
+				: t == HEZO_JSON_ARRAY ? "a list"
+				: t == HEZO_JSON_TRUE
+					? "true or false"
+					: (t == HEZO_JSON_STRING ? "a string" : "a number"),
+				hezo_json_type_name(v->type));
 }
 
-int unknown_key(struct pctx *c, const char *prefix, const char *key)
+int hezo_policy_unknown_key(struct pctx *c, const char *prefix, const char *key)
 {
 	char q[256];
 
 	hezo_policy_quote(q, sizeof(q), key);
 	if (prefix)
-		return perr(c, prefix, "unknown key %s", q);
-	return perr(c, NULL, "unknown key %s", q);
+		return hezo_policy_perr(c, prefix, "unknown key %s", q);
+	return hezo_policy_perr(c, NULL, "unknown key %s", q);
 }

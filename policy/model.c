@@ -6,7 +6,7 @@
 
 #include "policy-parse.h"
 
-const char *const backend_names[HEZO_BACKEND_COUNT] = {
+const char *const hezo_policy_backend_names[HEZO_BACKEND_COUNT] = {
 	[HEZO_BACKEND_RUNSC] = "runsc",
 	[HEZO_BACKEND_RUNC] = "runc",
 	[HEZO_BACKEND_CRUN] = "crun",
@@ -39,7 +39,7 @@ static const struct {
 	{"/var/tmp", 16ULL << 20},
 };
 
-const struct host_ns_name host_ns_names[] = {
+const struct host_ns_name hezo_policy_host_ns_names[] = {
 	{"pid", HEZO_NS_PID},	      {"ipc", HEZO_NS_IPC},	  {"uts", HEZO_NS_UTS},
 	{"network", HEZO_NS_NETWORK}, {"cgroup", HEZO_NS_CGROUP},
 };
@@ -48,13 +48,13 @@ const char *hezo_backend_name(enum hezo_backend b)
 {
 	if ((unsigned)b >= HEZO_BACKEND_COUNT)
 		return "unknown";
-	return backend_names[b];
+	return hezo_policy_backend_names[b];
 }
 
 int hezo_backend_from_name(const char *name, enum hezo_backend *out)
 {
 	for (int i = 0; name && i < HEZO_BACKEND_COUNT; i++) {
-		if (strcmp(name, backend_names[i]) == 0) {
+		if (strcmp(name, hezo_policy_backend_names[i]) == 0) {
 			*out = (enum hezo_backend)i;
 			return 0;
 		}
@@ -94,7 +94,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	free(p);
 }
 
-int tmpfs_add(struct hezo_policy *p, const char *dest, uint64_t size)
+int hezo_policy_tmpfs_add(struct hezo_policy *p, const char *dest, uint64_t size)
 {
 	struct hezo_policy_tmpfs *n;
 	char *d = strdup(dest);
@@ -113,7 +113,7 @@ int tmpfs_add(struct hezo_policy *p, const char *dest, uint64_t size)
 	return 0;
 }
 
-void tmpfs_clear(struct hezo_policy *p)
+void hezo_policy_tmpfs_clear(struct hezo_policy *p)
 {
 	for (size_t i = 0; i < p->ntmpfs; i++)
 		free(p->tmpfs[i].dest);
@@ -137,7 +137,8 @@ static const struct {
 	{"net.ipv4.ip_unprivileged_port_start", 0, 65536},
 };
 
-int sysctl_add(struct hezo_policy *p, const char *name, bool any, uint64_t lo, uint64_t hi)
+int hezo_policy_sysctl_add(struct hezo_policy *p, const char *name, bool any, uint64_t lo,
+			   uint64_t hi)
 {
 	struct hezo_policy_sysctl *n;
 	char *d = strdup(name);
@@ -154,7 +155,7 @@ int sysctl_add(struct hezo_policy *p, const char *name, bool any, uint64_t lo, u
 	return 0;
 }
 
-void sysctls_clear(struct hezo_policy *p)
+void hezo_policy_sysctls_clear(struct hezo_policy *p)
 {
 	for (size_t i = 0; i < p->nsysctls; i++)
 		free(p->sysctls[i].name);
@@ -169,13 +170,13 @@ static int sysctls_default(struct hezo_policy *p)
 
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_sysctls); i++)
 		r = r
-			    ?: sysctl_add(p, default_sysctls[i].name, false, default_sysctls[i].lo,
-					  default_sysctls[i].hi);
+			    ?: hezo_policy_sysctl_add(p, default_sysctls[i].name, false,
+						      default_sysctls[i].lo, default_sysctls[i].hi);
 	return r;
 }
 
 /* The documented defaults: the seeds' box. */
-int policy_new_default(struct hezo_policy **out)
+int hezo_policy_new_default(struct hezo_policy **out)
 {
 	_cleanup_policy_ struct hezo_policy *p = calloc(1, sizeof(*p));
 	int r = 0;
@@ -196,7 +197,7 @@ int policy_new_default(struct hezo_policy **out)
 	p->tmpfs_max = 64ULL << 20;
 	r = r ?: sysctls_default(p);
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_tmpfs); i++)
-		r = r ?: tmpfs_add(p, default_tmpfs[i].dest, default_tmpfs[i].size);
+		r = r ?: hezo_policy_tmpfs_add(p, default_tmpfs[i].dest, default_tmpfs[i].size);
 	p->pids = 256;
 	p->memory = 2ULL << 30;
 	p->swap = 0;

@@ -24,12 +24,14 @@ static int sysctls_narrower(struct pctx *c, const struct hezo_policy *base,
 		const struct hezo_policy_sysctl *b = hezo_policy_sysctl_find(base, s->name);
 
 		if (!b)
-			return perr(c, "sysctls", "%s is not in the main policy's list", s->name);
+			return hezo_policy_perr(c, "sysctls", "%s is not in the main policy's list",
+						s->name);
 		if (!b->any && (s->any || s->lo < b->lo || s->hi > b->hi))
-			return perr(c, "sysctls",
-				    "%s: a project may only narrow the main policy's %" PRIu64
-				    " %" PRIu64,
-				    s->name, b->lo, b->hi);
+			return hezo_policy_perr(
+				c, "sysctls",
+				"%s: a project may only narrow the main policy's %" PRIu64
+				" %" PRIu64,
+				s->name, b->lo, b->hi);
 	}
 	return 0;
 }
@@ -79,57 +81,61 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	if (r < 0)
 		return hezo_error_prefix(err, "policy %s", path);
 	if (doc->type != HEZO_JSON_OBJECT)
-		return perr(&c, NULL, "expected a JSON object, got %s",
-			    hezo_json_type_name(doc->type));
+		return hezo_policy_perr(&c, NULL, "expected a JSON object, got %s",
+					hezo_json_type_name(doc->type));
 	/* Check the project's own keys first so messages point at what it wrote. */
-	if (policy_new_default(&p) < 0)
-		return oom(&c);
+	if (hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
 	HEZO_JSON_FOREACH (i, doc) {
-		r = parse_top_key(&c, p, doc->keys[i], doc->items[i]);
+		r = hezo_policy_parse_top_key(&c, p, doc->keys[i], doc->items[i]);
 		if (r < 0)
 			return r;
 	}
 	hezo_policy_free(TAKE_PTR(p));
 
-	merged = policy_file_json(base);
-	if (!merged || merge_json(merged, doc) < 0 || policy_new_default(&p) < 0)
-		return oom(&c);
+	merged = hezo_policy_file_json(base);
+	if (!merged || merge_json(merged, doc) < 0 || hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
 	c.project = false;
-	r = parse_into(&c, p, merged);
+	r = hezo_policy_parse_into(&c, p, merged);
 	if (r < 0)
 		return r;
 	/* A project may narrow where cgroups go and which hooks run, never widen it. */
 	for (size_t i = 0; i < p->cgroup_parents.n; i++)
 		if (!hezo_policy_cgroup_parent_allowed(&base->cgroup_parents,
 						       p->cgroup_parents.v[i]))
-			return perr(&c, "cgroupParents", "%s is not allowed by the main policy",
-				    p->cgroup_parents.v[i]);
+			return hezo_policy_perr(&c, "cgroupParents",
+						"%s is not allowed by the main policy",
+						p->cgroup_parents.v[i]);
 	for (size_t i = 0; i < p->allowed_hooks.n; i++)
 		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
-			return perr(&c, "allowedHooks", "%s is not in the main policy's list",
-				    p->allowed_hooks.v[i]);
+			return hezo_policy_perr(&c, "allowedHooks",
+						"%s is not in the main policy's list",
+						p->allowed_hooks.v[i]);
 	if (p->cpu_shares > base->cpu_shares || p->blkio_weight > base->blkio_weight)
-		return perr(&c, "weights",
-			    "a project may only lower the main policy's cpuShares %" PRIu64
-			    " and blkioWeight %" PRIu64,
-			    base->cpu_shares, base->blkio_weight);
+		return hezo_policy_perr(
+			&c, "weights",
+			"a project may only lower the main policy's cpuShares %" PRIu64
+			" and blkioWeight %" PRIu64,
+			base->cpu_shares, base->blkio_weight);
 	r = sysctls_narrower(&c, base, p);
 	if (r < 0)
 		return r;
 	if (p->tmpfs_max > base->tmpfs_max)
-		return perr(&c, "tmpfsMax", "a project may only lower the main policy's %" PRIu64,
-			    base->tmpfs_max);
+		return hezo_policy_perr(&c, "tmpfsMax",
+					"a project may only lower the main policy's %" PRIu64,
+					base->tmpfs_max);
 	if (p->rlimit_rtprio > base->rlimit_rtprio || p->rlimit_nice > base->rlimit_nice)
-		return perr(&c, "rlimits",
-			    "a project may only lower the main policy's rtprio %" PRIu64
-			    " and nice %" PRIu64,
-			    base->rlimit_rtprio, base->rlimit_nice);
+		return hezo_policy_perr(&c, "rlimits",
+					"a project may only lower the main policy's rtprio %" PRIu64
+					" and nice %" PRIu64,
+					base->rlimit_rtprio, base->rlimit_nice);
 	if (p->seccomp_path) {
 		if (base->seccomp_path && base->seccomp_profile &&
 		    strcmp(base->seccomp_path, p->seccomp_path) == 0) {
 			p->seccomp_profile = hezo_json_clone(base->seccomp_profile);
 			if (!p->seccomp_profile)
-				return oom(&c);
+				return hezo_policy_oom(&c);
 		} else {
 			r = hezo_policy_seccomp_load(p->seccomp_path, &p->seccomp_profile, err);
 			if (r < 0)
@@ -138,7 +144,7 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	}
 	p->project = strdup(project);
 	if (!p->project)
-		return oom(&c);
+		return hezo_policy_oom(&c);
 	*out = TAKE_PTR(p);
 	return 0;
 }
@@ -147,24 +153,24 @@ static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out
 			struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	_cleanup_json_ struct hezo_json *doc = policy_file_json(base);
+	_cleanup_json_ struct hezo_json *doc = hezo_policy_file_json(base);
 	struct pctx c = {.name = "(effective)", .err = err};
 	int r;
 
-	if (!doc || policy_new_default(&p) < 0)
-		return oom(&c);
-	r = parse_into(&c, p, doc);
+	if (!doc || hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
+	r = hezo_policy_parse_into(&c, p, doc);
 	if (r < 0)
 		return r;
 	if (base->seccomp_profile) {
 		p->seccomp_profile = hezo_json_clone(base->seccomp_profile);
 		if (!p->seccomp_profile)
-			return oom(&c);
+			return hezo_policy_oom(&c);
 	}
 	if (base->project) {
 		p->project = strdup(base->project);
 		if (!p->project)
-			return oom(&c);
+			return hezo_policy_oom(&c);
 	}
 	*out = TAKE_PTR(p);
 	return 0;
@@ -208,7 +214,7 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		return 0;
 	}
 	if (strcmp(k, "memory") == 0) {
-		if (parse_size_text(val, &n) < 0 || n == 0)
+		if (hezo_policy_parse_size_text(val, &n) < 0 || n == 0)
 			return annotation_err(err, key, val, "not a size");
 		if (n > p->memory)
 			return annotation_err(err, key, val,
@@ -218,7 +224,8 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		return 0;
 	}
 	if (strcmp(k, "pids") == 0) {
-		if (parse_size_text(val, &n) < 0 || n == 0 || !isdigit((unsigned char)val[0]) ||
+		if (hezo_policy_parse_size_text(val, &n) < 0 || n == 0 ||
+		    !isdigit((unsigned char)val[0]) ||
 		    !isdigit((unsigned char)val[strlen(val) - 1]))
 			return annotation_err(err, key, val, "not a whole number above 0");
 		if (n > p->pids)
@@ -228,7 +235,7 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		return 0;
 	}
 	if (strcmp(k, "cpus") == 0) {
-		if (parse_cpus_text(val, &n) < 0)
+		if (hezo_policy_parse_cpus_text(val, &n) < 0)
 			return annotation_err(err, key, val, "not a CPU count");
 		if (n > p->cpus_milli)
 			return annotation_err(err, key, val,
@@ -259,7 +266,7 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 			if (hezo_allow_normalize(tok, canon, NULL) == 0)
 				tok = canon;
 			else
-				lowercase(tok);
+				hezo_policy_lowercase(tok);
 			if (!hezo_strv_contains(&p->egress_allow, tok)) {
 				char q[256];
 				hezo_policy_quote(q, sizeof(q), tok);
@@ -316,7 +323,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 		source = k8s_source;
 	}
 	if (project) {
-		if (!project_name_valid(project)) {
+		if (!hezo_policy_project_name_valid(project)) {
 			char q[256];
 			hezo_policy_quote(q, sizeof(q), project);
 			return hezo_error_set(err, EINVAL,

@@ -87,7 +87,7 @@ static const char *egress_mode_name(enum hezo_egress_mode m)
 	return m == HEZO_EGRESS_DENY ? "deny" : m == HEZO_EGRESS_OFF ? "off" : "proxy";
 }
 
-struct hezo_json *policy_file_json(const struct hezo_policy *p)
+struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 {
 	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
 	struct hezo_json *backends, *res, *lim, *mounts, *ns, *tmpfs, *allow_host, *allow_b;
@@ -99,14 +99,18 @@ struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	r = r
 		    ?: hezo_json_set(o, "mode",
 				     hezo_json_new_string(p->production ? "production" : "dev"));
-	r = r ?: hezo_json_set(o, "backend", hezo_json_new_string(backend_names[p->backend]));
+	r = r
+		    ?: hezo_json_set(o, "backend",
+				     hezo_json_new_string(hezo_policy_backend_names[p->backend]));
 	allow_b = r ? NULL : hezo_json_ensure_array(o, "allowBackends");
 	for (int b = 0; allow_b && r == 0 && b < HEZO_BACKEND_COUNT; b++)
 		if (p->allow_backends[b])
-			r = hezo_json_append(allow_b, hezo_json_new_string(backend_names[b]));
+			r = hezo_json_append(allow_b,
+					     hezo_json_new_string(hezo_policy_backend_names[b]));
 	backends = r ? NULL : hezo_json_ensure_object(o, "backends");
 	for (int b = 0; backends && r == 0 && b < HEZO_BACKEND_COUNT; b++) {
-		struct hezo_json *be = hezo_json_ensure_object(backends, backend_names[b]);
+		struct hezo_json *be =
+			hezo_json_ensure_object(backends, hezo_policy_backend_names[b]);
 		if (!be)
 			return NULL;
 		r = r ?: hezo_json_set(be, "path", hezo_json_new_string(p->backend_path[b]));
@@ -156,10 +160,11 @@ struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	allow_host = ns ? hezo_json_ensure_array(ns, "allowHost") : NULL;
 	if (!allow_host)
 		return NULL;
-	for (size_t i = 0; r == 0 && i < HEZO_ARRAY_SIZE(host_ns_names); i++)
-		if (p->allow_host_ns & host_ns_names[i].bit)
-			r = hezo_json_append(allow_host,
-					     hezo_json_new_string(host_ns_names[i].name));
+	for (size_t i = 0; r == 0 && i < HEZO_ARRAY_SIZE(hezo_policy_host_ns_names); i++)
+		if (p->allow_host_ns & hezo_policy_host_ns_names[i].bit)
+			r = hezo_json_append(
+				allow_host,
+				hezo_json_new_string(hezo_policy_host_ns_names[i].name));
 	r = r ?: hezo_json_set(ns, "requireUser", hezo_json_new_bool(p->require_user));
 	r = r ?: hezo_json_set(o, "cgroupParents", strv_json(&p->cgroup_parents));
 	r = r ?: hezo_json_set(o, "allowedHooks", strv_json(&p->allowed_hooks));
@@ -195,7 +200,7 @@ struct hezo_json *hezo_policy_egress_json(const struct hezo_policy *p)
 
 struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p)
 {
-	_cleanup_json_ struct hezo_json *o = policy_file_json(p);
+	_cleanup_json_ struct hezo_json *o = hezo_policy_file_json(p);
 
 	if (!o)
 		return NULL;

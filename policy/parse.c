@@ -30,8 +30,8 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 	char field[64];
 	int r;
 
-	snprintf(field, sizeof(field), "backends.%s", backend_names[b]);
-	r = expect_type(c, field, v, HEZO_JSON_OBJECT);
+	snprintf(field, sizeof(field), "backends.%s", hezo_policy_backend_names[b]);
+	r = hezo_policy_expect_type(c, field, v, HEZO_JSON_OBJECT);
 	if (r < 0)
 		return r;
 	HEZO_JSON_FOREACH (i, v) {
@@ -41,13 +41,15 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 
 		snprintf(f, sizeof(f), "%s.%s", field, k);
 		if (strcmp(k, "path") == 0) {
-			r = get_abs_path(c, f, x, &p->backend_path[b]);
+			r = hezo_policy_get_abs_path(c, f, x, &p->backend_path[b]);
 		} else if (strcmp(k, "args") == 0) {
-			r = get_strv(c, f, x, elem_any, &p->backend_args[b]);
+			r = hezo_policy_get_strv(c, f, x, hezo_policy_elem_any,
+						 &p->backend_args[b]);
 		} else if (b == HEZO_BACKEND_RUNSC && strcmp(k, "network") == 0) {
 			size_t w;
-			r = get_word(c, f, x, runsc_networks, HEZO_ARRAY_SIZE(runsc_networks),
-				     "host, none or sandbox", &w);
+			r = hezo_policy_get_word(c, f, x, runsc_networks,
+						 HEZO_ARRAY_SIZE(runsc_networks),
+						 "host, none or sandbox", &w);
 			/* A network that is no string ends the backend's object, as it always has.
 			 */
 			if (r < 0 && x->type != HEZO_JSON_STRING)
@@ -55,9 +57,9 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 			if (r == 0)
 				p->runsc_network = (enum hezo_runsc_network)w;
 		} else if (b == HEZO_BACKEND_RUNSC && strcmp(k, "pidsHeadroom") == 0) {
-			r = get_count(c, f, x, &p->pids_headroom, true);
+			r = hezo_policy_get_count(c, f, x, &p->pids_headroom, true);
 		} else {
-			r = unknown_key(c, field, k);
+			r = hezo_policy_unknown_key(c, field, k);
 		}
 		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
@@ -67,14 +69,14 @@ static int parse_backend_obj(struct pctx *c, struct hezo_policy *p, enum hezo_ba
 static int parse_backends(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
 	int bad = 0;
-	int r = expect_type(c, "backends", v, HEZO_JSON_OBJECT);
+	int r = hezo_policy_expect_type(c, "backends", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
 		return r;
 	HEZO_JSON_FOREACH (i, v) {
 		enum hezo_backend b;
 		if (hezo_backend_from_name(v->keys[i], &b) < 0) {
-			r = unknown_key(c, "backends", v->keys[i]);
+			r = hezo_policy_unknown_key(c, "backends", v->keys[i]);
 			NEXT_KEY_OR_FAIL(c, r, bad);
 			continue;
 		}
@@ -86,11 +88,11 @@ static int parse_backends(struct pctx *c, struct hezo_policy *p, const struct he
 
 static int parse_tmpfs(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
-	int r = expect_type(c, "tmpfs", v, HEZO_JSON_OBJECT);
+	int r = hezo_policy_expect_type(c, "tmpfs", v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
 		return r;
-	tmpfs_clear(p);
+	hezo_policy_tmpfs_clear(p);
 	HEZO_JSON_FOREACH (i, v) {
 		_cleanup_free_ char *dest = NULL;
 		char f[300], q[256];
@@ -98,22 +100,22 @@ static int parse_tmpfs(struct pctx *c, struct hezo_policy *p, const struct hezo_
 
 		hezo_policy_quote(q, sizeof(q), v->keys[i]);
 		snprintf(f, sizeof(f), "tmpfs[%s]", q);
-		r = elem_abs_path(c, f, v->keys[i], &dest);
+		r = hezo_policy_elem_abs_path(c, f, v->keys[i], &dest);
 		if (r < 0)
 			return r;
 		/* The engine's /dev tmpfs, and the kernel's /proc and /sys, are not ours to cover.
 		 */
 		if (strcmp(dest, "/") == 0 || strcmp(dest, "/dev") == 0 ||
 		    hezo_policy_path_under(dest, "/proc") || hezo_policy_path_under(dest, "/sys"))
-			return perr(c, f, "a tmpfs cannot be mounted over %s", dest);
+			return hezo_policy_perr(c, f, "a tmpfs cannot be mounted over %s", dest);
 		for (size_t j = 0; j < p->ntmpfs; j++)
 			if (strcmp(p->tmpfs[j].dest, dest) == 0)
-				return perr(c, f, "%s is listed twice", dest);
-		r = get_size(c, f, v->items[i], false, &size);
+				return hezo_policy_perr(c, f, "%s is listed twice", dest);
+		r = hezo_policy_get_size(c, f, v->items[i], false, &size);
 		if (r < 0)
 			return r;
-		if (tmpfs_add(p, dest, size) < 0)
-			return oom(c);
+		if (hezo_policy_tmpfs_add(p, dest, size) < 0)
+			return hezo_policy_oom(c);
 	}
 	return 0;
 }
@@ -130,7 +132,7 @@ static int parse_section(struct pctx *c, struct hezo_policy *p, const char *sect
 			 const struct hezo_json *v, key_fn fn)
 {
 	int bad = 0;
-	int r = expect_type(c, section, v, HEZO_JSON_OBJECT);
+	int r = hezo_policy_expect_type(c, section, v, HEZO_JSON_OBJECT);
 
 	if (r < 0)
 		return r;
@@ -153,18 +155,18 @@ static int resources_key(struct pctx *c, struct hezo_policy *p, const char *fiel
 	char desc[128];
 
 	if (strcmp(k, "pids") == 0)
-		return get_count(c, field, x, &p->pids, false);
+		return hezo_policy_get_count(c, field, x, &p->pids, false);
 	if (strcmp(k, "memory") == 0)
-		return get_size(c, field, x, false, &p->memory);
+		return hezo_policy_get_size(c, field, x, false, &p->memory);
 	if (strcmp(k, "swap") == 0)
-		return get_size(c, field, x, true, &p->swap);
+		return hezo_policy_get_size(c, field, x, true, &p->swap);
 	if (strcmp(k, "cpus") != 0)
-		return unknown_key(c, "resources", k);
-	describe(desc, sizeof(desc), x);
-	if (x->type != HEZO_JSON_NUMBER || parse_cpus_text(x->str, &p->cpus_milli) < 0)
-		return perr(c, field,
-			    "%s is not a CPU count (a number from 0.01, at most three decimals)",
-			    desc);
+		return hezo_policy_unknown_key(c, "resources", k);
+	hezo_policy_describe(desc, sizeof(desc), x);
+	if (x->type != HEZO_JSON_NUMBER || hezo_policy_parse_cpus_text(x->str, &p->cpus_milli) < 0)
+		return hezo_policy_perr(
+			c, field,
+			"%s is not a CPU count (a number from 0.01, at most three decimals)", desc);
 	return 0;
 }
 
@@ -177,23 +179,24 @@ static int sysctl_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 
 	hezo_policy_quote(q, sizeof(q), k);
 	snprintf(f, sizeof(f), "sysctls[%s]", q);
-	describe(desc, sizeof(desc), x);
-	if (!sysctl_name_ok(k))
-		return perr(c, f, "not a sysctl name (dotted lower-case words)");
+	hezo_policy_describe(desc, sizeof(desc), x);
+	if (!hezo_policy_sysctl_name_ok(k))
+		return hezo_policy_perr(c, f, "not a sysctl name (dotted lower-case words)");
 	if (x->type == HEZO_JSON_TRUE)
-		return sysctl_add(p, k, true, 0, 0) < 0 ? oom(c) : 0;
+		return hezo_policy_sysctl_add(p, k, true, 0, 0) < 0 ? hezo_policy_oom(c) : 0;
 	if (x->type != HEZO_JSON_STRING || sscanf(x->str, "%19llu %19llu%n", &lo, &hi, &end) != 2 ||
 	    x->str[end] || strspn(x->str, "0123456789 ") != strlen(x->str) || lo > hi)
-		return perr(c, f, "%s is neither true nor \"LOW HIGH\" (two numbers, LOW <= HIGH)",
-			    desc);
-	return sysctl_add(p, k, false, lo, hi) < 0 ? oom(c) : 0;
+		return hezo_policy_perr(
+			c, f, "%s is neither true nor \"LOW HIGH\" (two numbers, LOW <= HIGH)",
+			desc);
+	return hezo_policy_sysctl_add(p, k, false, lo, hi) < 0 ? hezo_policy_oom(c) : 0;
 }
 
 static int parse_sysctls(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
 	/* The file's list replaces the defaults, once the section is known to be an object. */
 	if (v->type == HEZO_JSON_OBJECT)
-		sysctls_clear(p);
+		hezo_policy_sysctls_clear(p);
 	return parse_section(c, p, "sysctls", v, sysctl_key);
 }
 
@@ -206,10 +209,11 @@ static int weight_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 	int r;
 
 	if (!cpu && strcmp(k, "blkioWeight") != 0)
-		return unknown_key(c, "weights", k);
-	r = get_count(c, field, x, &n, false);
+		return hezo_policy_unknown_key(c, "weights", k);
+	r = hezo_policy_get_count(c, field, x, &n, false);
 	if (r == 0 && (n < lo || n > hi))
-		return perr(c, field, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64, n, lo, hi);
+		return hezo_policy_perr(c, field, "%" PRIu64 " is not from %" PRIu64 " to %" PRIu64,
+					n, lo, hi);
 	if (r == 0)
 		*(cpu ? &p->cpu_shares : &p->blkio_weight) = n;
 	return r;
@@ -224,10 +228,10 @@ static int rlimit_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 	int r;
 
 	if (!rt && strcmp(k, "nice") != 0)
-		return unknown_key(c, "rlimits", k);
-	r = get_count(c, field, x, &n, true);
+		return hezo_policy_unknown_key(c, "rlimits", k);
+	r = hezo_policy_get_count(c, field, x, &n, true);
 	if (r == 0 && n > max)
-		return perr(c, field, "%" PRIu64 " is more than %" PRIu64, n, max);
+		return hezo_policy_perr(c, field, "%" PRIu64 " is more than %" PRIu64, n, max);
 	if (r == 0)
 		*(rt ? &p->rlimit_rtprio : &p->rlimit_nice) = n;
 	return r;
@@ -236,7 +240,7 @@ static int rlimit_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hezo_json *v)
 {
 	_cleanup_free_ char *path = NULL;
-	int r = expect_type(c, "seccomp", v, HEZO_JSON_STRING);
+	int r = hezo_policy_expect_type(c, "seccomp", v, HEZO_JSON_STRING);
 
 	if (r < 0)
 		return r;
@@ -247,11 +251,12 @@ static int parse_seccomp(struct pctx *c, struct hezo_policy *p, const struct hez
 	}
 	r = hezo_policy_clean_path(v->str, &path);
 	if (r == -ENOMEM)
-		return oom(c);
+		return hezo_policy_oom(c);
 	if (r < 0) {
 		char q[256];
 		hezo_policy_quote(q, sizeof(q), v->str);
-		return perr(c, "seccomp", "%s is neither \"default\" nor an absolute path", q);
+		return hezo_policy_perr(c, "seccomp",
+					"%s is neither \"default\" nor an absolute path", q);
 	}
 	free(p->seccomp_path);
 	p->seccomp_path = TAKE_PTR(path);
@@ -262,14 +267,17 @@ static int mounts_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 		      const struct hezo_json *x, bool *stop)
 {
 	if (strcmp(k, "allowedSources") == 0)
-		return get_strv(c, field, x, elem_abs_path, &p->allowed_sources);
+		return hezo_policy_get_strv(c, field, x, hezo_policy_elem_abs_path,
+					    &p->allowed_sources);
 	if (strcmp(k, "engineRoots") == 0)
-		return get_strv(c, field, x, elem_abs_path, &p->engine_roots);
+		return hezo_policy_get_strv(c, field, x, hezo_policy_elem_abs_path,
+					    &p->engine_roots);
 	/* Where pods' volumes are: moving it would open the real one to a project. */
 	if (strcmp(k, "kubeletRoot") == 0)
-		return c->project ? perr(c, field, "only the main policy file may set this")
-				  : get_abs_path(c, field, x, &p->kubelet_root);
-	return unknown_key(c, "mounts", k);
+		return c->project ? hezo_policy_perr(c, field,
+						     "only the main policy file may set this")
+				  : hezo_policy_get_abs_path(c, field, x, &p->kubelet_root);
+	return hezo_policy_unknown_key(c, "mounts", k);
 }
 
 static int namespaces_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
@@ -279,17 +287,17 @@ static int namespaces_key(struct pctx *c, struct hezo_policy *p, const char *fie
 	int r;
 
 	if (strcmp(k, "requireUser") == 0)
-		return get_bool(c, field, x, &p->require_user);
+		return hezo_policy_get_bool(c, field, x, &p->require_user);
 	if (strcmp(k, "allowHost") != 0)
-		return unknown_key(c, "namespaces", k);
-	r = hezo_strv_init(&s) < 0 ? oom(c) : 0;
+		return hezo_policy_unknown_key(c, "namespaces", k);
+	r = hezo_strv_init(&s) < 0 ? hezo_policy_oom(c) : 0;
 	if (r == 0)
-		r = get_strv(c, field, x, elem_host_ns, &s);
+		r = hezo_policy_get_strv(c, field, x, hezo_policy_elem_host_ns, &s);
 	p->allow_host_ns = 0;
 	for (size_t j = 0; r == 0 && j < s.n; j++)
-		for (size_t n = 0; n < HEZO_ARRAY_SIZE(host_ns_names); n++)
-			if (strcmp(s.v[j], host_ns_names[n].name) == 0)
-				p->allow_host_ns |= host_ns_names[n].bit;
+		for (size_t n = 0; n < HEZO_ARRAY_SIZE(hezo_policy_host_ns_names); n++)
+			if (strcmp(s.v[j], hezo_policy_host_ns_names[n].name) == 0)
+				p->allow_host_ns |= hezo_policy_host_ns_names[n].bit;
 	hezo_strv_done(&s);
 	return r;
 }
@@ -301,15 +309,16 @@ static int egress_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 	int r;
 
 	if (strcmp(k, "allow") == 0)
-		return get_strv(c, field, x, elem_egress_allow, &p->egress_allow);
+		return hezo_policy_get_strv(c, field, x, hezo_policy_elem_egress_allow,
+					    &p->egress_allow);
 	if (strcmp(k, "resolvers") == 0)
-		return get_strv(c, field, x, elem_resolver, &p->resolvers);
+		return hezo_policy_get_strv(c, field, x, hezo_policy_elem_resolver, &p->resolvers);
 	if (strcmp(k, "allowRanges") == 0)
-		return get_strv(c, field, x, elem_cidr, &p->allow_ranges);
+		return hezo_policy_get_strv(c, field, x, hezo_policy_elem_cidr, &p->allow_ranges);
 	if (strcmp(k, "mode") != 0)
-		return unknown_key(c, "egress", k);
-	r = get_word(c, field, x, egress_modes, HEZO_ARRAY_SIZE(egress_modes), "proxy, deny or off",
-		     &w);
+		return hezo_policy_unknown_key(c, "egress", k);
+	r = hezo_policy_get_word(c, field, x, egress_modes, HEZO_ARRAY_SIZE(egress_modes),
+				 "proxy, deny or off", &w);
 	/* A mode that is no string ends the section, as it always has. */
 	*stop = r < 0 && x->type != HEZO_JSON_STRING;
 	if (r == 0)
@@ -325,53 +334,58 @@ static int admission_key(struct pctx *c, struct hezo_policy *p, const char *fiel
 	char desc[128];
 
 	if (c->project && (strcmp(k, "maxActive") == 0 || strcmp(k, "wait") == 0))
-		return perr(c, field,
-			    "only the main policy file may set this (the limit is the machine's)");
+		return hezo_policy_perr(
+			c, field,
+			"only the main policy file may set this (the limit is the machine's)");
 	if (strcmp(k, "wait") == 0)
-		return get_count(c, field, x, &p->admission_wait, true);
+		return hezo_policy_get_count(c, field, x, &p->admission_wait, true);
 	if (strcmp(k, "exempt") == 0)
-		return get_bool(c, field, x, &p->admission_exempt);
+		return hezo_policy_get_bool(c, field, x, &p->admission_exempt);
 	if (strcmp(k, "maxActive") != 0)
-		return unknown_key(c, "admission", k);
+		return hezo_policy_unknown_key(c, "admission", k);
 	p->admission_auto = x->type == HEZO_JSON_STRING && strcmp(x->str, "auto") == 0;
 	p->admission_max = 0;
 	if (!p->admission_auto &&
 	    (x->type != HEZO_JSON_NUMBER || hezo_json_get_uint64(x, &p->admission_max) < 0 ||
 	     p->admission_max == 0)) {
-		describe(desc, sizeof(desc), x);
-		return perr(c, field, "%s is not a whole number above 0 or \"auto\"", desc);
+		hezo_policy_describe(desc, sizeof(desc), x);
+		return hezo_policy_perr(c, field, "%s is not a whole number above 0 or \"auto\"",
+					desc);
 	}
 	return 0;
 }
 
-int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const struct hezo_json *x)
+int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
+			      const struct hezo_json *x)
 {
 	int r;
 
 	if (c->project &&
 	    (strcmp(k, "version") == 0 || strcmp(k, "mode") == 0 || strcmp(k, "backends") == 0 ||
 	     strcmp(k, "projectsDir") == 0 || strcmp(k, "dockerPidFile") == 0))
-		return perr(c, k, "only the main policy file may set this");
+		return hezo_policy_perr(c, k, "only the main policy file may set this");
 
 	if (strcmp(k, "version") == 0) {
 		if (x->type != HEZO_JSON_NUMBER || strcmp(x->str, "1") != 0) {
 			char desc[128];
-			describe(desc, sizeof(desc), x);
-			return perr(c, "version", "%s is not a supported version (1)", desc);
+			hezo_policy_describe(desc, sizeof(desc), x);
+			return hezo_policy_perr(c, "version", "%s is not a supported version (1)",
+						desc);
 		}
 		return 0;
 	}
 	if (strcmp(k, "mode") == 0) {
 		size_t w;
-		r = get_word(c, "mode", x, modes, HEZO_ARRAY_SIZE(modes), "production or dev", &w);
+		r = hezo_policy_get_word(c, "mode", x, modes, HEZO_ARRAY_SIZE(modes),
+					 "production or dev", &w);
 		if (r == 0)
 			p->production = w == 0;
 		return r;
 	}
 	if (strcmp(k, "backend") == 0) {
-		r = expect_type(c, "backend", x, HEZO_JSON_STRING);
+		r = hezo_policy_expect_type(c, "backend", x, HEZO_JSON_STRING);
 		if (r == 0)
-			r = elem_backend(c, "backend", x->str, NULL);
+			r = hezo_policy_elem_backend(c, "backend", x->str, NULL);
 		if (r == 0)
 			hezo_backend_from_name(x->str, &p->backend);
 		return r;
@@ -379,11 +393,12 @@ int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const st
 	if (strcmp(k, "allowBackends") == 0) {
 		struct hezo_strv s = {0};
 		if (hezo_strv_init(&s) < 0)
-			return oom(c);
-		r = get_strv(c, "allowBackends", x, elem_backend, &s);
+			return hezo_policy_oom(c);
+		r = hezo_policy_get_strv(c, "allowBackends", x, hezo_policy_elem_backend, &s);
 		if (r == 0) {
 			for (int b = 0; b < HEZO_BACKEND_COUNT; b++)
-				p->allow_backends[b] = hezo_strv_contains(&s, backend_names[b]);
+				p->allow_backends[b] =
+					hezo_strv_contains(&s, hezo_policy_backend_names[b]);
 		}
 		hezo_strv_done(&s);
 		return r;
@@ -391,15 +406,15 @@ int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const st
 	if (strcmp(k, "backends") == 0)
 		return parse_backends(c, p, x);
 	if (strcmp(k, "capabilities") == 0)
-		return get_strv(c, "capabilities", x, elem_cap, &p->caps);
+		return hezo_policy_get_strv(c, "capabilities", x, hezo_policy_elem_cap, &p->caps);
 	if (strcmp(k, "noNewPrivileges") == 0)
-		return get_bool(c, "noNewPrivileges", x, &p->no_new_privs);
+		return hezo_policy_get_bool(c, "noNewPrivileges", x, &p->no_new_privs);
 	if (strcmp(k, "readonlyRootfs") == 0)
-		return get_bool(c, "readonlyRootfs", x, &p->readonly_rootfs);
+		return hezo_policy_get_bool(c, "readonlyRootfs", x, &p->readonly_rootfs);
 	if (strcmp(k, "tmpfs") == 0)
 		return parse_tmpfs(c, p, x);
 	if (strcmp(k, "tmpfsMax") == 0)
-		return get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
+		return hezo_policy_get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
 	if (strcmp(k, "sysctls") == 0)
 		return parse_sysctls(c, p, x);
 	if (strcmp(k, "weights") == 0)
@@ -411,60 +426,66 @@ int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k, const st
 	if (strcmp(k, "seccomp") == 0)
 		return parse_seccomp(c, p, x);
 	if (strcmp(k, "devices") == 0)
-		return get_strv(c, "devices", x, elem_abs_path, &p->devices);
+		return hezo_policy_get_strv(c, "devices", x, hezo_policy_elem_abs_path,
+					    &p->devices);
 	if (strcmp(k, "mounts") == 0)
 		return parse_section(c, p, "mounts", x, mounts_key);
 	if (strcmp(k, "namespaces") == 0)
 		return parse_section(c, p, "namespaces", x, namespaces_key);
 	if (strcmp(k, "cgroupParents") == 0)
-		return get_strv(c, "cgroupParents", x, elem_abs_path, &p->cgroup_parents);
+		return hezo_policy_get_strv(c, "cgroupParents", x, hezo_policy_elem_abs_path,
+					    &p->cgroup_parents);
 	if (strcmp(k, "allowedHooks") == 0)
-		return get_strv(c, "allowedHooks", x, elem_abs_path, &p->allowed_hooks);
+		return hezo_policy_get_strv(c, "allowedHooks", x, hezo_policy_elem_abs_path,
+					    &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
 		return parse_section(c, p, "egress", x, egress_key);
 	if (strcmp(k, "projectsDir") == 0)
-		return get_abs_path(c, "projectsDir", x, &p->projects_dir);
+		return hezo_policy_get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
-		return get_bool(c, "init", x, &p->init);
+		return hezo_policy_get_bool(c, "init", x, &p->init);
 	if (strcmp(k, "admission") == 0)
 		return parse_section(c, p, "admission", x, admission_key);
 	if (strcmp(k, "dockerPidFile") == 0)
-		return get_abs_path(c, "dockerPidFile", x, &p->docker_pidfile);
-	return unknown_key(c, NULL, k);
+		return hezo_policy_get_abs_path(c, "dockerPidFile", x, &p->docker_pidfile);
+	return hezo_policy_unknown_key(c, NULL, k);
 }
 
 /* Rules that tie keys together; run after every key is read (and after project layering). */
 static int validate(struct pctx *c, const struct hezo_policy *p)
 {
 	if (!p->allow_backends[p->backend])
-		return perr(c, "backend", "%s is not in allowBackends", backend_names[p->backend]);
+		return hezo_policy_perr(c, "backend", "%s is not in allowBackends",
+					hezo_policy_backend_names[p->backend]);
 	if (p->production) {
 		if (p->backend != HEZO_BACKEND_RUNSC)
-			return perr(c, "backend",
-				    "%s is not allowed in production mode (runsc only)",
-				    backend_names[p->backend]);
+			return hezo_policy_perr(c, "backend",
+						"%s is not allowed in production mode (runsc only)",
+						hezo_policy_backend_names[p->backend]);
 		for (int b = 0; b < HEZO_BACKEND_COUNT; b++)
 			if (p->allow_backends[b] && b != HEZO_BACKEND_RUNSC)
-				return perr(c, "allowBackends",
-					    "%s is not allowed in production mode (runsc only)",
-					    backend_names[b]);
+				return hezo_policy_perr(
+					c, "allowBackends",
+					"%s is not allowed in production mode (runsc only)",
+					hezo_policy_backend_names[b]);
 	}
 	if (p->runsc_network == HEZO_RUNSC_NET_SANDBOX && p->egress_mode != HEZO_EGRESS_OFF)
-		return perr(c, "backends.runsc.network",
-			    "\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
-			    "\"off\"");
+		return hezo_policy_perr(
+			c, "backends.runsc.network",
+			"\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
+			"\"off\"");
 	return 0;
 }
 
-int parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)
+int hezo_policy_parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)
 {
 	int r, bad = 0;
 
 	if (doc->type != HEZO_JSON_OBJECT)
-		return perr(c, NULL, "expected a JSON object, got %s",
-			    hezo_json_type_name(doc->type));
+		return hezo_policy_perr(c, NULL, "expected a JSON object, got %s",
+					hezo_json_type_name(doc->type));
 	HEZO_JSON_FOREACH (i, doc) {
-		r = parse_top_key(c, p, doc->keys[i], doc->items[i]);
+		r = hezo_policy_parse_top_key(c, p, doc->keys[i], doc->items[i]);
 		NEXT_KEY_OR_FAIL(c, r, bad);
 	}
 	/* Cross-field rules read parsed values: after a field error they would judge defaults. */
@@ -483,9 +504,9 @@ static int parse_doc(struct pctx *c, const char *buf, size_t len, struct hezo_po
 	r = hezo_json_parse(buf, len, &doc, c->err);
 	if (r < 0)
 		return hezo_error_prefix(c->err, "policy %s", c->name);
-	if (policy_new_default(&p) < 0)
-		return oom(c);
-	r = parse_into(c, p, doc);
+	if (hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(c);
+	r = hezo_policy_parse_into(c, p, doc);
 	*out = TAKE_PTR(p);
 	return r;
 }

@@ -12,7 +12,7 @@
 /* ---- value syntax ---- */
 
 /* Sizes: digits with an optional k/m/g suffix (powers of 1024). */
-int parse_size_text(const char *s, uint64_t *out)
+int hezo_policy_parse_size_text(const char *s, uint64_t *out)
 {
 	uint64_t n = 0, mult = 1;
 	size_t i = 0;
@@ -53,8 +53,8 @@ int parse_size_text(const char *s, uint64_t *out)
 	return 0;
 }
 
-int get_size(struct pctx *c, const char *field, const struct hezo_json *v, bool allow_zero,
-	     uint64_t *out)
+int hezo_policy_get_size(struct pctx *c, const char *field, const struct hezo_json *v,
+			 bool allow_zero, uint64_t *out)
 {
 	char desc[128];
 	uint64_t n;
@@ -63,33 +63,33 @@ int get_size(struct pctx *c, const char *field, const struct hezo_json *v, bool 
 	if (v->type == HEZO_JSON_NUMBER)
 		r = hezo_json_get_uint64(v, &n);
 	else if (v->type == HEZO_JSON_STRING)
-		r = parse_size_text(v->str, &n);
-	describe(desc, sizeof(desc), v);
+		r = hezo_policy_parse_size_text(v->str, &n);
+	hezo_policy_describe(desc, sizeof(desc), v);
 	if (r < 0)
-		return perr(c, field, "%s is not a size", desc);
+		return hezo_policy_perr(c, field, "%s is not a size", desc);
 	if (n == 0 && !allow_zero)
-		return perr(c, field, "%s: must be more than 0", desc);
+		return hezo_policy_perr(c, field, "%s: must be more than 0", desc);
 	*out = n;
 	return 0;
 }
 
-int get_count(struct pctx *c, const char *field, const struct hezo_json *v, uint64_t *out,
-	      bool allow_zero)
+int hezo_policy_get_count(struct pctx *c, const char *field, const struct hezo_json *v,
+			  uint64_t *out, bool allow_zero)
 {
 	char desc[128];
 	uint64_t n;
 
-	describe(desc, sizeof(desc), v);
+	hezo_policy_describe(desc, sizeof(desc), v);
 	if (v->type != HEZO_JSON_NUMBER || hezo_json_get_uint64(v, &n) < 0)
-		return perr(c, field, "%s is not a whole number", desc);
+		return hezo_policy_perr(c, field, "%s is not a whole number", desc);
 	if (n == 0 && !allow_zero)
-		return perr(c, field, "%s: must be more than 0", desc);
+		return hezo_policy_perr(c, field, "%s: must be more than 0", desc);
 	*out = n;
 	return 0;
 }
 
 /* CPU counts: "2", "0.5", "1.25"; at most three decimals, at least 0.01 (a 1 ms quota). */
-int parse_cpus_text(const char *s, uint64_t *milli)
+int hezo_policy_parse_cpus_text(const char *s, uint64_t *milli)
 {
 	uint64_t whole = 0, frac = 0;
 	size_t i = 0, digits = 0;
@@ -121,34 +121,36 @@ int parse_cpus_text(const char *s, uint64_t *milli)
 	return 0;
 }
 
-void lowercase(char *s)
+void hezo_policy_lowercase(char *s)
 {
 	for (; *s; s++)
 		*s = (char)tolower((unsigned char)*s);
 }
 
 /* A list of strings, each checked (and normalised) by fn, replacing *dst. */
-int get_strv(struct pctx *c, const char *field, const struct hezo_json *v, elem_fn fn,
-	     struct hezo_strv *dst)
+int hezo_policy_get_strv(struct pctx *c, const char *field, const struct hezo_json *v, elem_fn fn,
+			 struct hezo_strv *dst)
 {
 	struct hezo_strv s = {0};
 	int r;
 
-	r = expect_type(c, field, v, HEZO_JSON_ARRAY);
+	r = hezo_policy_expect_type(c, field, v, HEZO_JSON_ARRAY);
 	if (r < 0)
 		return r;
 	if (hezo_strv_init(&s) < 0)
-		return oom(c);
+		return hezo_policy_oom(c);
 	HEZO_JSON_FOREACH (i, v) {
 		_cleanup_free_ char *norm = NULL;
 		char f[160];
 
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
-		r = expect_type(c, f, v->items[i], HEZO_JSON_STRING);
+		r = hezo_policy_expect_type(c, f, v->items[i], HEZO_JSON_STRING);
 		if (r == 0)
 			r = fn(c, f, v->items[i]->str, &norm);
 		if (r == 0 && !hezo_strv_contains(&s, norm ? norm : v->items[i]->str))
-			r = hezo_strv_push(&s, norm ? norm : v->items[i]->str) < 0 ? oom(c) : 0;
+			r = hezo_strv_push(&s, norm ? norm : v->items[i]->str) < 0
+				    ? hezo_policy_oom(c)
+				    : 0;
 		if (r < 0) {
 			hezo_strv_done(&s);
 			return r;
@@ -167,58 +169,58 @@ static int elem_normalised(struct pctx *c, const char *field, const char *s, cha
 	int r = normalise(s, norm);
 
 	if (r == -ENOMEM)
-		return oom(c);
+		return hezo_policy_oom(c);
 	hezo_policy_quote(q, sizeof(q), s);
 	if (r < 0)
-		return perr(c, field, "%s is not %s", q, what);
+		return hezo_policy_perr(c, field, "%s is not %s", q, what);
 	return 0;
 }
 
-int elem_abs_path(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_abs_path(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	return elem_normalised(c, field, s, norm, hezo_policy_clean_path,
 			       "an absolute path without \"..\"");
 }
 
-int elem_cap(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_cap(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	return elem_normalised(c, field, s, norm, hezo_policy_cap_normalise, "a capability");
 }
 
-int elem_backend(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_backend(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	enum hezo_backend b;
 	char q[256];
 
 	hezo_policy_quote(q, sizeof(q), s);
 	if (hezo_backend_from_name(s, &b) < 0)
-		return perr(c, field, "%s is not a backend (runsc, runc, crun)", q);
+		return hezo_policy_perr(c, field, "%s is not a backend (runsc, runc, crun)", q);
 	return 0;
 }
 
-int elem_any(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_any(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	return 0;
 }
 
 /* The grammar is egress/'s (the hook and proxyd parse the same entries with it). */
-int elem_egress_allow(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_egress_allow(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	char q[256], canon[HEZO_EGRESS_ENTRY_MAX];
 	const char *why = NULL;
 
 	hezo_policy_quote(q, sizeof(q), s);
 	if (hezo_allow_normalize(s, canon, &why) < 0)
-		return perr(c, field,
-			    "%s is not a host, *.domain or CIDR (with an optional :port): %s", q,
-			    why);
+		return hezo_policy_perr(
+			c, field, "%s is not a host, *.domain or CIDR (with an optional :port): %s",
+			q, why);
 	*norm = strdup(canon);
 	if (!*norm)
-		return oom(c);
+		return hezo_policy_oom(c);
 	return 0;
 }
 
-int elem_resolver(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_resolver(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	struct hezo_resolver r;
 	const char *why = NULL;
@@ -226,11 +228,11 @@ int elem_resolver(struct pctx *c, const char *field, const char *s, char **norm)
 
 	hezo_policy_quote(q, sizeof(q), s);
 	if (hezo_resolver_parse(s, &r, &why) < 0)
-		return perr(c, field, "%s is not an IP address or IP:port: %s", q, why);
+		return hezo_policy_perr(c, field, "%s is not an IP address or IP:port: %s", q, why);
 	return 0;
 }
 
-int elem_cidr(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_cidr(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	struct hezo_cidr r;
 	const char *why = NULL;
@@ -238,30 +240,32 @@ int elem_cidr(struct pctx *c, const char *field, const char *s, char **norm)
 
 	hezo_policy_quote(q, sizeof(q), s);
 	if (hezo_range_parse(s, &r, &why) < 0)
-		return perr(c, field, "%s is not a CIDR (ADDRESS/PREFIX, no host bits set)", q);
+		return hezo_policy_perr(c, field,
+					"%s is not a CIDR (ADDRESS/PREFIX, no host bits set)", q);
 	return 0;
 }
 
-int elem_host_ns(struct pctx *c, const char *field, const char *s, char **norm)
+int hezo_policy_elem_host_ns(struct pctx *c, const char *field, const char *s, char **norm)
 {
 	char q[256];
 
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(host_ns_names); i++)
-		if (strcmp(s, host_ns_names[i].name) == 0)
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(hezo_policy_host_ns_names); i++)
+		if (strcmp(s, hezo_policy_host_ns_names[i].name) == 0)
 			return 0;
 	hezo_policy_quote(q, sizeof(q), s);
-	return perr(c, field, "%s cannot be shared with the host (pid, ipc, uts, network, cgroup)",
-		    q);
+	return hezo_policy_perr(
+		c, field, "%s cannot be shared with the host (pid, ipc, uts, network, cgroup)", q);
 }
 
-int get_abs_path(struct pctx *c, const char *field, const struct hezo_json *v, char **dst)
+int hezo_policy_get_abs_path(struct pctx *c, const char *field, const struct hezo_json *v,
+			     char **dst)
 {
 	_cleanup_free_ char *norm = NULL;
-	int r = expect_type(c, field, v, HEZO_JSON_STRING);
+	int r = hezo_policy_expect_type(c, field, v, HEZO_JSON_STRING);
 
 	if (r < 0)
 		return r;
-	r = elem_abs_path(c, field, v->str, &norm);
+	r = hezo_policy_elem_abs_path(c, field, v->str, &norm);
 	if (r < 0)
 		return r;
 	free(*dst);
@@ -269,9 +273,9 @@ int get_abs_path(struct pctx *c, const char *field, const struct hezo_json *v, c
 	return 0;
 }
 
-int get_bool(struct pctx *c, const char *field, const struct hezo_json *v, bool *dst)
+int hezo_policy_get_bool(struct pctx *c, const char *field, const struct hezo_json *v, bool *dst)
 {
-	int r = expect_type(c, field, v, HEZO_JSON_TRUE);
+	int r = hezo_policy_expect_type(c, field, v, HEZO_JSON_TRUE);
 
 	if (r < 0)
 		return r;
@@ -279,11 +283,11 @@ int get_bool(struct pctx *c, const char *field, const struct hezo_json *v, bool 
 	return 0;
 }
 
-int get_word(struct pctx *c, const char *field, const struct hezo_json *v, const char *const *words,
-	     size_t n, const char *choices, size_t *out)
+int hezo_policy_get_word(struct pctx *c, const char *field, const struct hezo_json *v,
+			 const char *const *words, size_t n, const char *choices, size_t *out)
 {
 	char q[256];
-	int r = expect_type(c, field, v, HEZO_JSON_STRING);
+	int r = hezo_policy_expect_type(c, field, v, HEZO_JSON_STRING);
 
 	if (r < 0)
 		return r;
@@ -294,11 +298,11 @@ int get_word(struct pctx *c, const char *field, const struct hezo_json *v, const
 		}
 	}
 	hezo_policy_quote(q, sizeof(q), v->str);
-	return perr(c, field, "%s is not %s", q, choices);
+	return hezo_policy_perr(c, field, "%s is not %s", q, choices);
 }
 
 /* Dotted lower-case words: what runc turns into a path below /proc/sys. */
-bool sysctl_name_ok(const char *n)
+bool hezo_policy_sysctl_name_ok(const char *n)
 {
 	size_t len = strlen(n);
 
@@ -307,7 +311,7 @@ bool sysctl_name_ok(const char *n)
 	       n[len - 1] != '.' && !strstr(n, "..");
 }
 
-bool project_name_valid(const char *s)
+bool hezo_policy_project_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
