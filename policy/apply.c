@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,66 +48,6 @@ static const struct {
 	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
 };
 
-static int ferr(struct hezo_error **err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static int ferr(struct hezo_error **err, const char *fmt, ...)
-{
-	_cleanup_free_ char *msg = NULL;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return hezo_error_set(err, EINVAL, "%s", msg);
-}
-
-static int nomem(struct hezo_error **err)
-{
-	return hezo_error_set(err, ENOMEM, "out of memory");
-}
-
-/* The child object at key, created when absent; a value of another type is an error. */
-static struct hezo_json *want_object(struct hezo_json *parent, const char *key, const char *field,
-				     struct hezo_error **err)
-{
-	struct hezo_json *v = hezo_json_get(parent, key);
-
-	if (v && v->type == HEZO_JSON_NULL) {
-		hezo_json_remove(parent, key);
-		v = NULL;
-	}
-	if (v && v->type != HEZO_JSON_OBJECT) {
-		ferr(err, "%s: expected an object, got %s", field, hezo_json_type_name(v->type));
-		return NULL;
-	}
-	v = hezo_json_ensure_object(parent, key);
-	if (!v)
-		nomem(err);
-	return v;
-}
-
-static struct hezo_json *want_array(struct hezo_json *parent, const char *key, const char *field,
-				    struct hezo_error **err)
-{
-	struct hezo_json *v = hezo_json_get(parent, key);
-
-	if (v && v->type == HEZO_JSON_NULL) {
-		hezo_json_remove(parent, key);
-		v = NULL;
-	}
-	if (v && v->type != HEZO_JSON_ARRAY) {
-		ferr(err, "%s: expected a list, got %s", field, hezo_json_type_name(v->type));
-		return NULL;
-	}
-	v = hezo_json_ensure_array(parent, key);
-	if (!v)
-		nomem(err);
-	return v;
-}
-
 /* An optional integer field: *present is false when absent or null. */
 static int get_opt_int(const struct hezo_json *obj, const char *key, const char *field,
 		       bool *present, int64_t *out, struct hezo_error **err)
@@ -120,12 +59,13 @@ static int get_opt_int(const struct hezo_json *obj, const char *key, const char 
 	if (!v || v->type == HEZO_JSON_NULL)
 		return 0;
 	if (v->type != HEZO_JSON_NUMBER)
-		return ferr(err, "%s: expected a number, got %s", field,
-			    hezo_json_type_name(v->type));
+		return hezo_policy_ferr(err, "%s: expected a number, got %s", field,
+					hezo_json_type_name(v->type));
 	if (hezo_json_get_int64(v, out) < 0) {
 		/* Values above INT64_MAX (Go's uint64 fields) mean "no limit" as well. */
 		if (hezo_json_get_uint64(v, &u) < 0)
-			return ferr(err, "%s: %.40s is not a whole number", field, v->str);
+			return hezo_policy_ferr(err, "%s: %.40s is not a whole number", field,
+						v->str);
 		*out = INT64_MAX;
 	}
 	*present = true;
@@ -135,7 +75,7 @@ static int get_opt_int(const struct hezo_json *obj, const char *key, const char 
 static int set_int(struct hezo_json *obj, const char *key, int64_t v, struct hezo_error **err)
 {
 	if (hezo_json_set(obj, key, hezo_json_new_int(v)) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	return 0;
 }
 
@@ -148,7 +88,7 @@ static int clamp_process(const struct hezo_policy *p, struct hezo_json *process,
 	char f[128];
 
 	snprintf(f, sizeof(f), "%s.capabilities", field);
-	caps = want_object(process, "capabilities", f, err);
+	caps = hezo_policy_want_object(process, "capabilities", f, err);
 	if (!caps)
 		return -EINVAL;
 	/*
@@ -160,31 +100,31 @@ static int clamp_process(const struct hezo_policy *p, struct hezo_json *process,
 		struct hezo_json *set = hezo_json_get(caps, cap_sets[s]);
 
 		if (!kept)
-			return nomem(err);
+			return hezo_policy_nomem(err);
 		if (set && set->type != HEZO_JSON_ARRAY && set->type != HEZO_JSON_NULL)
-			return ferr(err, "%s.%s: expected a list, got %s", f, cap_sets[s],
-				    hezo_json_type_name(set->type));
+			return hezo_policy_ferr(err, "%s.%s: expected a list, got %s", f,
+						cap_sets[s], hezo_json_type_name(set->type));
 		HEZO_JSON_FOREACH (i, set) {
 			_cleanup_free_ char *norm = NULL;
 			const char *name = hezo_json_string(set->items[i]);
 
 			if (!name)
-				return ferr(err, "%s.%s[%zu]: expected a string", f, cap_sets[s],
-					    i);
+				return hezo_policy_ferr(err, "%s.%s[%zu]: expected a string", f,
+							cap_sets[s], i);
 			/* Names libcap does not know cannot be in the policy's list either. */
 			if (hezo_policy_cap_normalise(name, &norm) < 0)
 				continue;
 			if (!hezo_strv_contains(&p->caps, norm))
 				continue;
 			if (hezo_json_append(kept, hezo_json_new_string(norm)) < 0)
-				return nomem(err);
+				return hezo_policy_nomem(err);
 		}
 		if (hezo_json_set(caps, cap_sets[s], TAKE_PTR(kept)) < 0)
-			return nomem(err);
+			return hezo_policy_nomem(err);
 	}
 	if (p->no_new_privs &&
 	    hezo_json_set(process, "noNewPrivileges", hezo_json_new_bool(true)) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	return hezo_policy_clamp_rlimits(p, process, field, err);
 }
 
@@ -194,7 +134,7 @@ int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *pro
 	int r;
 
 	if (!process || process->type != HEZO_JSON_OBJECT)
-		return ferr(err, "process: expected an object");
+		return hezo_policy_ferr(err, "process: expected an object");
 	r = hezo_spec_check_keys(process, HEZO_SPEC_DOC_PROCESS, "process", err);
 	if (r < 0)
 		return r;
@@ -218,7 +158,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 	snprintf(f, sizeof(f), "%s.memory", field);
 	mem = hezo_json_get(res, "memory");
 	if (!update || mem) {
-		mem = want_object(res, "memory", f, err);
+		mem = hezo_policy_want_object(res, "memory", f, err);
 		if (!mem)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.memory.limit", field);
@@ -259,7 +199,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		int64_t n = 0;
 		bool has = false;
 
-		pids = want_object(res, "pids", f, err);
+		pids = hezo_policy_want_object(res, "pids", f, err);
 		if (!pids)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.pids.limit", field);
@@ -279,7 +219,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 	snprintf(f, sizeof(f), "%s.cpu", field);
 	cpu = hezo_json_get(res, "cpu");
 	if (!update || cpu) {
-		cpu = want_object(res, "cpu", f, err);
+		cpu = hezo_policy_want_object(res, "cpu", f, err);
 		if (!cpu)
 			return -EINVAL;
 		snprintf(f, sizeof(f), "%s.cpu.quota", field);
@@ -341,7 +281,7 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	int r;
 
 	if (!resources || resources->type != HEZO_JSON_OBJECT)
-		return ferr(err, "resources: expected an object");
+		return hezo_policy_ferr(err, "resources: expected an object");
 	r = hezo_spec_check_keys(resources, HEZO_SPEC_DOC_RESOURCES, "resources", err);
 	if (r < 0)
 		return r;
@@ -374,17 +314,17 @@ static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 			 struct hezo_json *res, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rules = hezo_json_new_array();
-	struct hezo_json *devs = want_array(linux_, "devices", "linux.devices", err);
+	struct hezo_json *devs = hezo_policy_want_array(linux_, "devices", "linux.devices", err);
 	int r;
 
 	if (!devs)
 		return -EINVAL;
 	if (!rules || hezo_json_append(rules, device_rule(false, NULL, -1, -1, "rwm")) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(default_char_devices); i++)
 		if (hezo_json_append(rules, device_rule(true, "c", default_char_devices[i].major,
 							default_char_devices[i].minor, "rwm")) < 0)
-			return nomem(err);
+			return hezo_policy_nomem(err);
 	for (size_t i = 0, idx = 0; i < devs->len; idx++) {
 		struct hezo_json *d = devs->items[i];
 		const char *path = hezo_json_string(hezo_json_get(d, "path"));
@@ -392,7 +332,8 @@ static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 		bool keep = false;
 
 		if (!path)
-			return ferr(err, "linux.devices[%zu]: path: expected a string", idx);
+			return hezo_policy_ferr(err, "linux.devices[%zu]: path: expected a string",
+						idx);
 		r = hezo_policy_clean_path(path, &clean);
 		if (r == 0)
 			keep = hezo_strv_contains(&p->devices, clean);
@@ -420,18 +361,19 @@ static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 			if (!type ||
 			    (strcmp(type, "c") && strcmp(type, "b") && strcmp(type, "u")) ||
 			    !has_major || !has_minor || major < 0 || minor < 0)
-				return ferr(err,
-					    "linux.devices[%zu] (%s): needs type c, u or b with "
-					    "major and minor, or type p",
-					    idx, path);
+				return hezo_policy_ferr(
+					err,
+					"linux.devices[%zu] (%s): needs type c, u or b with "
+					"major and minor, or type p",
+					idx, path);
 			if (hezo_json_append(rules, device_rule(true, strcmp(type, "b") ? "c" : "b",
 								major, minor, "rwm")) < 0)
-				return nomem(err);
+				return hezo_policy_nomem(err);
 		}
 		i++;
 	}
 	if (hezo_json_set(res, "devices", TAKE_PTR(rules)) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	return 0;
 }
 
@@ -442,7 +384,7 @@ static int union_paths(struct hezo_json *linux_, const char *key, const char *co
 	struct hezo_json *arr;
 
 	snprintf(f, sizeof(f), "linux.%s", key);
-	arr = want_array(linux_, key, f, err);
+	arr = hezo_policy_want_array(linux_, key, f, err);
 	if (!arr)
 		return -EINVAL;
 	for (size_t d = 0; d < n; d++) {
@@ -450,12 +392,12 @@ static int union_paths(struct hezo_json *linux_, const char *key, const char *co
 		HEZO_JSON_FOREACH (i, arr) {
 			const char *s = hezo_json_string(arr->items[i]);
 			if (!s)
-				return ferr(err, "%s[%zu]: expected a string", f, i);
+				return hezo_policy_ferr(err, "%s[%zu]: expected a string", f, i);
 			if (strcmp(s, defaults[d]) == 0)
 				present = true;
 		}
 		if (!present && hezo_json_append(arr, hezo_json_new_string(defaults[d])) < 0)
-			return nomem(err);
+			return hezo_policy_nomem(err);
 	}
 	return 0;
 }
@@ -469,8 +411,8 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 
 	if (cur && cur->type != HEZO_JSON_NULL) {
 		if (cur->type != HEZO_JSON_OBJECT)
-			return ferr(err, "linux.seccomp: expected an object, got %s",
-				    hezo_json_type_name(cur->type));
+			return hezo_policy_ferr(err, "linux.seccomp: expected an object, got %s",
+						hezo_json_type_name(cur->type));
 		return 0; /* the engine's profile is kept */
 	}
 	if (p->seccomp_profile) {
@@ -484,7 +426,7 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 		prof = hezo_policy_seccomp_default();
 	}
 	if (!prof || hezo_json_set(linux_, "seccomp", prof) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	return 0;
 }
 
@@ -495,24 +437,24 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	int r;
 
 	if (!spec || spec->type != HEZO_JSON_OBJECT)
-		return ferr(err, "config.json: expected an object");
+		return hezo_policy_ferr(err, "config.json: expected an object");
 	/* First, so that every rule below reads the fields runc will read. */
 	r = hezo_spec_check_keys(spec, HEZO_SPEC_DOC_CONFIG, "config.json", err);
 	if (r < 0)
 		return r;
 
-	process = want_object(spec, "process", "process", err);
+	process = hezo_policy_want_object(spec, "process", "process", err);
 	if (!process)
 		return -EINVAL;
 	r = clamp_process(p, process, "process", err);
 	if (r < 0)
 		return r;
 
-	root = want_object(spec, "root", "root", err);
+	root = hezo_policy_want_object(spec, "root", "root", err);
 	if (!root)
 		return -EINVAL;
 	if (p->readonly_rootfs && hezo_json_set(root, "readonly", hezo_json_new_bool(true)) < 0)
-		return nomem(err);
+		return hezo_policy_nomem(err);
 	r = hezo_policy_check_root(spec, env, err);
 	if (r < 0)
 		return r;
@@ -521,7 +463,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (r < 0)
 		return r;
 
-	linux_ = want_object(spec, "linux", "linux", err);
+	linux_ = hezo_policy_want_object(spec, "linux", "linux", err);
 	if (!linux_)
 		return -EINVAL;
 	r = hezo_policy_check_namespaces(p, linux_, env, err);
@@ -531,7 +473,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
 	if (r < 0)
 		return r;
-	res = want_object(linux_, "resources", "linux.resources", err);
+	res = hezo_policy_want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);

@@ -2,6 +2,7 @@
 #ifndef HEZO_POLICY_INTERNAL_H
 #define HEZO_POLICY_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -110,14 +111,28 @@ int hezo_policy_cap_normalise(const char *name, char **out);
 /* Quote s as a JSON string for an error message, cut to a readable length. */
 void hezo_policy_quote(char *buf, size_t size, const char *s);
 
+/*
+ * Messages (util.c): every policy/ file words an error through these. *msg = "PREFIX: " (none
+ * when prefix is NULL) and the text fmt makes, malloc'd; -ENOMEM when it cannot be made.
+ */
+int hezo_policy_vmsg(char **msg, const char *prefix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+/* err = EINVAL with that message, or ENOMEM "out of memory"; returns -EINVAL or -ENOMEM. */
+int hezo_policy_verr(struct hezo_error **err, const char *prefix, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+/* err = EINVAL with "FIELD: " (none when field is NULL) and the formatted message; -EINVAL. */
+int hezo_policy_field_err(struct hezo_error **err, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* err = EINVAL with the formatted message; returns -EINVAL. */
-int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* err = ENOMEM; returns -ENOMEM. */
+#define hezo_policy_ferr(err, ...) hezo_policy_field_err((err), NULL, __VA_ARGS__)
+/* err = ENOMEM "out of memory"; returns -ENOMEM. */
 int hezo_policy_nomem(struct hezo_error **err);
 /* The list at key, created when absent or null; another type is an error naming field. */
 struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
 					 const char *field, struct hezo_error **err);
+/* The same for an object. */
+struct hezo_json *hezo_policy_want_object(struct hezo_json *parent, const char *key,
+					  const char *field, struct hezo_error **err);
 
 /*
  * Clamp a process object's rlimits and oomScoreAdj (rlimits.c); field names it in messages

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -549,33 +548,17 @@ struct hezo_json *hezo_policy_seccomp_default(void)
 
 /* ---- checking an admin's profile ---- */
 
-static int field_err(struct hezo_error **err, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int field_err(struct hezo_error **err, const char *field, const char *fmt, ...)
-{
-	_cleanup_free_ char *msg = NULL;
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return hezo_error_set(err, EINVAL, "%s: %s", field, msg);
-}
-
 static int check_string_in(const struct hezo_json *v, const char *field, const char *const *list,
 			   size_t n, struct hezo_error **err)
 {
 	char q[256];
 
 	if (v->type != HEZO_JSON_STRING)
-		return field_err(err, field, "expected a string, got %s",
-				 hezo_json_type_name(v->type));
+		return hezo_policy_field_err(err, field, "expected a string, got %s",
+					     hezo_json_type_name(v->type));
 	if (!in_list(list, n, v->str)) {
 		hezo_policy_quote(q, sizeof(q), v->str);
-		return field_err(err, field, "%s is not known", q);
+		return hezo_policy_field_err(err, field, "%s is not known", q);
 	}
 	return 0;
 }
@@ -586,8 +569,8 @@ static int check_uint(const struct hezo_json *v, const char *field, uint64_t max
 	uint64_t n;
 
 	if (v->type != HEZO_JSON_NUMBER || hezo_json_get_uint64(v, &n) < 0 || n > max)
-		return field_err(err, field, "expected a whole number up to %llu",
-				 (unsigned long long)max);
+		return hezo_policy_field_err(err, field, "expected a whole number up to %llu",
+					     (unsigned long long)max);
 	return 0;
 }
 
@@ -596,7 +579,7 @@ static int check_args(const struct hezo_json *args, const char *field, struct he
 	int r;
 
 	if (args->type != HEZO_JSON_ARRAY)
-		return field_err(err, field, "expected a list");
+		return hezo_policy_field_err(err, field, "expected a list");
 	HEZO_JSON_FOREACH (i, args) {
 		const struct hezo_json *a = args->items[i];
 		bool has_op = false, has_index = false;
@@ -604,7 +587,7 @@ static int check_args(const struct hezo_json *args, const char *field, struct he
 
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
 		if (a->type != HEZO_JSON_OBJECT)
-			return field_err(err, f, "expected an object");
+			return hezo_policy_field_err(err, f, "expected an object");
 		HEZO_JSON_FOREACH (j, a) {
 			char g[256];
 			snprintf(g, sizeof(g), "%s.%s", f, a->keys[j]);
@@ -619,13 +602,13 @@ static int check_args(const struct hezo_json *args, const char *field, struct he
 				r = check_string_in(a->items[j], g, operators,
 						    HEZO_ARRAY_SIZE(operators), err);
 			} else {
-				r = field_err(err, f, "unknown key \"%s\"", a->keys[j]);
+				r = hezo_policy_field_err(err, f, "unknown key \"%s\"", a->keys[j]);
 			}
 			if (r < 0)
 				return r;
 		}
 		if (!has_index || !has_op)
-			return field_err(err, f, "needs index and op");
+			return hezo_policy_field_err(err, f, "needs index and op");
 	}
 	return 0;
 }
@@ -652,23 +635,28 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 		} else if (strcmp(k, "defaultErrnoRet") == 0) {
 			r = check_uint(v, k, 4095, err);
 		} else if (strcmp(k, "architectures") == 0) {
-			r = v->type == HEZO_JSON_ARRAY ? 0 : field_err(err, k, "expected a list");
+			r = v->type == HEZO_JSON_ARRAY
+				    ? 0
+				    : hezo_policy_field_err(err, k, "expected a list");
 			HEZO_JSON_FOREACH (j, v) {
 				char f[64], q[256];
 				uint32_t t;
 				snprintf(f, sizeof(f), "architectures[%zu]", j);
 				if (v->items[j]->type != HEZO_JSON_STRING)
-					return field_err(err, f, "expected a string");
+					return hezo_policy_field_err(err, f, "expected a string");
 				t = arch_token(v->items[j]->str);
 				if (t == 0) {
 					hezo_policy_quote(q, sizeof(q), v->items[j]->str);
-					return field_err(err, f, "%s is not an architecture", q);
+					return hezo_policy_field_err(
+						err, f, "%s is not an architecture", q);
 				}
 				if (ntokens < HEZO_ARRAY_SIZE(tokens))
 					tokens[ntokens++] = t;
 			}
 		} else if (strcmp(k, "flags") == 0) {
-			r = v->type == HEZO_JSON_ARRAY ? 0 : field_err(err, k, "expected a list");
+			r = v->type == HEZO_JSON_ARRAY
+				    ? 0
+				    : hezo_policy_field_err(err, k, "expected a list");
 			HEZO_JSON_FOREACH (j, v) {
 				char f[64];
 				snprintf(f, sizeof(f), "flags[%zu]", j);
@@ -678,18 +666,21 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 					return r;
 			}
 		} else if (strcmp(k, "listenerPath") == 0 || strcmp(k, "listenerMetadata") == 0) {
-			r = v->type == HEZO_JSON_STRING ? 0
-							: field_err(err, k, "expected a string");
+			r = v->type == HEZO_JSON_STRING
+				    ? 0
+				    : hezo_policy_field_err(err, k, "expected a string");
 		} else if (strcmp(k, "syscalls") == 0) {
-			r = v->type == HEZO_JSON_ARRAY ? 0 : field_err(err, k, "expected a list");
+			r = v->type == HEZO_JSON_ARRAY
+				    ? 0
+				    : hezo_policy_field_err(err, k, "expected a list");
 		} else {
-			r = field_err(err, k, "unknown key");
+			r = hezo_policy_field_err(err, k, "unknown key");
 		}
 		if (r < 0)
 			return r;
 	}
 	if (!has_default)
-		return field_err(err, "defaultAction", "missing");
+		return hezo_policy_field_err(err, "defaultAction", "missing");
 
 	copy = hezo_json_clone(profile);
 	if (!copy)
@@ -702,7 +693,7 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 
 		snprintf(f, sizeof(f), "syscalls[%zu]", i);
 		if (s->type != HEZO_JSON_OBJECT)
-			return field_err(err, f, "expected an object");
+			return hezo_policy_field_err(err, f, "expected an object");
 		HEZO_JSON_FOREACH (j, s) {
 			const char *k = s->keys[j];
 			char g[128];
@@ -712,7 +703,8 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 				names = s->items[j];
 				r = names->type == HEZO_JSON_ARRAY && names->len > 0
 					    ? 0
-					    : field_err(err, g, "expected a non-empty list");
+					    : hezo_policy_field_err(err, g,
+								    "expected a non-empty list");
 			} else if (strcmp(k, "action") == 0) {
 				r = check_string_in(s->items[j], g, actions,
 						    HEZO_ARRAY_SIZE(actions), err);
@@ -723,18 +715,18 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 			} else if (strcmp(k, "comment") == 0) {
 				r = 0;
 			} else {
-				r = field_err(err, f, "unknown key \"%s\"", k);
+				r = hezo_policy_field_err(err, f, "unknown key \"%s\"", k);
 			}
 			if (r < 0)
 				return r;
 		}
 		if (!names || !hezo_json_get(s, "action"))
-			return field_err(err, f, "needs names and action");
+			return hezo_policy_field_err(err, f, "needs names and action");
 		for (size_t j = 0; j < names->len;) {
 			char g[128];
 			if (names->items[j]->type != HEZO_JSON_STRING) {
 				snprintf(g, sizeof(g), "%s.names[%zu]", f, j);
-				return field_err(err, g, "expected a string");
+				return hezo_policy_field_err(err, g, "expected a string");
 			}
 			/* Unknown to every listed architecture: runc could not install it either.
 			 */

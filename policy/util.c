@@ -1,5 +1,6 @@
 /* Small helpers shared by the policy parser and the spec rewriter: string lists, path
- * normalisation and comparison, capability names, quoting values for messages, field errors. */
+ * normalisation and comparison, capability names, quoting values for messages, and the one set
+ * of "format a message and set the error" helpers every policy/ file uses. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -141,18 +142,37 @@ void hezo_policy_quote(char *buf, size_t size, const char *s)
 	snprintf(buf, size, "\"%s\"%s", inner, n >= sizeof(head) ? "..." : "");
 }
 
-int hezo_policy_ferr(struct hezo_error **err, const char *fmt, ...)
+int hezo_policy_vmsg(char **msg, const char *prefix, const char *fmt, va_list ap)
+{
+	_cleanup_free_ char *text = NULL;
+
+	if (vasprintf(&text, fmt, ap) < 0)
+		return -ENOMEM;
+	if (!prefix) {
+		*msg = TAKE_PTR(text);
+		return 0;
+	}
+	return asprintf(msg, "%s: %s", prefix, text) < 0 ? -ENOMEM : 0;
+}
+
+int hezo_policy_verr(struct hezo_error **err, const char *prefix, const char *fmt, va_list ap)
 {
 	_cleanup_free_ char *msg = NULL;
+
+	if (hezo_policy_vmsg(&msg, prefix, fmt, ap) < 0)
+		return hezo_policy_nomem(err);
+	return hezo_error_set(err, EINVAL, "%s", msg);
+}
+
+int hezo_policy_field_err(struct hezo_error **err, const char *field, const char *fmt, ...)
+{
 	va_list ap;
 	int r;
 
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
+	r = hezo_policy_verr(err, field, fmt, ap);
 	va_end(ap);
-	if (r < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return hezo_error_set(err, EINVAL, "%s", msg);
+	return r;
 }
 
 int hezo_policy_nomem(struct hezo_error **err)
@@ -160,8 +180,9 @@ int hezo_policy_nomem(struct hezo_error **err)
 	return hezo_error_set(err, ENOMEM, "out of memory");
 }
 
-struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
-					 const char *field, struct hezo_error **err)
+/* The child of type (a list or an object) at key, created when absent or null. */
+static struct hezo_json *want(struct hezo_json *parent, const char *key, enum hezo_json_type type,
+			      const char *field, struct hezo_error **err)
 {
 	struct hezo_json *v = hezo_json_get(parent, key);
 
@@ -169,13 +190,27 @@ struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *k
 		hezo_json_remove(parent, key);
 		v = NULL;
 	}
-	if (v && v->type != HEZO_JSON_ARRAY) {
-		hezo_policy_ferr(err, "%s: expected a list, got %s", field,
+	if (v && v->type != type) {
+		hezo_policy_ferr(err, "%s: expected %s, got %s", field,
+				 type == HEZO_JSON_ARRAY ? "a list" : "an object",
 				 hezo_json_type_name(v->type));
 		return NULL;
 	}
-	v = hezo_json_ensure_array(parent, key);
+	v = type == HEZO_JSON_ARRAY ? hezo_json_ensure_array(parent, key)
+				    : hezo_json_ensure_object(parent, key);
 	if (!v)
 		hezo_policy_nomem(err);
 	return v;
+}
+
+struct hezo_json *hezo_policy_want_array(struct hezo_json *parent, const char *key,
+					 const char *field, struct hezo_error **err)
+{
+	return want(parent, key, HEZO_JSON_ARRAY, field, err);
+}
+
+struct hezo_json *hezo_policy_want_object(struct hezo_json *parent, const char *key,
+					  const char *field, struct hezo_error **err)
+{
+	return want(parent, key, HEZO_JSON_OBJECT, field, err);
 }

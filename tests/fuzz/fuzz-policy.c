@@ -9,10 +9,9 @@
  * option, no bind in the default policy, which allows no source and trusts no engine file without
  * an env), RTPRIO and NICE at 0, oomScoreAdj not below 0.
  * Build and run from the source root:
- *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Ipolicy \
- *     tests/fuzz/fuzz-policy.c policy/parse.c policy/apply.c policy/mounts.c policy/rlimits.c \
- *     policy/seccomp.c policy/util.c \
- *     spec/json.c spec/keys.c base/error.c base/file.c base/log.c \
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress \
+ *     -Ipolicy tests/fuzz/fuzz-policy.c policy/[a-z]*.c egress/[a-z]*.c \
+ *     spec/json.c spec/keys.c base/[a-z]*.c \
  *     $(pkg-config --cflags --libs yajl libcap libseccomp) -o fuzz-policy
  *   mkdir -p corpus && ./fuzz-policy -max_total_time=60 corpus
  * Seeds: etc/policy.json behind a 0x00 byte, tests/data/config-*.json behind 0x01.

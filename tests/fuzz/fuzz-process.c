@@ -4,9 +4,9 @@
  * Whatever the policy accepts must hold only allowed capabilities and survive a dump/parse trip.
  *
  * Build and run from the source root:
- *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Ipolicy \
- *     tests/fuzz/fuzz-process.c policy/parse.c policy/apply.c policy/seccomp.c policy/util.c \
- *     spec/json.c base/error.c base/file.c base/log.c \
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress \
+ *     -Ipolicy tests/fuzz/fuzz-process.c policy/[a-z]*.c egress/[a-z]*.c \
+ *     spec/json.c spec/keys.c base/[a-z]*.c \
  *     $(pkg-config --cflags --libs yajl libcap libseccomp) -o /tmp/fuzz-process
  *   /tmp/fuzz-process -runs=1000000 /tmp/process-corpus tests/fuzz/corpus/process
  * Seeds: tests/data/process-*.json behind a byte 0x00..0x02.

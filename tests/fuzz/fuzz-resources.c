@@ -4,9 +4,9 @@
  * policies, the rest is the document. Whatever the policy accepts must lie inside its ceilings.
  *
  * Build and run from the source root:
- *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Ipolicy \
- *     tests/fuzz/fuzz-resources.c policy/parse.c policy/apply.c policy/seccomp.c policy/util.c \
- *     spec/json.c base/error.c base/file.c base/log.c \
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress \
+ *     -Ipolicy tests/fuzz/fuzz-resources.c policy/[a-z]*.c egress/[a-z]*.c \
+ *     spec/json.c spec/keys.c base/[a-z]*.c \
  *     $(pkg-config --cflags --libs yajl libcap libseccomp) -o /tmp/fuzz-resources
  *   /tmp/fuzz-resources -runs=1000000 /tmp/resources-corpus tests/fuzz/corpus/resources
  * Seeds: tests/data/resources-*.json behind a byte 0x00..0x02.

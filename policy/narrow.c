@@ -1,0 +1,358 @@
+/* Narrowing the policy for one container: its project file laid over the main policy (never
+ * looser), then its org.hezo.* annotations. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hezo-egress.h"
+#include "hezo-file.h"
+#include "policy-parse.h"
+
+/* ---- per-container narrowing ---- */
+
+/* A project may drop sysctls and narrow bounds, never add one or widen them. */
+static int sysctls_narrower(struct pctx *c, const struct hezo_policy *base,
+			    const struct hezo_policy *p)
+{
+	for (size_t i = 0; i < p->nsysctls; i++) {
+		const struct hezo_policy_sysctl *s = &p->sysctls[i];
+		const struct hezo_policy_sysctl *b = hezo_policy_sysctl_find(base, s->name);
+
+		if (!b)
+			return hezo_policy_perr(c, "sysctls", "%s is not in the main policy's list",
+						s->name);
+		if (!b->any && (s->any || s->lo < b->lo || s->hi > b->hi))
+			return hezo_policy_perr(
+				c, "sysctls",
+				"%s: a project may only narrow the main policy's %" PRIu64
+				" %" PRIu64,
+				s->name, b->lo, b->hi);
+	}
+	return 0;
+}
+
+/* Lay src over dst: objects merge key by key, everything else is replaced. */
+static int merge_json(struct hezo_json *dst, const struct hezo_json *src)
+{
+	HEZO_JSON_FOREACH (i, src) {
+		struct hezo_json *d = hezo_json_get(dst, src->keys[i]);
+		int r;
+
+		if (d && d->type == HEZO_JSON_OBJECT && src->items[i]->type == HEZO_JSON_OBJECT)
+			r = merge_json(d, src->items[i]);
+		else
+			r = hezo_json_set(dst, src->keys[i], hezo_json_clone(src->items[i]));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
+			 struct hezo_policy **out, struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = NULL, *merged = NULL;
+	_cleanup_free_ char *path = NULL, *buf = NULL;
+	struct pctx c = {.project = true, .err = err};
+	size_t len = 0;
+	int r;
+
+	if (asprintf(&path, "%s/%s.json", base->projects_dir, project) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	c.name = path;
+	r = hezo_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, &len, err);
+	if (r < 0) {
+		if (r == -ENOENT) {
+			hezo_error_free(*err);
+			*err = NULL;
+			*missing = true;
+			return hezo_error_set(err, ENOENT, "project %s: no project file %s",
+					      project, path);
+		}
+		return hezo_error_prefix(err, "project %s", project);
+	}
+	r = hezo_json_parse(buf, len, &doc, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "policy %s", path);
+	if (doc->type != HEZO_JSON_OBJECT)
+		return hezo_policy_perr(&c, NULL, "expected a JSON object, got %s",
+					hezo_json_type_name(doc->type));
+	/* Check the project's own keys first so messages point at what it wrote. */
+	if (hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
+	HEZO_JSON_FOREACH (i, doc) {
+		r = hezo_policy_parse_top_key(&c, p, doc->keys[i], doc->items[i]);
+		if (r < 0)
+			return r;
+	}
+	hezo_policy_free(TAKE_PTR(p));
+
+	merged = hezo_policy_file_json(base);
+	if (!merged || merge_json(merged, doc) < 0 || hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
+	c.project = false;
+	r = hezo_policy_parse_into(&c, p, merged);
+	if (r < 0)
+		return r;
+	/* A project may narrow where cgroups go and which hooks run, never widen it. */
+	for (size_t i = 0; i < p->cgroup_parents.n; i++)
+		if (!hezo_policy_cgroup_parent_allowed(&base->cgroup_parents,
+						       p->cgroup_parents.v[i]))
+			return hezo_policy_perr(&c, "cgroupParents",
+						"%s is not allowed by the main policy",
+						p->cgroup_parents.v[i]);
+	for (size_t i = 0; i < p->allowed_hooks.n; i++)
+		if (!hezo_strv_contains(&base->allowed_hooks, p->allowed_hooks.v[i]))
+			return hezo_policy_perr(&c, "allowedHooks",
+						"%s is not in the main policy's list",
+						p->allowed_hooks.v[i]);
+	if (p->cpu_shares > base->cpu_shares || p->blkio_weight > base->blkio_weight)
+		return hezo_policy_perr(
+			&c, "weights",
+			"a project may only lower the main policy's cpuShares %" PRIu64
+			" and blkioWeight %" PRIu64,
+			base->cpu_shares, base->blkio_weight);
+	r = sysctls_narrower(&c, base, p);
+	if (r < 0)
+		return r;
+	if (p->tmpfs_max > base->tmpfs_max)
+		return hezo_policy_perr(&c, "tmpfsMax",
+					"a project may only lower the main policy's %" PRIu64,
+					base->tmpfs_max);
+	if (p->rlimit_rtprio > base->rlimit_rtprio || p->rlimit_nice > base->rlimit_nice)
+		return hezo_policy_perr(&c, "rlimits",
+					"a project may only lower the main policy's rtprio %" PRIu64
+					" and nice %" PRIu64,
+					base->rlimit_rtprio, base->rlimit_nice);
+	if (p->seccomp_path) {
+		if (base->seccomp_path && base->seccomp_profile &&
+		    strcmp(base->seccomp_path, p->seccomp_path) == 0) {
+			p->seccomp_profile = hezo_json_clone(base->seccomp_profile);
+			if (!p->seccomp_profile)
+				return hezo_policy_oom(&c);
+		} else {
+			r = hezo_policy_seccomp_load(p->seccomp_path, &p->seccomp_profile, err);
+			if (r < 0)
+				return hezo_error_prefix(err, "policy %s: seccomp", path);
+		}
+	}
+	p->project = strdup(project);
+	if (!p->project)
+		return hezo_policy_oom(&c);
+	*out = TAKE_PTR(p);
+	return 0;
+}
+
+static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out,
+			struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = hezo_policy_file_json(base);
+	struct pctx c = {.name = "(effective)", .err = err};
+	int r;
+
+	if (!doc || hezo_policy_new_default(&p) < 0)
+		return hezo_policy_oom(&c);
+	r = hezo_policy_parse_into(&c, p, doc);
+	if (r < 0)
+		return r;
+	if (base->seccomp_profile) {
+		p->seccomp_profile = hezo_json_clone(base->seccomp_profile);
+		if (!p->seccomp_profile)
+			return hezo_policy_oom(&c);
+	}
+	if (base->project) {
+		p->project = strdup(base->project);
+		if (!p->project)
+			return hezo_policy_oom(&c);
+	}
+	*out = TAKE_PTR(p);
+	return 0;
+}
+
+static int annotation_err(struct hezo_error **err, const char *key, const char *val,
+			  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int annotation_err(struct hezo_error **err, const char *key, const char *val,
+			  const char *fmt, ...)
+{
+	_cleanup_free_ char *where = NULL;
+	char qk[256], qv[256];
+	va_list ap;
+	int r;
+
+	hezo_policy_quote(qk, sizeof(qk), key);
+	hezo_policy_quote(qv, sizeof(qv), val);
+	if (asprintf(&where, "annotation %s=%s", qk, qv) < 0)
+		return hezo_policy_nomem(err);
+	va_start(ap, fmt);
+	r = hezo_policy_verr(err, where, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static int apply_annotation(struct hezo_policy *p, const char *key, const char *val,
+			    struct hezo_error **err)
+{
+	const char *k = key + strlen("org.hezo.");
+	uint64_t n;
+
+	if (strcmp(k, "project") == 0)
+		return 0; /* used to choose the project */
+	if (strcmp(k, "backend") == 0) {
+		enum hezo_backend b;
+		if (hezo_backend_from_name(val, &b) < 0)
+			return annotation_err(err, key, val, "not a backend (runsc, runc, crun)");
+		if (!p->allow_backends[b])
+			return annotation_err(err, key, val, "backend not in allowBackends");
+		p->backend = b;
+		return 0;
+	}
+	if (strcmp(k, "memory") == 0) {
+		if (hezo_policy_parse_size_text(val, &n) < 0 || n == 0)
+			return annotation_err(err, key, val, "not a size");
+		if (n > p->memory)
+			return annotation_err(err, key, val,
+					      "above the policy's memory ceiling %" PRIu64 " bytes",
+					      p->memory);
+		p->memory = n;
+		return 0;
+	}
+	if (strcmp(k, "pids") == 0) {
+		if (hezo_policy_parse_size_text(val, &n) < 0 || n == 0 ||
+		    !isdigit((unsigned char)val[0]) ||
+		    !isdigit((unsigned char)val[strlen(val) - 1]))
+			return annotation_err(err, key, val, "not a whole number above 0");
+		if (n > p->pids)
+			return annotation_err(err, key, val,
+					      "above the policy's pids ceiling %" PRIu64, p->pids);
+		p->pids = n;
+		return 0;
+	}
+	if (strcmp(k, "cpus") == 0) {
+		if (hezo_policy_parse_cpus_text(val, &n) < 0)
+			return annotation_err(err, key, val, "not a CPU count");
+		if (n > p->cpus_milli)
+			return annotation_err(err, key, val,
+					      "above the policy's CPU ceiling %" PRIu64
+					      ".%03" PRIu64,
+					      p->cpus_milli / 1000, p->cpus_milli % 1000);
+		p->cpus_milli = n;
+		return 0;
+	}
+	if (strcmp(k, "egress.allow") == 0) {
+		_cleanup_free_ char *copy = strdup(val);
+		struct hezo_strv s = {0};
+		char *save = NULL, *tok, canon[HEZO_EGRESS_ENTRY_MAX];
+
+		if (!copy || hezo_strv_init(&s) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char *end;
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			end = tok + strlen(tok);
+			while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+				*--end = '\0';
+			if (*tok == '\0')
+				continue;
+			/* Compared in the canonical spelling the policy keeps; a token that is no
+			 * entry at all is in no list. */
+			if (hezo_allow_normalize(tok, canon, NULL) == 0)
+				tok = canon;
+			else
+				hezo_policy_lowercase(tok);
+			if (!hezo_strv_contains(&p->egress_allow, tok)) {
+				char q[256];
+				hezo_policy_quote(q, sizeof(q), tok);
+				hezo_strv_done(&s);
+				return annotation_err(err, key, val,
+						      "%s is not in the policy's egress.allow", q);
+			}
+			if (!hezo_strv_contains(&s, tok) && hezo_strv_push(&s, tok) < 0) {
+				hezo_strv_done(&s);
+				return hezo_error_set(err, ENOMEM, "out of memory");
+			}
+		}
+		hezo_strv_done(&p->egress_allow);
+		p->egress_allow = s;
+		return 0;
+	}
+	return annotation_err(err, key, val, "unknown hezo annotation");
+}
+
+int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_json *annotations,
+			      const char *project_hint, struct hezo_policy **out,
+			      struct hezo_error **err)
+{
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	static const char k8s_source[] = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
+	const char *project = NULL, *source = NULL;
+	bool missing = false;
+	int r;
+
+	if (annotations && annotations->type != HEZO_JSON_OBJECT)
+		return hezo_error_set(err, EINVAL, "annotations: expected an object, got %s",
+				      hezo_json_type_name(annotations->type));
+	/* Every org.hezo.* value must be a string before any of them is believed. */
+	HEZO_JSON_FOREACH (i, annotations) {
+		if (strncmp(annotations->keys[i], "org.hezo.", 9) != 0)
+			continue;
+		if (annotations->items[i]->type != HEZO_JSON_STRING) {
+			char qk[256];
+			hezo_policy_quote(qk, sizeof(qk), annotations->keys[i]);
+			return hezo_error_set(err, EINVAL,
+					      "annotation %s: expected a string, got %s", qk,
+					      hezo_json_type_name(annotations->items[i]->type));
+		}
+	}
+	project = hezo_json_string(hezo_json_get(annotations, "org.hezo.project"));
+	source = "annotation \"org.hezo.project\"";
+	if (!project && project_hint) {
+		project = project_hint;
+		source = "--hezo-project";
+	}
+	if (!project) {
+		project = hezo_json_string(
+			hezo_json_get(annotations, "io.kubernetes.cri.sandbox-namespace"));
+		source = k8s_source;
+	}
+	if (project) {
+		if (!hezo_policy_project_name_valid(project)) {
+			char q[256];
+			hezo_policy_quote(q, sizeof(q), project);
+			return hezo_error_set(err, EINVAL,
+					      "%s: project name %s is not 1-64 characters of "
+					      "[a-z0-9._-] not starting with '.'",
+					      source, q);
+		}
+		r = layer_project(base, project, &missing, &p, err);
+		/*
+		 * Kubernetes names a namespace for every pod; one without a project file of its
+		 * own gets the global box (never looser). A project asked for by name must exist.
+		 */
+		if (r < 0 && missing && source == k8s_source) {
+			hezo_error_free(*err);
+			*err = NULL;
+			r = policy_clone(base, &p, err);
+		}
+	} else {
+		r = policy_clone(base, &p, err);
+	}
+	if (r < 0)
+		return r;
+	HEZO_JSON_FOREACH (i, annotations) {
+		if (strncmp(annotations->keys[i], "org.hezo.", 9) != 0)
+			continue;
+		r = apply_annotation(p, annotations->keys[i], annotations->items[i]->str, err);
+		if (r < 0)
+			return r;
+	}
+	*out = TAKE_PTR(p);
+	return 0;
+}
