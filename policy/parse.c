@@ -100,6 +100,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->egress_allow);
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
+	hezo_json_free(p->secrets);
 	free(p->projects_dir);
 	free(p->docker_pidfile);
 	free(p->kubelet_root);
@@ -1179,6 +1180,8 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_strv(c, "allowedHooks", x, elem_abs_path, &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
 		return parse_egress(c, p, x);
+	if (strcmp(k, "secrets") == 0)
+		return hezo_policy_parse_secrets(p, x, c->name, c->err);
 	if (strcmp(k, "projectsDir") == 0)
 		return get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
@@ -1210,7 +1213,7 @@ static int validate(struct pctx *c, const struct hezo_policy *p)
 		return perr(c, "backends.runsc.network",
 			    "\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
 			    "\"off\"");
-	return 0;
+	return hezo_policy_check_secrets(p, c->name, c->err);
 }
 
 static int parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)
@@ -1418,6 +1421,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	/* egress_json adds "project"; the file format has no such key. */
 	if (r == 0)
 		hezo_json_remove(hezo_json_get(o, "egress"), "project");
+	r = r ?: hezo_policy_secrets_json(p, o);
 	r = r ?: hezo_json_set(o, "projectsDir", hezo_json_new_string(p->projects_dir));
 	r = r ?: admission_json(p, o);
 	r = r ?: hezo_json_set(o, "dockerPidFile", hezo_json_new_string(p->docker_pidfile));
@@ -1713,6 +1717,8 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		p->egress_allow = s;
 		return 0;
 	}
+	if (strcmp(k, "secrets") == 0)
+		return hezo_policy_secrets_annotation(p, key, val, err);
 	return annotation_err(err, key, val, "unknown hezo annotation");
 }
 
