@@ -419,7 +419,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		if (r < 0)
 			goto fail;
 	}
-	r = shim_secrets_prepare(p, spec, &secrets, &err);
+	r = shim_secrets_prepare(ctx, p, spec, &secrets, &err);
 	if (r < 0)
 		goto fail;
 	r = add_egress_hooks(ctx, p, secrets, spec, &err);

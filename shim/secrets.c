@@ -59,9 +59,35 @@ static int make_placeholder(char out[HEZO_PLACEHOLDER_LEN + 1], struct hezo_erro
 	return 0;
 }
 
+/* Where common clients look for their CA bundle; each is pointed at the mounted one. */
+static const char *const ca_vars[] = {
+	"SSL_CERT_FILE",  "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+	"CURL_CA_BUNDLE", "GIT_SSL_CAINFO",	 "PIP_CERT",
+	"AWS_CA_BUNDLE",  "NPM_CONFIG_CAFILE",
+};
+
+/* name=value into env, replacing every name= before it. */
+static int env_put(struct hezo_json *env, const char *name, const char *value)
+{
+	_cleanup_free_ char *kv = NULL;
+	size_t nl = strlen(name);
+
+	for (size_t k = env->len; k-- > 0;) {
+		const char *e = hezo_json_string(env->items[k]);
+
+		if (e && strncmp(e, name, nl) == 0 && e[nl] == '=' &&
+		    hezo_json_remove_at(env, k) < 0)
+			return -ENOMEM;
+	}
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return -ENOMEM;
+	return hezo_json_append(env, hezo_json_new_string(kv));
+}
+
 int shim_secrets_set_env(struct hezo_json *process, const struct hezo_json *secrets)
 {
 	struct hezo_json *env;
+	int r = 0;
 
 	if (!secrets || secrets->len == 0)
 		return 0;
@@ -69,31 +95,65 @@ int shim_secrets_set_env(struct hezo_json *process, const struct hezo_json *secr
 	if (!env)
 		return -ENOMEM;
 	HEZO_JSON_FOREACH (i, secrets) {
-		const char *name = secrets->keys[i];
 		const char *ph = hezo_json_string(hezo_json_get(secrets->items[i], "placeholder"));
-		size_t nl = strlen(name);
-		_cleanup_free_ char *kv = NULL;
 
 		if (!ph)
 			return -EINVAL;
 		/* Whatever the engine or image set for NAME goes: only the placeholder is kept. */
-		for (size_t k = env->len; k-- > 0;) {
-			const char *e = hezo_json_string(env->items[k]);
-
-			if (e && strncmp(e, name, nl) == 0 && e[nl] == '=' &&
-			    hezo_json_remove_at(env, k) < 0)
-				return -ENOMEM;
-		}
-		if (asprintf(&kv, "%s=%s", name, ph) < 0)
-			return -ENOMEM;
-		if (hezo_json_append(env, hezo_json_new_string(kv)) < 0)
-			return -ENOMEM;
+		r = env_put(env, secrets->keys[i], ph);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ca_vars); i++) {
+		r = env_put(env, ca_vars[i], SHIM_CA_BUNDLE_DEST);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
 
-int shim_secrets_prepare(const struct hezo_policy *p, struct hezo_json *spec,
-			 struct hezo_json **out, struct hezo_error **err)
+/*
+ * proxyd's bundle (the host's roots and its interception CA): $HEZO_PROXYD_CA_BUNDLE, else
+ * tls/bundle.crt in the directory of proxyd's socket (its state dir by default).
+ */
+static int ca_bundle_path(const struct shim_ctx *ctx, char *buf, size_t size)
+{
+	const char *env = getenv("HEZO_PROXYD_CA_BUNDLE");
+	const char *slash = ctx->proxyd_socket ? strrchr(ctx->proxyd_socket, '/') : NULL;
+
+	if (env && env[0] == '/')
+		return snprintf(buf, size, "%s", env) < (int)size ? 0 : -ENAMETOOLONG;
+	if (!slash)
+		return -ENOENT;
+	return snprintf(buf, size, "%.*s/tls/bundle.crt", (int)(slash - ctx->proxyd_socket),
+			ctx->proxyd_socket) < (int)size
+		       ? 0
+		       : -ENAMETOOLONG;
+}
+
+/* The container trusts proxyd's CA: the bundle read-only over the usual bundle path. */
+static int mount_ca(const struct shim_ctx *ctx, struct hezo_json *spec, struct hezo_error **err)
+{
+	struct hezo_json *mounts = hezo_json_ensure_array(spec, "mounts");
+	char path[4096];
+	struct stat st;
+
+	if (!mounts)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (ca_bundle_path(ctx, path, sizeof(path)) < 0)
+		return hezo_error_set(err, ENOENT, "secrets: no path for hezo-proxyd's CA bundle");
+	/* Fail closed: without it clients would refuse proxyd's leaves, or be told to ignore it. */
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return hezo_error_set(
+			err, ENOENT,
+			"secrets: hezo-proxyd's CA bundle %s is missing (is hezo-proxyd "
+			"running with this state dir?)",
+			path);
+	return shim_mount_helper(mounts, SHIM_CA_BUNDLE_DEST, path, err);
+}
+
+int shim_secrets_prepare(const struct shim_ctx *ctx, const struct hezo_policy *p,
+			 struct hezo_json *spec, struct hezo_json **out, struct hezo_error **err)
 {
 	const struct hezo_json *secrets = hezo_policy_secrets(p);
 	_cleanup_json_ struct hezo_json *wire = NULL;
@@ -128,6 +188,9 @@ int shim_secrets_prepare(const struct hezo_policy *p, struct hezo_json *spec,
 	r = shim_secrets_set_env(process, wire);
 	if (r < 0)
 		return hezo_error_set(err, -r, "config.json: process.env: cannot set secrets");
+	r = mount_ca(ctx, spec, err);
+	if (r < 0)
+		return r;
 	*out = TAKE_PTR(wire);
 	return 0;
 }

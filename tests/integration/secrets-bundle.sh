@@ -50,6 +50,10 @@ write_policy()
 		| ${1:-.}"
 }
 write_policy
+# proxyd's CA bundle as the shim mounts it (proxyd itself has its own test, proxyd-secrets.sh).
+export HEZO_PROXYD_CA_BUNDLE=$WORK/bundle.crt
+printf -- '-----BEGIN CERTIFICATE-----\nhezo-test-bundle-%s\n-----END CERTIFICATE-----\n' "$(hezo_rand)" \
+	>"$HEZO_PROXYD_CA_BUNDLE"
 
 new_id()
 {
@@ -85,6 +89,19 @@ expect_eq "$(jq -r '.secrets.TWO.otherHosts' <<<"$eg" 2>&1)" pass "[run] ... and
 leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" "$B" "$HEZO_TEST_STATE" "$WORK/hook-egress" "$WORK/run.out" \
 	"$WORK/run.err" /run/hezo* --exclude-dir=secrets 2>/dev/null | grep -v "^$WORK/secrets/")
 expect_eq "$leaks" "" "[run] no file under the bundle, the state dir, /run/hezo* or the hook's args holds a value"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- the container trusts proxyd's CA: the bundle over the usual path, and the clients' variables
+new_id ca
+B=$WORK/ca
+CA_PROBE='cat /etc/ssl/certs/ca-certificates.crt; for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO PIP_CERT AWS_CA_BUNDLE NPM_CONFIG_CAFILE; do eval "echo $v=\$$v"; done; (echo x >/etc/ssl/certs/ca-certificates.crt) 2>/dev/null && echo WRITABLE; true'
+hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$CA_PROBE" '["sh", "-c", $p]')" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/ca.out" 2>"$WORK/ca.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[ca] run exits 0" || diag "stderr: $(cat "$WORK/ca.err")"
+expect_eq "$(head -n 3 "$WORK/ca.out")" "$(cat "$HEZO_PROXYD_CA_BUNDLE")" "[ca] /etc/ssl/certs/ca-certificates.crt is proxyd's bundle"
+expect_eq "$(grep -c '=/etc/ssl/certs/ca-certificates.crt$' "$WORK/ca.out")" 8 \
+	"[ca] SSL_CERT_FILE, NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO, PIP_CERT, AWS_CA_BUNDLE, NPM_CONFIG_CAFILE point at it"
+expect_eq "$(grep -c WRITABLE "$WORK/ca.out")" 0 "[ca] the bundle is read-only"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
 # --- create, exec (process file and command line), inspect ---------------------------------------
@@ -123,6 +140,16 @@ hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$ENV_PROBE" '["sh", "-c", $p]')" 
 hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/drop.out" 2>"$WORK/drop.err" </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[drop] run exits 0" || diag "stderr: $(cat "$WORK/drop.err")"
 expect_eq "$(sed -n 's/^GH=//p' "$WORK/drop.out")" "" "[drop] org.hezo.secrets=TWO: no GH_TOKEN"
+new_id none
+B=$WORK/none
+hezo_make_bundle "$B" "$ID" '["sh", "-c", "echo SSL=$SSL_CERT_FILE; cat /etc/ssl/certs/ca-certificates.crt 2>&1 | head -n 1"]' \
+	'.annotations["org.hezo.secrets"] = ""' || bail_out "cannot make bundle"
+out=$(hezo_shim --root "$ROOT" run -b "$B" "$ID" 2>&1 </dev/null)
+expect_eq "$(head -n 1 <<<"$out")" "SSL=" "[none] no secrets: no CA variables"
+expect_eq "$(grep -c hezo-test-bundle <<<"$out")" 0 "[none] no secrets: no bundle mounted"
+expect_eq "$(jq '[.mounts[] | select(.destination == "/etc/ssl/certs/ca-certificates.crt")] | length' "$B/config.json")" 0 \
+	"[none] no secrets: config.json has no bundle mount"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 expect_match "$(sed -n 's/^TWO=//p' "$WORK/drop.out")" "$PH_RE" "[drop] TWO kept"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
@@ -153,6 +180,9 @@ chown 0 "$WORK/secrets/two"
 mv "$WORK/secrets/gh" "$WORK/secrets/gh.away"
 refused missing "secret GH_TOKEN: file $WORK/secrets/gh: No such file"
 mv "$WORK/secrets/gh.away" "$WORK/secrets/gh"
+mv "$HEZO_PROXYD_CA_BUNDLE" "$HEZO_PROXYD_CA_BUNDLE.away"
+refused nobundle "secrets: hezo-proxyd's CA bundle $HEZO_PROXYD_CA_BUNDLE is missing"
+mv "$HEZO_PROXYD_CA_BUNDLE.away" "$HEZO_PROXYD_CA_BUNDLE"
 expect_eq "$(grep -rlF -e "$VALUE" -e "$VALUE2" "$WORK" | grep -v "^$WORK/secrets/")" "" \
 	"[refused] no message or file holds a value"
 
