@@ -48,6 +48,8 @@ static void usage(FILE *f)
 		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
 		"  --metrics ADDR      serve Prometheus metrics on 127.0.0.1:PORT, [::1]:PORT or\n"
 		"                      unix:PATH (root only); off by default (docs/metrics.md)\n"
+		"  --test-upstream-ca FILE  tests only: trust this CA file toward secrets' hosts\n"
+		"                      instead of the host's roots\n"
 		"  --foreground        accepted for service managers; proxyd never forks\n"
 		"  --no-seccomp        skip the seccomp filter (debugging only)\n"
 		"  --ctl VERB ...      talk to a running proxyd (see proxyd/README.md)\n"
