@@ -31,6 +31,18 @@ class H(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
             self.close_connection = True
             return
+        if self.path.startswith("/big"):  # benchmarks: 10 MiB, not logged
+            self.send_response(200)
+            self.send_header("Content-Length", str(10 << 20))
+            self.end_headers()
+            chunk = b"\0" * 65536
+            for _ in range(160):
+                self.wfile.write(chunk)
+            return
+        if self.path.startswith("/ping"):  # benchmarks: a small answer in one write, not logged
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            self.wfile.flush()
+            return
         if "/info/refs" in self.path and not self.headers.get("Authorization"):
             # as a git host does: credentials only when asked for
             self.send_response(401)
