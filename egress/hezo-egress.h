@@ -44,6 +44,24 @@ struct hezo_resolver {
 	uint16_t port;
 };
 
+/* ---- secrets (secrets.c): a value proxyd adds toward the hosts it names ---- */
+
+/* An environment variable name: [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes. */
+#define HEZO_SECRET_NAME_MAX 64
+/* "hzph" and 40 of [a-z0-9] (206 bits): every placeholder has this length, so none is a
+ * substring of another, and its characters need no quoting in a shell, URL, JSON or userinfo. */
+#define HEZO_PLACEHOLDER_PREFIX "hzph"
+#define HEZO_PLACEHOLDER_LEN	44
+
+struct hezo_secret {
+	char name[HEZO_SECRET_NAME_MAX];
+	struct hezo_allow_name *hosts; /* names only; port 0 means 443 */
+	size_t nhosts;
+	char *file; /* absolute; the value is read there, never copied */
+	char placeholder[HEZO_PLACEHOLDER_LEN + 1]; /* "" in the policy form */
+	bool pass_elsewhere; /* otherHosts "pass": sent unchanged elsewhere instead of a 403 */
+};
+
 struct hezo_egress {
 	enum hezo_egress_mode mode;
 	struct hezo_allow_name *names;
@@ -54,6 +72,8 @@ struct hezo_egress {
 	size_t nranges;
 	struct hezo_resolver *resolvers;
 	size_t nresolvers;
+	struct hezo_secret *secrets; /* "secrets": placeholders required */
+	size_t nsecrets;
 };
 
 void hezo_egress_clear(struct hezo_egress *e);
@@ -126,5 +146,32 @@ bool hezo_egress_cidr_allowed(const struct hezo_egress *e, int family, const uin
  * -compatible, NAT64 and 6to4 forms of those. */
 bool hezo_addr_is_special(int family, const uint8_t *addr);
 bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const uint8_t *addr);
+
+/* ---- secrets.c ---- */
+
+/*
+ * A "secrets" object: {NAME: {"hosts": [NAME...], "file": "/abs", "otherHosts": "refuse"|"pass",
+ * "placeholder": "hzph..."}}. with_placeholders: the wire form (the shim's --egress, proxyd's
+ * registration and state) where each secret carries its placeholder; else (the policy form) a
+ * placeholder is refused. Hosts are allow entries naming hosts (no addresses; "*" alone and
+ * "*.com" refused by the grammar); a wildcard does not cover its apex. Errors name the field
+ * ("secrets.TOKEN.hosts[1]: ..."), never a file's content. On success the caller owns *out (n
+ * entries).
+ */
+int hezo_secrets_parse(const struct hezo_json *obj, bool with_placeholders,
+		       struct hezo_secret **out, size_t *n, struct hezo_error **err);
+void hezo_secrets_free(struct hezo_secret *v, size_t n);
+/* Is every host of every secret one the egress allow list lets out on its port (443 if none)? */
+int hezo_secrets_check_egress(const struct hezo_secret *v, size_t n, const struct hezo_egress *e,
+			      struct hezo_error **err);
+/* Does the secret name host (normalised) on port? Port 0: any. */
+bool hezo_secret_names_host(const struct hezo_secret *s, const char *host, uint16_t port);
+/* Is s a placeholder's shape (prefix, length, alphabet)? */
+bool hezo_placeholder_valid(const char *s);
+/*
+ * Make a placeholder from at least 40 bytes of randomness rnd (rejection sampling: bytes at or
+ * above 252 are skipped). -EAGAIN when rnd ran out first: call again with fresh bytes.
+ */
+int hezo_placeholder_from(const uint8_t *rnd, size_t len, char out[HEZO_PLACEHOLDER_LEN + 1]);
 
 #endif

@@ -53,6 +53,7 @@ void hezo_egress_clear(struct hezo_egress *e)
 	free(e->cidrs);
 	free(e->ranges);
 	free(e->resolvers);
+	hezo_secrets_free(e->secrets, e->nsecrets);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -132,8 +133,9 @@ static int parse_lists(const struct hezo_json *allow, const struct hezo_json *re
 static int parse_section(const struct hezo_json *egress, bool proxy_only, struct hezo_egress *out,
 			 struct hezo_error **err)
 {
-	static const char *const known[] = {"mode", "allow", "resolvers", "allowRanges", "project"};
-	const struct hezo_json *allow, *resolvers, *ranges, *mode, *project;
+	static const char *const known[] = {"mode",	   "allow",   "resolvers",
+					    "allowRanges", "project", "secrets"};
+	const struct hezo_json *allow, *resolvers, *ranges, *mode, *project, *secrets;
 	struct hezo_egress e = {.mode = HEZO_EGRESS_PROXY};
 	int r;
 
@@ -165,6 +167,14 @@ static int parse_section(const struct hezo_json *egress, bool proxy_only, struct
 	    (r = string_array(egress, "allowRanges", &ranges, err)) < 0)
 		return r;
 	r = parse_lists(allow, resolvers, ranges, &e, err);
+	/* Secrets travel with their placeholders and file references, never their values. */
+	secrets = hezo_json_get(egress, "secrets");
+	if (r == 0 && secrets) {
+		r = hezo_secrets_parse(secrets, true, &e.secrets, &e.nsecrets, err);
+		r = r ?: hezo_secrets_check_egress(e.secrets, e.nsecrets, &e, err);
+		if (r < 0)
+			hezo_error_prefix(err, "egress");
+	}
 	if (r < 0) {
 		hezo_egress_clear(&e);
 		return r;

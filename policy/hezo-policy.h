@@ -128,6 +128,15 @@ struct hezo_admission {
 };
 void hezo_policy_admission(const struct hezo_policy *p, struct hezo_admission *out);
 
+/*
+ * secrets (docs/policy.md): the effective {NAME: {"hosts", "file", "otherHosts"}} object, NULL
+ * when the container has none; and the check that each host is allowed by the effective egress
+ * section (run again at create: an annotation may have narrowed egress.allow). name: in messages.
+ */
+const struct hezo_json *hezo_policy_secrets(const struct hezo_policy *p);
+int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
+			      struct hezo_error **err);
+
 const char *hezo_backend_name(enum hezo_backend b);
 int hezo_backend_from_name(const char *name, enum hezo_backend *out);
 

@@ -87,6 +87,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->egress_allow);
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
+	hezo_json_free(p->secrets);
 	free(p->projects_dir);
 	free(p->docker_pidfile);
 	free(p->kubelet_root);

@@ -283,6 +283,8 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		p->egress_allow = s;
 		return 0;
 	}
+	if (strcmp(k, "secrets") == 0)
+		return hezo_policy_secrets_annotation(p, key, val, err);
 	return annotation_err(err, key, val, "unknown hezo annotation");
 }
 

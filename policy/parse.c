@@ -440,6 +440,8 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 					    &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
 		return parse_section(c, p, "egress", x, egress_key);
+	if (strcmp(k, "secrets") == 0)
+		return hezo_policy_parse_secrets(p, x, c->name, c->err);
 	if (strcmp(k, "projectsDir") == 0)
 		return hezo_policy_get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
@@ -474,7 +476,7 @@ static int validate(struct pctx *c, const struct hezo_policy *p)
 			c, "backends.runsc.network",
 			"\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
 			"\"off\"");
-	return 0;
+	return hezo_policy_check_secrets(p, c->name, c->err);
 }
 
 int hezo_policy_parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)

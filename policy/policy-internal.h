@@ -79,6 +79,7 @@ struct hezo_policy {
 	struct hezo_strv egress_allow;
 	struct hezo_strv resolvers;
 	struct hezo_strv allow_ranges;
+	struct hezo_json *secrets; /* canonical "secrets" object (secrets.c); NULL: none */
 
 	char *projects_dir;
 	char *docker_pidfile; /* whose pid alone may run Docker's libnetwork-setkey hook */
@@ -216,5 +217,16 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 /* hooks: only the policy's allowedHooks and Docker's libnetwork-setkey for this container. */
 int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json *spec,
 			    const struct hezo_apply_env *env, struct hezo_error **err);
+
+/*
+ * secrets.c: the "secrets" key (v: its JSON; null clears it), its JSON output into the file
+ * form o (absent when none), the egress rule (every host allowed by egress.allow, mode proxy)
+ * and the org.hezo.secrets annotation (a comma-separated subset to keep). name: in messages.
+ */
+int hezo_policy_parse_secrets(struct hezo_policy *p, const struct hezo_json *v, const char *name,
+			      struct hezo_error **err);
+int hezo_policy_secrets_json(const struct hezo_policy *p, struct hezo_json *o);
+int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const char *val,
+				   struct hezo_error **err);
 
 #endif

@@ -128,6 +128,18 @@ int pd_watch_set(struct pd_watch *w, uint32_t events)
 	return 0;
 }
 
+int pd_watch_release(struct pd_watch *w)
+{
+	int fd = w->fd;
+
+	if (fd >= 0 && w->added)
+		epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+	w->fd = -1;
+	w->events = 0;
+	w->added = false;
+	return fd;
+}
+
 void pd_watch_close(struct pd_watch *w)
 {
 	if (w->fd < 0)

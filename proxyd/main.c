@@ -12,11 +12,13 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "hezo-config.h"
 #include "hezo-file.h"
 #include "proxyd.h"
+#include "tls.h"
 
 struct pd_config pd_cfg = {
 	.state_dir = "/run/hezo-proxyd",
@@ -46,6 +48,8 @@ static void usage(FILE *f)
 		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
 		"  --metrics ADDR      serve Prometheus metrics on 127.0.0.1:PORT, [::1]:PORT or\n"
 		"                      unix:PATH (root only); off by default (docs/metrics.md)\n"
+		"  --test-upstream-ca FILE  tests only: trust this CA file toward secrets' hosts\n"
+		"                      instead of the host's roots\n"
 		"  --foreground        accepted for service managers; proxyd never forks\n"
 		"  --no-seccomp        skip the seccomp filter (debugging only)\n"
 		"  --ctl VERB ...      talk to a running proxyd (see proxyd/README.md)\n"
@@ -91,6 +95,7 @@ int main(int argc, char **argv)
 		OPT_RATE,
 		OPT_IDLE,
 		OPT_METRICS,
+		OPT_UPSTREAM_CA,
 		OPT_VERSION,
 		OPT_HELP
 	};
@@ -106,13 +111,14 @@ int main(int argc, char **argv)
 		{"dns-rate", required_argument, NULL, OPT_RATE},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
 		{"metrics", required_argument, NULL, OPT_METRICS},
+		{"test-upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{0},
 	};
 	_cleanup_error_ struct hezo_error *err = NULL;
 	bool use_seccomp = true, ctl = false;
-	const char *metrics = NULL;
+	const char *metrics = NULL, *upstream_ca = NULL;
 	const char *env = getenv("HEZO_NETLOG_DIR");
 	struct rlimit rl;
 	int c, r;
@@ -171,6 +177,9 @@ int main(int argc, char **argv)
 		case OPT_METRICS:
 			metrics = optarg;
 			break;
+		case OPT_UPSTREAM_CA:
+			upstream_ca = optarg;
+			break;
 		case OPT_VERSION:
 			printf("hezo-proxyd %s (%s)\n", HEZO_VERSION, HEZO_COMMIT);
 			return 0;
@@ -223,6 +232,13 @@ int main(int argc, char **argv)
 	    pd_control_init(&err) < 0 || pd_metrics_init(metrics, &err) < 0) {
 		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
 		return 1;
+	}
+	/* Secrets' values are read into memory: no core dump may hold one. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* Without a CA, connections to secrets' hosts are refused (intercept.c); others relay. */
+	if (pd_tls_init(pd_cfg.state_dir, upstream_ca, &err) < 0) {
+		pd_log("error", "%s: connections to secrets' hosts will be refused", err->msg);
+		hezo_error_free(TAKE_PTR(err));
 	}
 	pd_registry_restore();
 	if (pd_drop_privileges(use_seccomp, &err) < 0) {

@@ -284,6 +284,14 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 		add_str(&ln, "qtype", l->qtype);
 	add_str(&ln, "verdict", l->verdict);
 	add_str(&ln, "reason", l->reason);
+	if (l->intercepted)
+		PUT_LIT(&ln, ",\"intercepted\":true");
+	if (l->method) {
+		add_str(&ln, "method", l->method);
+		add_str(&ln, "path", l->path);
+		add_str(&ln, "secrets", l->secrets);
+		add_num(&ln, "substitutions", l->substitutions);
+	}
 	if (l->dns) {
 		static const char *const rcodes[] = {"NOERROR",	 "FORMERR", "SERVFAIL",
 						     "NXDOMAIN", "NOTIMP",  "REFUSED"};

@@ -169,6 +169,45 @@ uint64_t hezo_http_chunked_data_left(const struct hezo_http_chunked *c);
 /* n (at most data_left) data bytes went by unscanned. */
 void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n);
 
+/* ---- subst.c: placeholders replaced in an intercepted request head (issue 17) ---- */
+
+/* One secret as the substitution sees it; value is the file's content (without a last newline). */
+struct hezo_subst_secret {
+	const char *placeholder; /* HEZO_PLACEHOLDER_LEN characters */
+	const uint8_t *value;
+	size_t value_len;
+	bool here; /* the secret names the connection's host */
+	bool pass; /* otherHosts "pass": elsewhere it goes unchanged */
+};
+
+#define HEZO_SUBST_MAX 32
+
+struct hezo_subst_result {
+	uint32_t used;	  /* bit i: secret i was substituted */
+	uint32_t refused; /* bit i: secret i's placeholder was found toward a host it does not name
+			   */
+	unsigned count;	  /* substitutions */
+};
+
+/*
+ * Is v a value the substitution can put into a request head unchanged in meaning: 1 to 4096
+ * bytes of visible ASCII (0x21..0x7e)? A CR, LF, space or NUL could split a header or the request
+ * line.
+ */
+bool hezo_subst_value_ok(const uint8_t *v, size_t len);
+
+/*
+ * Rewrite the request head head[0..len) (a complete head hezo_http_parse_request accepted) into
+ * out: each placeholder of a secret that is here is replaced by its value in the request target
+ * and in every header value but Host's, and inside the credentials of "Authorization: Basic" and
+ * "Proxy-Authorization: Basic" (base64 decoded, replaced, encoded again). A placeholder of a
+ * secret that is not here is left as it is when it may pass, else the head is refused: -EACCES
+ * with res->refused naming the secrets. Everything else is copied byte for byte. -ENOSPC when out
+ * is too small, -EINVAL for more than HEZO_SUBST_MAX secrets. Pure: fuzzed.
+ */
+int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_secret *s, size_t n,
+		    uint8_t *out, size_t outsz, size_t *outlen, struct hezo_subst_result *res);
+
 /* ---- request.c ---- */
 
 /* Room for a container id (base/hezo-id.h) and its NUL. */

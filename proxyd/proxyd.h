@@ -36,6 +36,8 @@ int pd_watch_add(struct pd_watch *w, int fd, uint32_t events, pd_handler fn);
 /* Take ownership of fd without watching it yet: the first pd_watch_set() with events adds it. */
 void pd_watch_init(struct pd_watch *w, int fd, pd_handler fn);
 int pd_watch_set(struct pd_watch *w, uint32_t events);
+/* Stop watching and hand the fd to the caller (not closed); the watch holds none after. */
+int pd_watch_release(struct pd_watch *w);
 /* Stop watching and close; safe on a watch that holds no fd. */
 void pd_watch_close(struct pd_watch *w);
 /* Close an fd that no other process or descriptor shares (accepted or socket()ed here), so its
@@ -157,6 +159,19 @@ void pd_conn_abort_all(struct pd_container *c);
 void pd_relay_tick(struct pd_container *c, uint64_t now_ms);
 unsigned pd_relay_active(void);
 
+/* ---- intercept.c: TLS to a secret's host (issue 17) ---- */
+
+/* Does one of c's secrets name this host on this port? */
+bool pd_intercept_wanted(const struct pd_container *c, const char *name, uint16_t port);
+/* Take over client fd (counted in c->nconns) with the ClientHello bytes already read from it. */
+void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, size_t len,
+			const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
+			const char *name);
+void pd_intercept_abort_all(struct pd_container *c);
+/* Does a plain-HTTP request head hold a placeholder of one of c's secrets that may not pass? */
+bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len);
+void pd_intercept_tick(struct pd_container *c, uint64_t now_ms);
+
 /* ---- dnsproxy.c ---- */
 
 void pd_dns_udp(struct pd_watch *w, uint32_t events);
@@ -178,6 +193,11 @@ struct pd_netlog {
 	const struct hezo_dns_result *dns;
 	uint64_t bytes_out, bytes_in, duration_ms;
 	bool has_bytes;
+	/* intercepted TLS (intercept.c): the request's method and path (no query), the secrets
+	 * substituted or refused (names only) and how many substitutions */
+	bool intercepted;
+	const char *method, *path, *secrets;
+	unsigned substitutions;
 };
 
 int pd_netlog_open(struct pd_container *c, struct hezo_error **err);

@@ -327,6 +327,11 @@ static void http_advance(struct pd_conn *k)
 					       "connection was allowed for");
 				return;
 			}
+			/* Never substituted over plain HTTP, and a placeholder goes nowhere. */
+			if (pd_intercept_plain_refused(k->c, p, req.head_len)) {
+				http_refuse(k, "a secret's placeholder over plain HTTP");
+				return;
+			}
 			k->h.nreq++;
 			k->h.ok += req.head_len;
 			if (req.upgrade) {
@@ -787,6 +792,21 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 	relay_run(k, 0, events);
 }
 
+/* Hand the client socket and its ClientHello to intercept.c; the connection leaves the relay. */
+static void intercept_handoff(struct pd_conn *k)
+{
+	int fd;
+
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	nactive--;
+	fd = pd_watch_release(&k->cw);
+	pd_intercept_start(k->c, fd, k->up.buf, k->up.len, &k->src, &k->dst, k->name);
+	dir_release(&k->up);
+	pd_defer_free(k);
+}
+
 static void read_head(struct pd_conn *k)
 {
 	char raw[HEZO_NAME_MAX];
@@ -853,6 +873,11 @@ static void read_head(struct pd_conn *k)
 	}
 	if (!hezo_pin_match(&k->c->pins, k->dst.ss_family, addr, k->name, pd_now_ms() / 1000)) {
 		refuse(k, "destination is not an address proxyd resolved for this name");
+		return;
+	}
+	/* A secret's host: proxyd ends the TLS itself (intercept.c) and takes the socket. */
+	if (kind[0] == 's' && pd_intercept_wanted(k->c, k->name, port)) {
+		intercept_handoff(k);
 		return;
 	}
 	if (kind[0] == 'h') {
@@ -989,12 +1014,14 @@ void pd_conn_abort_all(struct pd_container *c)
 {
 	while (c->conns)
 		conn_end(c->conns, "deny", "container deregistered", true);
+	pd_intercept_abort_all(c);
 }
 
 void pd_relay_tick(struct pd_container *c, uint64_t now)
 {
 	struct pd_conn *k = c->conns, *next;
 
+	pd_intercept_tick(c, now);
 	for (; k; k = next) {
 		next = k->next;
 		if (k->st == ST_HEAD && now >= k->deadline_ms)

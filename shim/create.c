@@ -167,7 +167,8 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 }
 
 static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy *p,
-			    struct hezo_json *spec, struct hezo_error **err)
+			    const struct hezo_json *secrets, struct hezo_json *spec,
+			    struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *eg = NULL;
 	_cleanup_free_ char *egress = NULL, *env0 = NULL;
@@ -189,7 +190,8 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 				      ctx->hook_path ? ctx->hook_path : "(none)",
 				      mode == HEZO_EGRESS_PROXY ? "proxy" : "deny");
 	eg = hezo_policy_egress_json(p);
-	if (!eg)
+	/* proxyd learns each secret's hosts, placeholder and file; the value stays in the file. */
+	if (!eg || (secrets && hezo_json_set(eg, "secrets", hezo_json_clone(secrets)) < 0))
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = hezo_json_dump(eg, false, &egress, &len, err);
 	if (r < 0)
@@ -324,7 +326,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
-	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
 	struct hezo_apply_env env = {0};
@@ -417,12 +419,20 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		if (r < 0)
 			goto fail;
 	}
-	r = add_egress_hooks(ctx, p, spec, &err);
+	r = shim_secrets_prepare(ctx, p, spec, &secrets, &err);
+	if (r < 0)
+		goto fail;
+	r = add_egress_hooks(ctx, p, secrets, spec, &err);
 	if (r < 0)
 		goto fail;
 	r = build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, &err);
 	if (r < 0)
 		goto fail;
+	/* Names, hosts, files and placeholders: exec puts the placeholders in again. */
+	if (secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0) {
+		r = hezo_error_set(&err, ENOMEM, "out of memory");
+		goto fail;
+	}
 	if (set_string(rec, "init", init_how) < 0 ||
 	    (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0)) {
 		r = hezo_error_set(&err, ENOMEM, "out of memory");

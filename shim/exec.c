@@ -24,7 +24,8 @@
  */
 static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 			      const struct hezo_policy *p, const char *path,
-			      const struct shim_argv *prefix, int64_t nproc, char **clamped,
+			      const struct shim_argv *prefix, int64_t nproc,
+			      const struct hezo_json *secrets, char **clamped,
 			      struct hezo_error **err)
 {
 	char priv[PATH_MAX], pname[64];
@@ -67,6 +68,9 @@ static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
 	if (r == 0 && nproc > 0)
 		r = shim_runsc_set_nproc(proc, nproc, err);
+	/* Every exec'd process sees the container's placeholders, never a value. */
+	if (r == 0 && shim_secrets_set_env(proc, secrets) < 0)
+		r = hezo_error_set(err, ENOMEM, "env: cannot set secrets");
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
 	if (prefix && prefix->n) {
@@ -131,6 +135,40 @@ static bool cap_allowed(const char *cap, void *data)
 	return hezo_policy_cap_allowed(data, cap);
 }
 
+/*
+ * The command-line form: --env=NAME=placeholder just before the ID, after the caller's own flags
+ * (the backend sets the environment in order, so the last NAME= is the one the process gets).
+ */
+static int secrets_as_flags(const char *verb, struct shim_argv *kept,
+			    const struct hezo_json *secrets, struct hezo_error **err)
+{
+	struct shim_argv n = {0};
+	struct shim_args k = {0};
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), (int)kept->n, kept->v, &k, err);
+	if (r < 0)
+		return r;
+	for (int i = 0; r == 0 && i <= (int)kept->n; i++) {
+		for (size_t j = 0; r == 0 && i == k.positional && j < secrets->len; j++) {
+			const char *ph =
+				hezo_json_string(hezo_json_get(secrets->items[j], "placeholder"));
+
+			r = ph ? shim_argv_pushf(&n, "--env=%s=%s", secrets->keys[j], ph) : -EINVAL;
+		}
+		if (r == 0 && i < (int)kept->n)
+			r = shim_argv_push(&n, kept->v[i]);
+	}
+	shim_args_done(&k);
+	if (r < 0) {
+		shim_argv_done(&n);
+		return hezo_error_set(err, ENOMEM, "exec: cannot add the secrets' placeholders");
+	}
+	shim_argv_done(kept);
+	*kept = n;
+	return 0;
+}
+
 int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -140,6 +178,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	struct shim_target t = {0};
 	struct shim_args a = {0};
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
+	const struct hezo_json *secrets;
 	const char *id, *process;
 	int64_t nproc = 0;
 	size_t dropped;
@@ -177,9 +216,14 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 			(void)hezo_json_get_int64(hezo_json_get_path(rec, "box.pids"), &nproc);
 	}
 
+	/* The record keeps the placeholders (other backends read it for them alone). */
+	if (!rec && shim_record_read(ctx, id, &rec, NULL) < 0)
+		rec = NULL;
+	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
 	process = shim_args_get(&a, "process");
 	if (process) {
-		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, &clamped, &err);
+		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, secrets, &clamped,
+				       &err);
 		if (r < 0)
 			goto fail;
 		if (repoint_process(&a, argv, clamped, &eq_form) < 0) {
@@ -195,6 +239,12 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	if (dropped)
 		shim_log(ctx, "warning", "exec %s: %zu --cap value(s) dropped by policy", id,
 			 dropped);
+	/* The command-line form: the placeholders as --env, after the caller's own. */
+	if (!process && secrets && secrets->len) {
+		r = secrets_as_flags(verb, &kept, secrets, &err);
+		if (r < 0)
+			goto fail;
+	}
 	if (prefix.n && !process) {
 		/* The command follows the ID: put the helper in front of it. */
 		struct shim_args k = {0};

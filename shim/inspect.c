@@ -297,6 +297,10 @@ int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **ar
 	out = hezo_json_clone(rec);
 	if (!out)
 		return shim_failf(ctx, "out of memory");
+	/* Secrets: names and hosts only. */
+	if (hezo_json_get(rec, "secrets") &&
+	    hezo_json_set(out, "secrets", shim_secrets_public(hezo_json_get(rec, "secrets"))) < 0)
+		return shim_failf(ctx, "out of memory");
 	bundle = hezo_json_string(hezo_json_get(rec, "bundle"));
 	app = hezo_json_ensure_object(out, "applied");
 	if (!app)

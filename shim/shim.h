@@ -222,6 +222,28 @@ int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const
 		      struct hezo_error **err);
 
 /*
+ * secrets.c (docs/policy.md, "Secrets"): at create, each secret file checked (regular, root's,
+ * no group or other bits, not empty; never read), a placeholder made per secret and NAME=it put
+ * into process.env, proxyd's CA bundle mounted (refused when it is missing); *out gets the wire
+ * form {NAME: {hosts, file, otherHosts, placeholder}} for the record and the hook (NULL: no
+ * secrets).
+ */
+int shim_secrets_prepare(const struct shim_ctx *ctx, const struct hezo_policy *p,
+			 struct hezo_json *spec, struct hezo_json **out, struct hezo_error **err);
+/*
+ * Where proxyd's CA bundle (host roots and its CA) is mounted read-only in a container with
+ * secrets, and what SSL_CERT_FILE, CURL_CA_BUNDLE, GIT_SSL_CAINFO... are set to.
+ */
+#define SHIM_CA_BUNDLE_DEST "/etc/ssl/certs/ca-certificates.crt"
+/*
+ * NAME=placeholder into a process object's env for each secret, replacing any NAME=, and the
+ * CA variables (none of it without secrets). -errno.
+ */
+int shim_secrets_set_env(struct hezo_json *process, const struct hezo_json *secrets);
+/* {NAME: {hosts}}: what `hezo-shim inspect` shows. NULL: out of memory. */
+struct hezo_json *shim_secrets_public(const struct hezo_json *secrets);
+
+/*
  * admission.c: at most admission.maxActive live boxes, the rest waiting in a FIFO queue under
  * STATE_DIR/admission-queue, decided under a flock on STATE_DIR/admission.lock.
  */

@@ -22,7 +22,7 @@ fi
 PACKAGES=(
 	# build
 	meson ninja-build pkg-config gcc clang-14 libclang-rt-14-dev clang-format git
-	libseccomp-dev libcap-dev libyajl-dev libnftnl-dev libmnl-dev
+	libseccomp-dev libcap-dev libyajl-dev libnftnl-dev libmnl-dev libssl-dev
 	# unit tests
 	libcmocka-dev
 	# backends and engines

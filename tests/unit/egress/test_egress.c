@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -103,11 +104,89 @@ static void test_canonical(void **state)
 	assert_int_equal(hezo_allow_normalize("*.com", out, NULL), -EINVAL);
 }
 
+/* The wire form of secrets: placeholders required and distinct, hosts within the allow list. */
+static void test_secrets_section(void **state)
+{
+	static const char ph1[] = "hzph0123456789abcdefghijklmnopqrstuvwxyz0123";
+	static const char ph2[] = "hzphzyxwvutsrqponmlkjihgfedcba9876543210abcd";
+	static const struct {
+		const char *secrets;
+		const char *want; /* NULL: parses */
+	} scases[] = {
+		{"{\"A\":{\"hosts\":[\"api.test\"],\"file\":\"/f\",\"placeholder\":\"PH1\"}}",
+		 NULL},
+		{"{\"A\":{\"hosts\":[\"api.test\"],\"file\":\"/f\"}}",
+		 "egress: secrets.A.placeholder: missing or not a placeholder"},
+		{"{\"A\":{\"hosts\":[\"api.test\"],\"file\":\"/f\",\"placeholder\":\"hzph\"}}",
+		 "secrets.A.placeholder: missing"},
+		{"{\"A\":{\"hosts\":[\"api.test\"],\"file\":\"/f\",\"placeholder\":\"PH1\"},"
+		 "\"B\":{\"hosts\":[\"api.test\"],\"file\":\"/g\",\"placeholder\":\"PH1\"}}",
+		 "secrets.B.placeholder: the same as A's"},
+		{"{\"A\":{\"hosts\":[\"no.test\"],\"file\":\"/f\",\"placeholder\":\"PH1\"}}",
+		 "secrets.A.hosts[0]: no.test is not allowed by egress.allow"},
+	};
+	for (size_t i = 0; i < sizeof(scases) / sizeof(scases[0]); i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		_cleanup_json_ struct hezo_json *doc = NULL;
+		_cleanup_free_ char *text = NULL, *sub = strdup(scases[i].secrets);
+		struct hezo_egress e;
+		char *at;
+		int r;
+
+		while ((at = strstr(sub, "PH1")) || (at = strstr(sub, "PH2"))) {
+			_cleanup_free_ char *n = NULL;
+			*at = '\0';
+			assert_true(asprintf(&n, "%s%s%s", sub, at[2] == '1' ? ph1 : ph2, at + 3) >
+				    0);
+			free(sub);
+			sub = TAKE_PTR(n);
+		}
+		assert_true(asprintf(&text, "{\"allow\":[\"api.test\"],\"secrets\":%s}", sub) > 0);
+		assert_int_equal(hezo_json_parse(text, strlen(text), &doc, &err), 0);
+		r = hezo_egress_parse(doc, &e, &err);
+		if (!scases[i].want) {
+			assert_int_equal(r, 0);
+			assert_int_equal(e.nsecrets, 1);
+			assert_string_equal(e.secrets[0].placeholder, ph1);
+			assert_true(hezo_secret_names_host(&e.secrets[0], "api.test", 443));
+			assert_false(hezo_secret_names_host(&e.secrets[0], "api.test", 80));
+			assert_false(hezo_secret_names_host(&e.secrets[0], "x.api.test", 443));
+			hezo_egress_clear(&e);
+			continue;
+		}
+		if (r == 0 || !strstr(err->msg, scases[i].want))
+			print_error("%s: got %s\n", text, r == 0 ? "success" : err->msg);
+		assert_true(r < 0);
+		assert_non_null(strstr(err->msg, scases[i].want));
+	}
+	(void)ph2;
+}
+
+static void test_placeholder(void **state)
+{
+	uint8_t rnd[64];
+	char out[HEZO_PLACEHOLDER_LEN + 1];
+
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		rnd[i] = (uint8_t)(i * 37 + 11);
+	assert_int_equal(hezo_placeholder_from(rnd, sizeof(rnd), out), 0);
+	assert_true(hezo_placeholder_valid(out));
+	assert_int_equal(strlen(out), HEZO_PLACEHOLDER_LEN);
+	assert_int_equal(strspn(out + 4, "abcdefghijklmnopqrstuvwxyz0123456789"), 40);
+	/* Bytes at or above 252 would bias the alphabet: skipped, and too few is -EAGAIN. */
+	memset(rnd, 0xff, sizeof(rnd));
+	assert_int_equal(hezo_placeholder_from(rnd, sizeof(rnd), out), -EAGAIN);
+	assert_false(hezo_placeholder_valid("hzph0123"));
+	assert_false(hezo_placeholder_valid("hzphABCDEFGHIJ0123456789abcdefghijklmnopqrst"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decided_cases),
 		cmocka_unit_test(test_canonical),
+		cmocka_unit_test(test_secrets_section),
+		cmocka_unit_test(test_placeholder),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

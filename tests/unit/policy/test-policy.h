@@ -34,5 +34,7 @@ extern const struct CMUnitTest policy_rlimits_tests[];
 extern const size_t policy_rlimits_ntests;
 extern const struct CMUnitTest policy_flags_tests[];
 extern const size_t policy_flags_ntests;
+extern const struct CMUnitTest policy_secrets_tests[];
+extern const size_t policy_secrets_ntests;
 
 #endif

@@ -94,7 +94,7 @@ int main(void)
 {
 	/* One group, so the TAP stream has one plan. */
 	size_t n = policy_parse_ntests + policy_apply_ntests + policy_mounts_ntests +
-		   policy_rlimits_ntests + policy_flags_ntests;
+		   policy_rlimits_ntests + policy_flags_ntests + policy_secrets_ntests;
 	struct CMUnitTest *all = calloc(n, sizeof(*all));
 
 	if (!all)
@@ -103,9 +103,11 @@ int main(void)
 	memcpy(all + policy_parse_ntests, policy_apply_tests, policy_apply_ntests * sizeof(*all));
 	memcpy(all + policy_parse_ntests + policy_apply_ntests, policy_mounts_tests,
 	       policy_mounts_ntests * sizeof(*all));
-	memcpy(all + n - policy_flags_ntests - policy_rlimits_ntests, policy_rlimits_tests,
-	       policy_rlimits_ntests * sizeof(*all));
-	memcpy(all + n - policy_flags_ntests, policy_flags_tests,
+	memcpy(all + n - policy_secrets_ntests - policy_flags_ntests - policy_rlimits_ntests,
+	       policy_rlimits_tests, policy_rlimits_ntests * sizeof(*all));
+	memcpy(all + n - policy_secrets_ntests - policy_flags_ntests, policy_flags_tests,
 	       policy_flags_ntests * sizeof(*all));
+	memcpy(all + n - policy_secrets_ntests, policy_secrets_tests,
+	       policy_secrets_ntests * sizeof(*all));
 	return _cmocka_run_group_tests("policy", all, n, NULL, NULL) ? 1 : 0;
 }

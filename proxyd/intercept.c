@@ -1,0 +1,785 @@
+/*
+ * TLS interception of a connection whose SNI names a host of one of its container's secrets
+ * (issue 17). The relay hands the client socket over with the ClientHello it read; proxyd ends
+ * the client's TLS with a leaf of its CA, opens its own verified TLS to the upstream, and then
+ * follows the HTTP/1.1 requests (http.c) one by one: Host must be the SNI, placeholders become
+ * values (subst.c) in the head only, bodies pass as they are with their framing followed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <netinet/tcp.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "proxyd.h"
+#include "tls.h"
+
+#define IN_MAX	   PD_HEAD_MAX	     /* client plaintext not yet passed */
+#define PEND_MAX   (4 * PD_HEAD_MAX) /* plaintext on its way to the upstream */
+#define DOWN_LIMIT (256 * 1024)	     /* TLS bytes waiting for the client: stop reading up */
+#define CIN_LIMIT  (64 * 1024)	     /* TLS bytes from the client not yet decrypted */
+#define VALUE_READ 4097
+
+enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
+enum hstate { I_HEAD, I_LENGTH, I_CHUNKED, I_OPAQUE, I_DONE };
+
+struct pd_icpt {
+	struct pd_icpt *next, **pprev;
+	struct pd_container *c;
+	struct pd_watch cw, uw;
+	enum phase ph;
+	SSL *cs, *us;
+	BIO *crb, *cwb; /* the client's TLS bytes in and out (owned by cs) */
+	struct sockaddr_storage src, dst;
+	char name[HEZO_NAME_MAX];
+	uint64_t start_ms, deadline_ms, last_ms;
+	bool c_eof, c_closed, u_eof, u_shut, u_want_write;
+	uint8_t *in, *pend;
+	size_t inlen, pendoff, pendlen;
+	enum hstate hs;
+	uint64_t left;
+	struct hezo_http_chunked ch;
+	bool loaded;
+	size_t nsv;
+	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
+	uint8_t *values[HEZO_SUBST_MAX];
+	uint64_t bytes_out, bytes_in;
+	unsigned nreq, nsubst;
+	const char *reason;
+};
+
+static struct pd_icpt *all;
+static uint8_t scratch[16384];
+
+static void icpt_free_values(struct pd_icpt *k)
+{
+	for (size_t i = 0; i < k->nsv; i++) {
+		if (k->values[i]) {
+			OPENSSL_cleanse(k->values[i], k->sv[i].value_len);
+			free(k->values[i]);
+		}
+	}
+	k->nsv = 0;
+}
+
+static void end(struct pd_icpt *k, const char *verdict, const char *reason)
+{
+	struct pd_netlog l = {
+		.proto = "tcp",
+		.src = &k->src,
+		.dst = &k->dst,
+		.name = k->name,
+		.verdict = verdict,
+		.reason = reason,
+		.bytes_out = k->bytes_out,
+		.bytes_in = k->bytes_in,
+		.has_bytes = true,
+		.duration_ms = pd_now_ms() - k->start_ms,
+		.intercepted = true,
+	};
+
+	*k->pprev = k->next;
+	if (k->next)
+		k->next->pprev = k->pprev;
+	k->c->nconns--;
+	k->c->st.bytes_out += k->bytes_out;
+	k->c->st.bytes_in += k->bytes_in;
+	pd_stats.bytes_out += k->bytes_out;
+	pd_stats.bytes_in += k->bytes_in;
+	if (strcmp(verdict, "deny") == 0) {
+		k->c->st.conns_refused++;
+		pd_stats.conns_refused++;
+	}
+	pd_netlog_write(k->c, &l);
+	SSL_free(k->cs);
+	SSL_free(k->us);
+	icpt_free_values(k);
+	free(k->in);
+	if (k->pend)
+		OPENSSL_cleanse(k->pend, PEND_MAX);
+	free(k->pend);
+	pd_watch_drop_later(&k->cw, false);
+	pd_watch_drop_later(&k->uw, false);
+	pd_defer_free(k);
+}
+
+/* Everything the client's TLS has for it, as far as the socket takes it. */
+static int flush_client(struct pd_icpt *k)
+{
+	while (BIO_ctrl_pending(k->cwb) > 0) {
+		char *p;
+		long n = BIO_get_mem_data(k->cwb, &p);
+		ssize_t w = write(k->cw.fd, p, (size_t)n);
+
+		if (w < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		BIO_read(k->cwb, scratch,
+			 (int)((size_t)w < sizeof(scratch) ? (size_t)w : sizeof(scratch)));
+		if ((size_t)w > sizeof(scratch)) {
+			/* BIO_read takes at most the scratch size: drain the rest. */
+			size_t left = (size_t)w - sizeof(scratch);
+			while (left) {
+				int m = BIO_read(
+					k->cwb, scratch,
+					(int)(left < sizeof(scratch) ? left : sizeof(scratch)));
+				if (m <= 0)
+					break;
+				left -= (size_t)m;
+			}
+		}
+	}
+	return 0;
+}
+
+/* An answer of proxyd's own toward the client, inside its TLS, then the end. */
+static void answer_and_end(struct pd_icpt *k, int status, const char *verdict, const char *reason)
+{
+	char msg[512];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+			 "Content-Length: %zu\r\n\r\nhezo-proxyd: %s\n",
+			 status,
+			 status == 403	 ? "Forbidden"
+			 : status == 502 ? "Bad Gateway"
+					 : "Bad Request",
+			 strlen("hezo-proxyd: \n") + strlen(reason), reason);
+
+	if (k->cs && SSL_is_init_finished(k->cs)) {
+		SSL_write(k->cs, msg, n);
+		SSL_shutdown(k->cs);
+		(void)flush_client(k);
+	}
+	end(k, verdict, reason);
+}
+
+/* Read every secret's value from its file, as the shim checked it: root's, no group or other. */
+static int load_values(struct pd_icpt *k)
+{
+	const struct hezo_egress *eg = &k->c->eg;
+
+	for (size_t i = 0; i < eg->nsecrets && i < HEZO_SUBST_MAX; i++) {
+		const struct hezo_secret *s = &eg->secrets[i];
+		int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		struct stat st;
+		uint8_t *v;
+		ssize_t n;
+
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		    (st.st_mode & 077)) {
+			close(fd);
+			return -EPERM;
+		}
+		v = malloc(VALUE_READ);
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		n = read(fd, v, VALUE_READ);
+		close(fd);
+		/* One trailing newline (as `echo` writes it) is not part of the value. */
+		if (n > 0 && v[n - 1] == '\n')
+			n--;
+		if (n > 0 && v[n - 1] == '\r')
+			n--;
+		k->values[i] = v;
+		k->sv[i] = (struct hezo_subst_secret){
+			.placeholder = s->placeholder,
+			.value = v,
+			.value_len = n > 0 ? (size_t)n : 0,
+			.here = hezo_secret_names_host(s, k->name, 443),
+			.pass = s->pass_elsewhere,
+		};
+		k->nsv = i + 1;
+		if (n <= 0 || !hezo_subst_value_ok(v, (size_t)n))
+			return -EINVAL;
+	}
+	k->loaded = true;
+	return 0;
+}
+
+static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
+			const struct hezo_subst_result *res, const char *verdict,
+			const char *reason)
+{
+	char names[512] = "", method[32], path[512];
+	const uint8_t *t = head + mlen + 1, *e = t;
+	size_t o = 0;
+	struct pd_netlog l = {
+		.proto = "https",
+		.src = &k->src,
+		.dst = &k->dst,
+		.name = k->name,
+		.verdict = verdict,
+		.reason = reason,
+		.duration_ms = 0,
+		.intercepted = true,
+		.method = method,
+		.path = path,
+		.secrets = names,
+		.substitutions = res->count,
+	};
+	uint32_t mask = strcmp(verdict, "allow") == 0 ? res->used : res->refused;
+
+	snprintf(method, sizeof(method), "%.*s", (int)(mlen < 31 ? mlen : 31), head);
+	/* The path without its query: a query may hold the value now. */
+	while (*e != ' ' && *e != '?' && *e != '\r')
+		e++;
+	snprintf(path, sizeof(path), "%.*s", (int)((size_t)(e - t) < 511 ? (size_t)(e - t) : 511),
+		 t);
+	for (size_t i = 0; i < k->nsv; i++)
+		if (mask >> i & 1)
+			o += (size_t)snprintf(names + o, o < sizeof(names) ? sizeof(names) - o : 0,
+					      "%s%s", o ? "," : "", k->c->eg.secrets[i].name);
+	pd_netlog_write(k->c, &l);
+}
+
+static bool pend_add(struct pd_icpt *k, const uint8_t *b, size_t n)
+{
+	if (k->pendoff + k->pendlen + n > PEND_MAX) {
+		memmove(k->pend, k->pend + k->pendoff, k->pendlen);
+		k->pendoff = 0;
+	}
+	if (k->pendlen + n > PEND_MAX)
+		return false;
+	memcpy(k->pend + k->pendoff + k->pendlen, b, n);
+	k->pendlen += n;
+	return true;
+}
+
+static void consume(struct pd_icpt *k, size_t n)
+{
+	memmove(k->in, k->in + n, k->inlen - n);
+	k->inlen -= n;
+}
+
+/* One request head: checked, substituted and queued. false: the connection has ended. */
+static bool take_head(struct pd_icpt *k)
+{
+	struct hezo_http_request req, again;
+	struct hezo_subst_result res;
+	char host[HEZO_NAME_MAX];
+	uint8_t *out;
+	size_t olen;
+	int r = hezo_http_parse_request(k->in, k->inlen, &req);
+
+	if (r == -EAGAIN) {
+		if (k->inlen == IN_MAX) {
+			answer_and_end(k, 400, "deny", "request head over 16 KiB");
+			return false;
+		}
+		return true;
+	}
+	if (r < 0) {
+		answer_and_end(k, 400, "deny",
+			       "not an HTTP/1.1 request with one Host header and unambiguous "
+			       "framing");
+		return false;
+	}
+	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
+	    strcmp(host, k->name) != 0 || (req.port && req.port != 443)) {
+		answer_and_end(k, 403, "deny", "Host does not match the TLS server name");
+		return false;
+	}
+	if (!k->loaded && (r = load_values(k)) < 0) {
+		/* Fail closed: never a request to a secret's host without its value. */
+		answer_and_end(k, 502, "error", "a secret's file cannot be read");
+		return false;
+	}
+	out = k->pend + k->pendoff + k->pendlen;
+	if (k->pendoff + k->pendlen + req.head_len + 8 * 4096 > PEND_MAX) {
+		memmove(k->pend, k->pend + k->pendoff, k->pendlen);
+		k->pendoff = 0;
+		out = k->pend + k->pendlen;
+	}
+	r = hezo_subst_head(k->in, req.head_len, k->sv, k->nsv, out,
+			    PEND_MAX - k->pendoff - k->pendlen, &olen, &res);
+	if (r == -EACCES) {
+		log_request(k, k->in, req.method_len, &res, "deny",
+			    "placeholder toward a host its secret does not name");
+		answer_and_end(k, 403, "deny",
+			       "a secret's placeholder toward a host the secret does not name");
+		return false;
+	}
+	if (r < 0) {
+		answer_and_end(k, 400, "deny", "request head too long once substituted");
+		return false;
+	}
+	/* The substituted head must read as the original did: framing, Host, Upgrade. */
+	if (hezo_http_parse_request(out, olen, &again) != 1 || again.head_len != olen ||
+	    again.body != req.body || again.length != req.length || again.upgrade != req.upgrade) {
+		OPENSSL_cleanse(out, olen);
+		answer_and_end(k, 400, "deny", "request not valid once substituted");
+		return false;
+	}
+	if (res.count)
+		log_request(k, k->in, req.method_len, &res, "allow", "substituted");
+	k->nsubst += res.count;
+	k->nreq++;
+	k->pendlen += olen;
+	consume(k, req.head_len);
+	if (req.body == HEZO_HTTP_BODY_LENGTH && req.length > 0) {
+		k->hs = I_LENGTH;
+		k->left = req.length;
+	} else if (req.body == HEZO_HTTP_BODY_CHUNKED) {
+		k->hs = I_CHUNKED;
+		hezo_http_chunked_init(&k->ch);
+	} else {
+		k->hs = I_HEAD;
+	}
+	/* A WebSocket (or other) upgrade: substituted in this head, the bytes after it raw. */
+	if (req.upgrade && k->hs == I_HEAD)
+		k->hs = I_OPAQUE;
+	return true;
+}
+
+/* Move client plaintext from in to pend, request by request. false: the connection has ended. */
+static bool feed_up(struct pd_icpt *k)
+{
+	while (k->inlen > 0 && k->pendlen < PEND_MAX / 2) {
+		size_t n, used;
+		int r;
+
+		switch (k->hs) {
+		case I_HEAD:
+			if (k->pendlen > 0)
+				return true; /* a head needs room for its values: wait */
+			n = k->inlen;
+			if (!take_head(k))
+				return false;
+			if (k->inlen == n)
+				return true; /* incomplete */
+			break;
+		case I_LENGTH:
+			n = k->inlen < k->left ? k->inlen : (size_t)k->left;
+			if (!pend_add(k, k->in, n))
+				return true;
+			consume(k, n);
+			k->left -= n;
+			if (k->left == 0)
+				k->hs = I_HEAD;
+			break;
+		case I_CHUNKED:
+			r = hezo_http_chunked_scan(&k->ch, k->in, k->inlen, &used);
+			if (r < 0) {
+				answer_and_end(k, 400, "deny", "bad chunked framing");
+				return false;
+			}
+			n = r == 1 ? used : k->inlen;
+			if (!pend_add(k, k->in, n)) {
+				/* Scanned but not moved: scan again from a fresh state is wrong, so
+				 * refuse rather than misframe (pend holds at least half its room).
+				 */
+				answer_and_end(k, 400, "deny", "chunked body faster than upstream");
+				return false;
+			}
+			consume(k, n);
+			if (r == 1)
+				k->hs = I_HEAD;
+			break;
+		case I_OPAQUE:
+			if (!pend_add(k, k->in, k->inlen))
+				return true;
+			consume(k, k->inlen);
+			break;
+		case I_DONE:
+			consume(k, k->inlen);
+			break;
+		}
+	}
+	return true;
+}
+
+/* Drain pend into the upstream's TLS. <0: it failed. */
+static int flush_up(struct pd_icpt *k)
+{
+	k->u_want_write = false;
+	while (k->pendlen > 0) {
+		int n = SSL_write(k->us, k->pend + k->pendoff, (int)k->pendlen);
+
+		if (n <= 0) {
+			int e = SSL_get_error(k->us, n);
+
+			if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+				k->u_want_write = e == SSL_ERROR_WANT_WRITE;
+				return 0;
+			}
+			return -EIO;
+		}
+		OPENSSL_cleanse(k->pend + k->pendoff, (size_t)n);
+		k->pendoff += (size_t)n;
+		k->pendlen -= (size_t)n;
+		k->bytes_out += (size_t)n;
+	}
+	k->pendoff = 0;
+	return 0;
+}
+
+static void interest(struct pd_icpt *k)
+{
+	uint32_t ce = 0, ue = 0;
+
+	if (!k->c_eof && BIO_ctrl_pending(k->crb) < CIN_LIMIT)
+		ce |= EPOLLIN | EPOLLRDHUP;
+	if (BIO_ctrl_pending(k->cwb) > 0)
+		ce |= EPOLLOUT;
+	switch (k->ph) {
+	case P_CLIENT_HS:
+		break;
+	case P_CONNECT:
+		ue = EPOLLOUT;
+		break;
+	case P_UP_HS:
+		ue = SSL_want_write(k->us) ? EPOLLOUT : EPOLLIN;
+		break;
+	case P_RUN:
+		if (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT)
+			ue |= EPOLLIN | EPOLLRDHUP;
+		if (k->pendlen > 0 && k->u_want_write)
+			ue |= EPOLLOUT;
+		break;
+	}
+	if (pd_watch_set(&k->cw, ce) < 0 || (k->uw.fd >= 0 && pd_watch_set(&k->uw, ue) < 0))
+		end(k, "error", "epoll");
+}
+
+static void on_client(struct pd_watch *w, uint32_t events);
+static void on_upstream(struct pd_watch *w, uint32_t events);
+
+static void start_connect(struct pd_icpt *k)
+{
+	socklen_t len = k->dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						    : sizeof(struct sockaddr_in6);
+	int fd = socket(k->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0) {
+		answer_and_end(k, 502, "error", "cannot create upstream socket");
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&k->dst, len) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		answer_and_end(k, 502, "error", "upstream connect failed");
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pd_watch_init(&k->uw, fd, on_upstream);
+	k->ph = P_CONNECT;
+	k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.connect_timeout_s * 1000;
+	k->c->st.conns_allowed++;
+	pd_stats.conns_allowed++;
+}
+
+/* Read the client's socket into its TLS. */
+static int read_client(struct pd_icpt *k)
+{
+	while (!k->c_eof && BIO_ctrl_pending(k->crb) < CIN_LIMIT) {
+		ssize_t n = read(k->cw.fd, scratch, sizeof(scratch));
+
+		if (n == 0) {
+			k->c_eof = true;
+			BIO_set_mem_eof_return(k->crb, 0);
+		} else if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return -errno;
+		} else if (BIO_write(k->crb, scratch, (int)n) != n) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
+{
+	int r;
+
+	if (read_client(k) < 0) {
+		end(k, "allow", "client read error");
+		return;
+	}
+	if (k->ph == P_CLIENT_HS) {
+		r = SSL_do_handshake(k->cs);
+		(void)flush_client(k);
+		if (r != 1) {
+			int e = SSL_get_error(k->cs, r);
+
+			if (e == SSL_ERROR_WANT_READ && !k->c_eof) {
+				interest(k);
+				return;
+			}
+			ERR_clear_error();
+			end(k, "deny", "client TLS handshake failed (proxyd offers http/1.1 only)");
+			return;
+		}
+		start_connect(k);
+		if (k->uw.fd < 0)
+			return;
+		interest(k);
+		return;
+	}
+	if (k->ph == P_CONNECT) {
+		int e = 0;
+		socklen_t elen = sizeof(e);
+
+		if (!(uev & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+			interest(k);
+			return;
+		}
+		if (getsockopt(k->uw.fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0 || e) {
+			answer_and_end(k, 502, "error",
+				       e == ECONNREFUSED ? "upstream refused the connection"
+							 : "upstream connect failed");
+			return;
+		}
+		k->us = pd_tls_client_new(k->name, k->uw.fd);
+		if (!k->us) {
+			answer_and_end(k, 502, "error", "upstream TLS setup failed");
+			return;
+		}
+		k->ph = P_UP_HS;
+		uev = EPOLLIN;
+	}
+	if (k->ph == P_UP_HS) {
+		const unsigned char *alpn;
+		unsigned alen;
+
+		r = SSL_connect(k->us);
+		if (r != 1) {
+			int e = SSL_get_error(k->us, r);
+			long v = SSL_get_verify_result(k->us);
+
+			if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+				interest(k);
+				return;
+			}
+			ERR_clear_error();
+			/* No byte of the client's has gone upstream: the request waits in its TLS.
+			 */
+			answer_and_end(k, 502, "deny",
+				       v != X509_V_OK ? "upstream certificate not trusted for this "
+							"name"
+						      : "upstream TLS handshake failed");
+			return;
+		}
+		SSL_get0_alpn_selected(k->us, &alpn, &alen);
+		if (alen && (alen != 8 || memcmp(alpn, "http/1.1", 8) != 0)) {
+			answer_and_end(k, 502, "deny",
+				       "upstream chose a protocol other than http/1.1");
+			return;
+		}
+		k->ph = P_RUN;
+		k->deadline_ms = 0;
+	}
+	/* P_RUN */
+	k->last_ms = pd_now_ms();
+	for (int round = 0; round < 8; round++) {
+		bool progress = false;
+
+		if (flush_up(k) < 0) {
+			end(k, "allow", "upstream write failed");
+			return;
+		}
+		/* client -> upstream */
+		while (k->pendlen == 0 && k->inlen < IN_MAX && k->hs != I_DONE) {
+			int n;
+
+			if (!k->in && !(k->in = malloc(IN_MAX))) {
+				end(k, "error", "out of memory");
+				return;
+			}
+			if (!k->pend && !(k->pend = malloc(PEND_MAX))) {
+				end(k, "error", "out of memory");
+				return;
+			}
+			n = SSL_read(k->cs, k->in + k->inlen, (int)(IN_MAX - k->inlen));
+			if (n <= 0) {
+				int e = SSL_get_error(k->cs, n);
+
+				/* A close_notify, an EOF or an error: the client is done sending.
+				 */
+				if (e != SSL_ERROR_WANT_READ || k->c_eof) {
+					k->c_closed = true;
+					ERR_clear_error();
+				}
+				break;
+			}
+			k->inlen += (size_t)n;
+			progress = true;
+			if (!feed_up(k))
+				return;
+		}
+		if (k->inlen && k->pendlen == 0) {
+			if (!feed_up(k))
+				return;
+		}
+		if (flush_up(k) < 0) {
+			end(k, "allow", "upstream write failed");
+			return;
+		}
+		if (k->c_closed && k->pendlen == 0 && !k->u_shut) {
+			SSL_shutdown(k->us);
+			shutdown(k->uw.fd, SHUT_WR);
+			k->u_shut = true;
+		}
+		/* upstream -> client */
+		while (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
+			int n = SSL_read(k->us, scratch, sizeof(scratch));
+
+			if (n <= 0) {
+				int e = SSL_get_error(k->us, n);
+
+				if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+					k->u_eof = true;
+					ERR_clear_error();
+				}
+				break;
+			}
+			SSL_write(k->cs, scratch, n);
+			k->bytes_in += (size_t)n;
+			progress = true;
+		}
+		if (flush_client(k) < 0) {
+			end(k, "allow", "client write failed");
+			return;
+		}
+		if (!progress)
+			break;
+	}
+	if (k->u_eof && BIO_ctrl_pending(k->cwb) == 0) {
+		SSL_shutdown(k->cs);
+		(void)flush_client(k);
+		end(k, "allow", k->nsubst ? "intercepted: substituted" : "intercepted");
+		return;
+	}
+	if (k->c_closed && k->u_shut && k->u_eof) {
+		end(k, "allow", "intercepted");
+		return;
+	}
+	if ((cev & EPOLLERR) || (uev & EPOLLERR)) {
+		end(k, "allow", "socket error");
+		return;
+	}
+	/* An idle connection keeps its two SSLs and nothing else. */
+	if (k->inlen == 0 && k->pendlen == 0) {
+		free(k->in);
+		free(k->pend);
+		k->in = k->pend = NULL;
+		k->pendoff = 0;
+	}
+	interest(k);
+}
+
+static void on_client(struct pd_watch *w, uint32_t events)
+{
+	run(pd_container_of(w, struct pd_icpt, cw), events, 0);
+}
+
+static void on_upstream(struct pd_watch *w, uint32_t events)
+{
+	run(pd_container_of(w, struct pd_icpt, uw), 0, events);
+}
+
+bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len)
+{
+	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
+	struct hezo_subst_result res;
+	size_t n = c->eg.nsecrets < HEZO_SUBST_MAX ? c->eg.nsecrets : HEZO_SUBST_MAX, olen;
+
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		sv[i] = (struct hezo_subst_secret){.placeholder = c->eg.secrets[i].placeholder,
+						   .pass = c->eg.secrets[i].pass_elsewhere};
+	/* Nothing is here over plain HTTP: only the refusal matters, no output is kept. */
+	return hezo_subst_head(head, len, sv, n, NULL, 0, &olen, &res) == -EACCES;
+}
+
+bool pd_intercept_wanted(const struct pd_container *c, const char *name, uint16_t port)
+{
+	for (size_t i = 0; i < c->eg.nsecrets; i++)
+		if (hezo_secret_names_host(&c->eg.secrets[i], name, port))
+			return true;
+	return false;
+}
+
+void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, size_t len,
+			const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
+			const char *name)
+{
+	struct pd_icpt *k = calloc(1, sizeof(*k));
+
+	if (!k) {
+		close(fd);
+		c->nconns--;
+		return;
+	}
+	k->c = c;
+	k->src = *src;
+	k->dst = *dst;
+	snprintf(k->name, sizeof(k->name), "%s", name);
+	k->start_ms = k->last_ms = pd_now_ms();
+	k->deadline_ms = k->start_ms + (uint64_t)pd_cfg.head_timeout_s * 1000;
+	k->uw.fd = -1;
+	pd_watch_init(&k->cw, fd, on_client);
+	k->next = all;
+	k->pprev = &all;
+	if (all)
+		all->pprev = &k->next;
+	all = k;
+	if (!pd_tls_ready()) {
+		/* Fail closed: no CA, no relay to a secret's host either. */
+		end(k, "error", "proxyd has no interception CA: a secret's host is refused");
+		return;
+	}
+	k->cs = pd_tls_server_new(name);
+	k->crb = BIO_new(BIO_s_mem());
+	k->cwb = BIO_new(BIO_s_mem());
+	if (!k->cs || !k->crb || !k->cwb) {
+		BIO_free(k->crb);
+		BIO_free(k->cwb);
+		end(k, "error", "TLS setup failed");
+		return;
+	}
+	SSL_set_bio(k->cs, k->crb, k->cwb);
+	SSL_set_accept_state(k->cs);
+	if (BIO_write(k->crb, hello, (int)len) != (int)len) {
+		end(k, "error", "out of memory");
+		return;
+	}
+	run(k, EPOLLIN, 0);
+}
+
+void pd_intercept_abort_all(struct pd_container *c)
+{
+	struct pd_icpt *k = all, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (k->c == c)
+			end(k, "deny", "container deregistered");
+	}
+}
+
+void pd_intercept_tick(struct pd_container *c, uint64_t now)
+{
+	struct pd_icpt *k = all, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (k->c != c)
+			continue;
+		if (k->deadline_ms && now >= k->deadline_ms)
+			end(k, "deny", "TLS handshake or upstream connect timed out");
+		else if (k->ph == P_RUN && now - k->last_ms >= pd_cfg.idle_timeout_s * 1000ull)
+			end(k, "allow", "idle timeout");
+	}
+}

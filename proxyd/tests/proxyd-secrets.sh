@@ -1,0 +1,285 @@
+#!/bin/bash
+# hezo-proxyd's TLS interception toward secrets' hosts (issue 17), without Docker: a fake
+# container (network namespace hzs-c1) with hezo-hook's redirect rules, an "internet" namespace
+# (hzs-inet) with a Python HTTPS upstream whose certificate comes from a test CA made here
+# (proxyd trusts it by --test-upstream-ca), dnsmasq on loopback. The container side is curl with
+# proxyd's CA bundle. TAP output. Contacts only loopback and the namespaces it creates.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}")
+
+skip_all() {
+	echo "1..0 # SKIP $1"
+	[ "${HEZO_REQUIRE_INTEGRATION:-0}" = 1 ] && exit 1
+	[ -n "${HEZO_UNDER_MESON:-}" ] && exit 0
+	exit 77
+}
+[ "$(id -u)" = 0 ] || skip_all "needs root"
+for tool in ip nft dnsmasq openssl curl python3 git jq; do
+	command -v $tool >/dev/null 2>&1 || skip_all "$tool not installed"
+done
+[ -x "$PROXYD" ] || skip_all "no hezo-proxyd at $PROXYD"
+
+T=$(mktemp -d /tmp/hzs-test.XXXXXX)
+chmod 0755 "$T"
+PIDS=()
+PROXYD_PID=
+n=0
+failed=0
+cleanup() {
+	set +e
+	trap '' INT TERM
+	[ -n "$PROXYD_PID" ] && kill "$PROXYD_PID" 2>/dev/null && wait "$PROXYD_PID" 2>/dev/null
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	for m in "$T"/state/netns/*; do [ -e "$m" ] && umount -l "$m" 2>/dev/null; done
+	ip link del hzs-veth0 2>/dev/null
+	for ns in hzs-c1 hzs-inet; do
+		ip netns del $ns 2>/dev/null
+		rm -rf /etc/netns/$ns
+	done
+	[ -n "${HZS_KEEP:-}" ] || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() {
+	n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"
+	[ -n "${2:-}" ] && echo "$2" | sed 's/^/# /'
+}
+check() { local d=$1 out; shift; if out=$("$@" 2>&1); then ok "$d"; else not_ok "$d" "$out"; fi; }
+expect_eq() { if [ "$1" = "$2" ]; then ok "$3"; else not_ok "$3" "got:  '$1'
+want: '$2'"; fi; }
+expect_match() { if [[ $1 =~ $2 ]]; then ok "$3"; else not_ok "$3" "got: '$1'
+want /$2/"; fi; }
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY \
+	SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE GIT_SSL_CAINFO
+
+# ---- the world ----
+for ns in hzs-c1 hzs-inet; do
+	ip netns del $ns 2>/dev/null
+	ip netns add $ns
+	ip -n $ns link set lo up
+done
+ip link del hzs-veth0 2>/dev/null
+ip link add hzs-veth0 type veth peer name inet0 netns hzs-inet
+ip addr add 10.202.0.1/24 dev hzs-veth0
+ip link set hzs-veth0 up
+ip -n hzs-inet addr add 10.202.0.2/24 dev inet0
+ip -n hzs-inet addr add 10.202.0.3/24 dev inet0
+ip -n hzs-inet link set inet0 up
+ip -n hzs-c1 link add eth0 type veth peer name c1 netns hzs-inet
+ip -n hzs-c1 addr add 10.202.1.2/24 dev eth0
+ip -n hzs-c1 link set eth0 up
+ip -n hzs-c1 route add default via 10.202.1.1
+ip -n hzs-inet addr add 10.202.1.1/24 dev c1
+ip -n hzs-inet link set c1 up
+mkdir -p /etc/netns/hzs-c1
+printf 'nameserver 10.202.1.1\noptions timeout:2 attempts:2\n' >/etc/netns/hzs-c1/resolv.conf
+ip netns exec hzs-c1 sleep 100000 &
+PIDS+=($!)
+
+# The test CA and the upstream's certificate (api.test, other.test, plain.test), and an
+# untrusted self-signed one for untrusted.test.
+cd "$T" || exit 1
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=hezo-test-upstream-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
+	-keyout up.key -out up.csr >/dev/null 2>&1
+printf 'subjectAltName=DNS:api.test,DNS:other.test,DNS:plain.test,DNS:git.test\n' >san.ext
+openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
+	-out up.crt >/dev/null 2>&1
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test -keyout bad.key \
+	-out bad.crt >/dev/null 2>&1
+
+cp "$HERE/../../tests/lib/https-upstream.py" upstream.py || exit 1
+: >up.log
+: >bad.log
+ip netns exec hzs-inet python3 upstream.py "$T/up.log" 10.202.0.2 up.crt up.key 2>"$T/up.err" &
+PIDS+=($!)
+ip netns exec hzs-inet python3 upstream.py "$T/bad.log" 10.202.0.3 bad.crt bad.key 2>"$T/bad.err" &
+PIDS+=($!)
+dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
+	--listen-address=127.0.0.1 --bind-interfaces --port=5354 \
+	--address=/api.test/10.202.0.2 --address=/other.test/10.202.0.2 \
+	--address=/plain.test/10.202.0.2 --address=/git.test/10.202.0.2 \
+	--address=/untrusted.test/10.202.0.3 >"$T/dnsmasq.log" 2>&1 &
+PIDS+=($!)
+
+RULES='
+table inet hezo {
+	chain nat_out {
+		type nat hook output priority -100; policy accept;
+		meta l4proto { tcp, udp } th dport 53 redirect to :15053
+		fib daddr type local accept
+		meta l4proto tcp redirect to :15001
+	}
+	chain filter_out {
+		type filter hook output priority 0; policy drop;
+		ip daddr 127.0.0.0/8 accept
+		fib daddr type local accept
+		ct state established,related accept
+		meta l4proto udp reject with icmpx type admin-prohibited
+		meta l4proto tcp reject with tcp reset
+	}
+}'
+echo "$RULES" | ip netns exec hzs-c1 nft -f -
+
+# ---- secrets: files root's 0600; placeholders as the shim makes them ----
+VALUE="ghp_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+VALUE2="two_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+mkdir -m 0700 "$T/secrets"
+printf '%s\n' "$VALUE" >"$T/secrets/gh"
+printf '%s' "$VALUE2" >"$T/secrets/two"
+chmod 0600 "$T/secrets/gh" "$T/secrets/two"
+PH="hzph$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
+PH2="hzph$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
+while [ ${#PH} -ne 44 ] || [ ${#PH2} -ne 44 ]; do
+	PH="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
+	PH2="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
+done
+EG=$(jq -cn --arg f "$T/secrets/gh" --arg f2 "$T/secrets/two" --arg p "$PH" --arg p2 "$PH2" '{
+	mode: "proxy", allow: ["api.test", "other.test", "plain.test", "git.test", "untrusted.test"],
+	resolvers: ["127.0.0.1:5354"], allowRanges: ["10.202.0.0/24"],
+	secrets: {GH_TOKEN: {hosts: ["api.test", "git.test", "untrusted.test"], file: $f,
+			placeholder: $p, otherHosts: "refuse"},
+		TWO: {hosts: ["other.test"], file: $f2, placeholder: $p2, otherHosts: "pass"}}}')
+
+start_proxyd() {
+	"$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" \
+		--test-upstream-ca "$T/ca.crt" </dev/null >>"$T/proxyd.log" 2>&1 &
+	PROXYD_PID=$!
+	for _ in $(seq 50); do
+		[ -S "$T/control.sock" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
+sleep 0.5
+if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts" "$(cat "$T/proxyd.log")"; fi
+check "register c1 with two secrets" ctl register c1 /run/netns/hzs-c1 "$EG" projS
+BUNDLE=$T/state/tls/bundle.crt
+expect_eq "$(stat -c '%a %U' "$T/state/tls/ca.key" 2>&1)" "600 root" "CA key made on first start, 0600 root's"
+check "CA is P-256" bash -c "openssl x509 -in '$T/state/tls/ca.crt' -noout -text | grep -q 'NIST CURVE: P-256'"
+check "bundle = host roots + proxyd's CA" bash -c "grep -c 'BEGIN CERT' '$BUNDLE' | awk '{exit !(\$1 > 1)}' &&
+	tail -n 20 '$BUNDLE' | grep -q 'END CERT' && cmp -s <(openssl x509 -in '$T/state/tls/ca.crt') <(awk '/BEGIN/{b=\"\"} {b=b \$0 \"\\n\"} END{printf \"%s\", b}' '$BUNDLE')"
+
+C=(ip netns exec hzs-c1 curl -sS --max-time 8 --cacert "$BUNDLE")
+# ---- substitution: header, query, Basic ----
+out=$("${C[@]}" -H "X-Token: $PH" https://api.test/h 2>&1)
+expect_match "$out" "x=$VALUE " "header: the upstream gets the value in X-Token"
+out=$("${C[@]}" "https://api.test/q?token=$PH&a=1" 2>&1)
+expect_match "$out" "GET /q\\?token=$VALUE&a=1 HTTP/1.1" "query string: the upstream gets the value"
+out=$("${C[@]}" -u "x-access-token:$PH" https://api.test/basic 2>&1)
+want=$(printf 'x-access-token:%s' "$VALUE" | base64 -w0)
+expect_match "$out" "auth=Basic $want " "Basic auth: decoded, replaced, encoded (git's x-access-token form)"
+out=$("${C[@]}" -H "Authorization: Bearer $PH" https://api.test/bearer 2>&1)
+expect_match "$out" "auth=Bearer $VALUE " "Bearer: replaced"
+# ---- keep-alive: the second request on one connection is substituted too ----
+out=$("${C[@]}" -H "X-Token: $PH" https://api.test/k1 https://api.test/k2 2>&1)
+p1=$(sed -n 's/^peer=\([0-9]*\) GET \/k1 .*/\1/p' <<<"$out")
+p2=$(sed -n 's/^peer=\([0-9]*\) GET \/k2 .*/\1/p' <<<"$out")
+expect_eq "$(grep -c "x=$VALUE " <<<"$out")" 2 "keep-alive: both requests substituted"
+expect_eq "$p1" "$p2" "keep-alive: one upstream connection for both (peer port $p1)"
+# ---- bodies: byte-identical, chunked and Content-Length, gzip ----
+head -c 300000 /dev/urandom >body.bin
+gzip -c body.bin >body.gz
+sha_gz=$(sha256sum <body.gz | cut -d' ' -f1)
+out=$("${C[@]}" -H "X-Token: $PH" -H "Content-Encoding: gzip" --data-binary @body.gz https://api.test/gz 2>&1)
+expect_match "$out" "x=$VALUE body=$(stat -c %s body.gz) sha=$sha_gz" "a gzip body arrives byte-identical (Content-Length)"
+out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/ch 2>&1)
+expect_match "$out" "x=$VALUE body=300000 sha=$(sha256sum <body.bin | cut -d' ' -f1)" "a chunked body arrives byte-identical"
+out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/c1 https://api.test/c2 2>&1)
+expect_eq "$(grep -c "x=$VALUE body=300000" <<<"$out")" 2 "keep-alive after a chunked body: next request followed and substituted"
+# ---- refusals ----
+: >up.log
+out=$("${C[@]}" -w '%{http_code}' -H "X-Token: $PH" https://other.test/x 2>&1)
+expect_match "$out" "a secret's placeholder toward a host the secret does not name.*403$" "GH_TOKEN's placeholder toward other.test (TWO's host): 403 naming the reason"
+expect_eq "$(cat up.log)" "" "... and the upstream got nothing"
+out=$("${C[@]}" -H "X-Token: $PH2" https://api.test/pass 2>&1)
+expect_match "$out" "x=$PH2 " "TWO (otherHosts pass) toward api.test: passed unchanged"
+out=$("${C[@]}" -H "X-Token: $PH2" https://other.test/two 2>&1)
+expect_match "$out" "x=$VALUE2 " "TWO toward its own host other.test: substituted"
+out=$("${C[@]}" -w '%{http_code}' -H "Host: other.test" -H "X-Token: $PH" https://api.test/ 2>&1)
+expect_match "$out" "Host does not match the TLS server name.*403$" "Host different from SNI: 403"
+: >up.log
+out=$(ip netns exec hzs-c1 curl -sS --max-time 8 --cacert "$BUNDLE" --http1.1 -H "X-Token: $PH" \
+	-H "Content-Length: 5" -H "Transfer-Encoding: chunked" -d 'hello' https://api.test/smuggle -w '%{http_code}' 2>&1)
+expect_match "$out" "400$" "Content-Length with Transfer-Encoding: 400"
+expect_eq "$(cat up.log)" "" "... and the upstream got nothing"
+: >bad.log
+out=$("${C[@]}" -w '%{http_code}' -H "X-Token: $PH" https://untrusted.test/ 2>&1)
+expect_match "$out" "upstream certificate not trusted.*502$" "an upstream with an untrusted certificate: 502"
+expect_eq "$(cat bad.log)" "" "... and it got no byte of the request"
+# ---- what is not intercepted ----
+issuer=$(ip netns exec hzs-c1 openssl s_client -connect plain.test:443 -servername plain.test </dev/null 2>/dev/null | sed -n 's/^issuer=//p')
+expect_match "$issuer" "hezo-test-upstream-CA" "plain.test (no secret): not intercepted, the client sees the upstream's certificate"
+issuer=$(ip netns exec hzs-c1 openssl s_client -connect api.test:443 -servername api.test </dev/null 2>/dev/null | sed -n 's/^issuer=//p')
+expect_match "$issuer" "hezo-proxyd interception CA" "api.test (a secret's host): proxyd's leaf"
+out=$(ip netns exec hzs-c1 openssl s_client -connect api.test:443 -servername api.test -alpn h2 </dev/null 2>&1)
+expect_match "$out" "(no application protocol|alert)" "an h2-only client gets no handshake (http/1.1 only)"
+out=$(ip netns exec hzs-c1 openssl s_client -connect api.test:443 -servername api.test -alpn h2,http/1.1 </dev/null 2>&1)
+expect_match "$out" "ALPN protocol: http/1.1" "h2 and http/1.1 offered: http/1.1 chosen"
+# ---- WebSocket: substituted in the upgrade request, raw after ----
+cat >ws.py <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("api.test", 443), timeout=5), server_hostname="api.test")
+s.sendall(("GET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nAuthorization: Bearer %s\r\n\r\n" % sys.argv[2]).encode())
+d = b""
+while b"\r\n\r\n" not in d:
+    d += s.recv(4096)
+s.sendall(b"raw %s" % sys.argv[2].encode())
+e = s.recv(4096)
+print(d.split(b"\r\n")[0].decode(), e.decode())
+PY
+out=$(ip netns exec hzs-c1 python3 ws.py "$BUNDLE" "$PH" 2>&1)
+expect_match "$out" "101 .* echo:raw $PH" "WebSocket: 101, then bytes relayed raw (placeholder not touched after the upgrade)"
+expect_match "$(grep upgraded up.log)" "auth=Bearer $VALUE upgraded" "WebSocket: the upgrade request was substituted"
+# ---- git over HTTPS sends x-access-token:<token> as Basic ----
+ip netns exec hzs-c1 env GIT_SSL_CAINFO="$BUNDLE" GIT_TERMINAL_PROMPT=0 HOME="$T" timeout 10 \
+	git -c credential.helper= ls-remote "https://x-access-token:$PH@git.test/repo.git" >/dev/null 2>&1
+expect_match "$(grep 'info/refs' up.log | tail -n 1)" "auth=Basic $want " "git: Basic x-access-token:<value> reached the upstream"
+# ---- the netlog, the state: names, never values ----
+sleep 1.2
+log=$(cat "$T"/log/* 2>/dev/null)
+expect_match "$log" '"method":"GET","path":"/q","secrets":"GH_TOKEN","substitutions":1' "netlog: a substitution (names, count, method, path without query)"
+expect_match "$log" '"verdict":"deny","reason":"placeholder toward a host its secret does not name"' "netlog: the refusal"
+leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" "$T/state" "$T/log" "$T/proxyd.log" 2>/dev/null)
+expect_eq "$leaks" "" "no value in proxyd's state dir, netlog or its own log"
+# ---- plain HTTP: never substituted; a placeholder that may not pass is refused ----
+ip netns exec hzs-inet python3 -m http.server --bind 10.202.0.2 80 >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 0.5
+out=$(ip netns exec hzs-c1 curl -sS --max-time 8 -o /dev/null -w '%{http_code}' -H "X-Token: $PH" http://api.test/ 2>&1)
+expect_eq "$out" 403 "plain HTTP to the secret's own host with its placeholder: 403, never substituted"
+out=$(ip netns exec hzs-c1 curl -sS --max-time 8 -o /dev/null -w '%{http_code}' -H "X-Token: $PH2" http://api.test/ 2>&1)
+expect_eq "$out" 200 "plain HTTP with TWO's placeholder (otherHosts pass): passes unchanged"
+sleep 1.2
+expect_match "$(cat "$T"/log/*)" "a secret's placeholder over plain HTTP" "netlog: the plain-HTTP refusal"
+# ---- fail closed ----
+mv "$T/secrets/gh" "$T/secrets/gh.away"
+: >up.log
+out=$("${C[@]}" -w '%{http_code}' -H "X-Token: $PH" https://api.test/gone 2>&1)
+expect_match "$out" "a secret's file cannot be read.*502$" "secret file missing: the connection is refused (502), not relayed"
+expect_eq "$(cat up.log)" "" "... and the upstream got nothing"
+mv "$T/secrets/gh.away" "$T/secrets/gh"
+chmod 0644 "$T/secrets/gh"
+out=$("${C[@]}" -w '%{http_code}' -H "X-Token: $PH" https://api.test/open 2>&1)
+expect_match "$out" "502$" "secret file readable by others: refused"
+chmod 0600 "$T/secrets/gh"
+# ---- a restart keeps serving the registered container, with the same CA ----
+sum=$(sha256sum <"$T/state/tls/ca.crt")
+kill "$PROXYD_PID"; wait "$PROXYD_PID" 2>/dev/null; PROXYD_PID=
+if start_proxyd; then ok "proxyd restarts"; else not_ok "proxyd restarts"; fi
+expect_eq "$(sha256sum <"$T/state/tls/ca.crt")" "$sum" "restart: the same CA"
+sleep 0.5
+out=$("${C[@]}" -H "X-Token: $PH" https://api.test/again 2>&1)
+expect_match "$out" "x=$VALUE " "restart: the container's secret still substituted"
+echo "1..$n"
+[ $failed -eq 0 ] && exit 0
+echo "# $failed of $n failed"
+exit 1

@@ -1,0 +1,169 @@
+#!/bin/bash
+# Benchmarks of proxyd's TLS interception (issue 17), as ratios measured in one run: latency of a
+# request (p50/p99) intercepted against the plain relay and against direct, a 10 MiB download
+# through interception against the relay, a handshake with a leaf minted cold against a cached
+# one, and proxyd's memory per idle intercepted connection. Prints a Markdown table.
+#
+#   sudo tests/bench/secrets.sh [PROXYD]     (default: build-rel/proxyd/hezo-proxyd, else build/)
+#
+# Needs root, ip, nft, dnsmasq, openssl, python3. Traffic stays in the namespaces it creates.
+# Nothing here fails on a figure: targets are reported, not asserted.
+set -uo pipefail
+
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PROXYD=${1:-$SRC/build-rel/proxyd/hezo-proxyd}
+[ -x "$PROXYD" ] || PROXYD=$SRC/build/proxyd/hezo-proxyd
+[ -x "$PROXYD" ] || { echo "no hezo-proxyd (build first)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 2; }
+N=${BENCH_N:-300}
+T=$(mktemp -d /tmp/hzb-bench.XXXXXX)
+chmod 0755 "$T"
+PIDS=()
+cleanup() {
+	set +e
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	for m in "$T"/state/netns/*; do [ -e "$m" ] && umount -l "$m"; done
+	ip link del hzb-veth0 2>/dev/null
+	ip netns del hzb-c1 2>/dev/null
+	ip netns del hzb-inet 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+bg() { "$@" & PIDS+=($!); }
+
+ip netns add hzb-c1 && ip netns add hzb-inet || exit 1
+ip -n hzb-c1 link set lo up
+ip -n hzb-inet link set lo up
+ip link add hzb-veth0 type veth peer name inet0 netns hzb-inet
+ip addr add 10.206.0.1/24 dev hzb-veth0
+ip link set hzb-veth0 up
+ip -n hzb-inet addr add 10.206.0.2/24 dev inet0
+ip -n hzb-inet link set inet0 up
+ip -n hzb-c1 link add eth0 type veth peer name c1 netns hzb-inet
+ip -n hzb-c1 addr add 10.206.1.2/24 dev eth0
+ip -n hzb-c1 link set eth0 up
+ip -n hzb-c1 route add default via 10.206.1.1
+ip -n hzb-inet addr add 10.206.1.1/24 dev c1
+ip -n hzb-inet link set c1 up
+
+cd "$T" || exit 1
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+	-subj /CN=bench-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
+	-keyout up.key -out up.csr >/dev/null 2>&1
+printf 'subjectAltName=DNS:api.test,DNS:plain.test,DNS:*.mint.test\n' >san.ext
+openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
+	-out up.crt >/dev/null 2>&1
+bg ip netns exec hzb-inet python3 "$SRC/tests/lib/https-upstream.py" "$T/up.log" 10.206.0.2 up.crt up.key
+bg dnsmasq -k -C /dev/null --port 5355 --listen-address 127.0.0.1 --bind-interfaces --no-resolv \
+	--no-hosts --user=root --address=/api.test/10.206.0.2 --address=/plain.test/10.206.0.2 \
+	--address=/mint.test/10.206.0.2
+ip netns exec hzb-c1 nft -f - <<'NFT'
+table inet hezo {
+	chain nat_out {
+		type nat hook output priority -100; policy accept;
+		meta l4proto { tcp, udp } th dport 53 redirect to :15053
+		fib daddr type local accept
+		meta l4proto tcp redirect to :15001
+	}
+}
+NFT
+printf 'benchvalue1234567890\n' >"$T/secret"
+chmod 0600 "$T/secret"
+PH=hzph0123456789abcdefghijklmnopqrstuvwxyz0123
+EG=$(python3 -c 'import json,sys; print(json.dumps({"mode":"proxy","allow":["api.test","plain.test","*.mint.test"],
+ "resolvers":["127.0.0.1:5355"],"allowRanges":["10.206.0.0/24"],
+ "secrets":{"T":{"hosts":["api.test","*.mint.test"],"file":sys.argv[1],"placeholder":sys.argv[2]}}}))' "$T/secret" "$PH")
+bg "$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" \
+	--test-upstream-ca "$T/ca.crt" --conn-limit 4096
+for _ in $(seq 50); do [ -S "$T/control.sock" ] && break; sleep 0.1; done
+"$PROXYD" --socket "$T/control.sock" --ctl register c1 /run/netns/hzb-c1 "$EG" bench >/dev/null || exit 1
+PDPID=${PIDS[-1]}
+sleep 0.5
+
+cat >client.py <<'PY'
+import os, socket, ssl, statistics, sys, time
+mode, ca, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ctx = ssl.create_default_context(cafile=ca)
+ctx.set_alpn_protocols(["http/1.1"])
+def conn(host, addr=None):
+    s = socket.create_connection((addr or host, 443))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return ctx.wrap_socket(s, server_hostname=host)
+def get(s, host, path, hdr=""):
+    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (path, host, hdr)).encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += s.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    ln = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+    while len(body) < ln:
+        d = s.recv(1 << 20)
+        if not d:
+            break
+        body += d
+    return len(body)
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p))]
+if mode in ("lat", "latd"):
+    host, addr = sys.argv[4], (sys.argv[5] if len(sys.argv) > 5 else None)
+    hdr = "X-Token: %s\r\n" % os.environ.get("PH", "") if host == "api.test" else ""
+    s = conn(host, addr)
+    get(s, host, "/ping", hdr)
+    t = []
+    for _ in range(n):
+        a = time.perf_counter(); get(s, host, "/ping", hdr); t.append(time.perf_counter() - a)
+    print("%.3f %.3f" % (pct(t, 0.5) * 1e3, pct(t, 0.99) * 1e3))
+elif mode == "big":
+    host = sys.argv[4]
+    s = conn(host); best = 0
+    for _ in range(5):
+        a = time.perf_counter(); b = get(s, host, "/big"); d = time.perf_counter() - a
+        best = max(best, b / d)
+    print("%.1f" % (best / (1 << 20)))
+elif mode == "mint":
+    cold, warm = [], []
+    for i in range(n):
+        h = "h%d-%d.mint.test" % (os.getpid(), i)
+        socket.getaddrinfo(h, 443)
+        a = time.perf_counter(); conn(h).close(); cold.append(time.perf_counter() - a)
+        a = time.perf_counter(); conn(h).close(); warm.append(time.perf_counter() - a)
+    print("%.3f %.3f" % (statistics.median(cold) * 1e3, statistics.median(warm) * 1e3))
+elif mode == "idle":
+    socks = [conn("api.test") for _ in range(n)]
+    print("open", flush=True)
+    sys.stdin.readline()
+PY
+B=$T/state/tls/bundle.crt
+run_c() { ip netns exec hzb-c1 env PH="$PH" python3 "$T/client.py" "$@"; }
+# DNS for the names first (proxyd pins what it answered).
+ip netns exec hzb-c1 python3 -c 'import socket; [socket.getaddrinfo(h, 443) for h in ("api.test", "plain.test")]'
+read -r ip50 ip99 < <(run_c lat "$B" "$N" api.test)
+read -r rp50 rp99 < <(run_c lat "$T/ca.crt" "$N" plain.test)
+read -r dp50 dp99 < <(python3 "$T/client.py" lat "$T/ca.crt" "$N" plain.test 10.206.0.2 2>/dev/null ||
+	echo "- -")
+read -r ibig < <(run_c big "$B" 1 api.test)
+read -r rbig < <(run_c big "$T/ca.crt" 1 plain.test)
+read -r mcold mwarm < <(run_c mint "$B" 40)
+rss() { awk '/^VmRSS/ { print $2 }' /proc/"$PDPID"/status; }
+IDLE=200
+before=$(rss)
+coproc IDLEC { ip netns exec hzb-c1 python3 "$T/client.py" idle "$B" "$IDLE"; }
+read -r _ <&"${IDLEC[0]}"
+sleep 0.5
+after=$(rss)
+echo >&"${IDLEC[1]}"
+wait "$IDLEC_PID" 2>/dev/null
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print('%.2f' % (a / b) if b else '-')" "$1" "$2"; }
+add() { python3 -c "import sys; print('%.3f' % (float(sys.argv[1]) - float(sys.argv[2])))" "$1" "$2"; }
+cat <<MD
+| measure (proxyd $(basename "$(dirname "$(dirname "$PROXYD")")"), $N requests) | intercepted | relay | direct | figure | target |
+|---|---|---|---|---|---|
+| request on a kept-alive connection, p50 ms | $ip50 | $rp50 | $dp50 | added vs relay $(add "$ip50" "$rp50") ms, vs direct $(add "$ip50" "$dp50") ms | added p50 <= 1 ms |
+| same, p99 ms | $ip99 | $rp99 | $dp99 | added vs relay $(add "$ip99" "$rp99") ms | - |
+| 10 MiB download, best of 5, MiB/s | $ibig | $rbig | - | ratio $(ratio "$ibig" "$rbig") | >= 0.8 |
+| TLS handshake through proxyd, leaf minted cold / cached, median ms | $mcold / $mwarm | - | - | ratio $(ratio "$mcold" "$mwarm") | - |
+| proxyd RSS per idle intercepted connection ($IDLE open), KiB | $(( (after - before) / IDLE )) | - | - | - | <= 64 KiB |
+MD
