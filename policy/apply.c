@@ -467,12 +467,9 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 	struct hezo_json *prof = NULL;
 	int r;
 
-	if (cur && cur->type != HEZO_JSON_NULL) {
-		if (cur->type != HEZO_JSON_OBJECT)
-			return ferr(err, "linux.seccomp: expected an object, got %s",
-				    hezo_json_type_name(cur->type));
-		return 0; /* the engine's profile is kept */
-	}
+	if (cur && cur->type != HEZO_JSON_NULL && cur->type != HEZO_JSON_OBJECT)
+		return ferr(err, "linux.seccomp: expected an object, got %s",
+			    hezo_json_type_name(cur->type));
 	if (p->seccomp_profile) {
 		prof = hezo_json_clone(p->seccomp_profile);
 	} else if (p->seccomp_path) {
@@ -483,7 +480,16 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 	} else {
 		prof = hezo_policy_seccomp_default();
 	}
-	if (!prof || hezo_json_set(linux_, "seccomp", prof) < 0)
+	if (!prof)
+		return nomem(err);
+	/* The engine's profile may only narrow the box's: both must allow a call. */
+	if (cur && cur->type == HEZO_JSON_OBJECT) {
+		_cleanup_json_ struct hezo_json *box = prof;
+		r = hezo_policy_seccomp_floor(box, cur, &prof, err);
+		if (r < 0)
+			return r;
+	}
+	if (hezo_json_set(linux_, "seccomp", prof) < 0)
 		return nomem(err);
 	return 0;
 }

@@ -169,6 +169,13 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
 struct hezo_json *hezo_policy_seccomp_default(void);
+/*
+ * seccomp-floor.c: the engine's linux.seccomp (checked as an admin's file is, and refused if it
+ * hands calls to a tracer or listener or sets a loosening flag) combined with the box's profile
+ * into one that lets a call through only where both do (docs/policy.md, "Seccomp").
+ */
+int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
+			      struct hezo_json **out, struct hezo_error **err);
 
 /*
  * kubelet.c: a bind source (resolved) at or under the kubelet root is judged here (*handled):
