@@ -103,6 +103,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	free(p->projects_dir);
 	free(p->docker_pidfile);
 	free(p->kubelet_root);
+	hezo_policy_volumes_free(p);
 	free(p->project);
 	free(p);
 }
@@ -179,6 +180,7 @@ static int policy_new_default(struct hezo_policy **out)
 	r = r ?: hezo_strv_init(&p->egress_allow);
 	r = r ?: hezo_strv_init(&p->resolvers);
 	r = r ?: hezo_strv_init(&p->allow_ranges);
+	r = r ?: hezo_policy_volumes_default(p);
 	if (r < 0)
 		return r;
 	p->projects_dir = strdup("/etc/hezo/projects");
@@ -1095,6 +1097,7 @@ void hezo_policy_admission(const struct hezo_policy *p, struct hezo_admission *o
 static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 			 const struct hezo_json *x)
 {
+	char why[512]; /* volumes.c's messages */
 	int r;
 
 	if (c->project &&
@@ -1171,6 +1174,10 @@ static int parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 		return get_strv(c, "devices", x, elem_abs_path, &p->devices);
 	if (strcmp(k, "mounts") == 0)
 		return parse_mounts(c, p, x);
+	if (strcmp(k, "volumes") == 0)
+		return hezo_policy_volumes_parse(p, x, why, sizeof(why)) < 0
+			       ? perr(c, NULL, "%s", why)
+			       : 0;
 	if (strcmp(k, "namespaces") == 0)
 		return parse_namespaces(c, p, x);
 	if (strcmp(k, "cgroupParents") == 0)
@@ -1403,6 +1410,7 @@ static struct hezo_json *policy_file_json(const struct hezo_policy *p)
 	r = r ?: hezo_json_set(mounts, "allowedSources", strv_json(&p->allowed_sources));
 	r = r ?: hezo_json_set(mounts, "engineRoots", strv_json(&p->engine_roots));
 	r = r ?: hezo_json_set(mounts, "kubeletRoot", hezo_json_new_string(p->kubelet_root));
+	r = r ?: hezo_json_set(o, "volumes", hezo_policy_volumes_json(p));
 	ns = r ? NULL : hezo_json_ensure_object(o, "namespaces");
 	allow_host = ns ? hezo_json_ensure_array(ns, "allowHost") : NULL;
 	if (!allow_host)
@@ -1494,6 +1502,7 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	_cleanup_json_ struct hezo_json *doc = NULL, *merged = NULL;
 	_cleanup_free_ char *path = NULL, *buf = NULL;
 	struct pctx c = {.project = true, .err = err};
+	char why[512]; /* volumes.c's messages */
 	size_t len = 0;
 	int r;
 
@@ -1552,6 +1561,8 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	r = sysctls_narrower(&c, base, p);
 	if (r < 0)
 		return r;
+	if (hezo_policy_volumes_narrower(base, p, why, sizeof(why)) < 0)
+		return perr(&c, NULL, "%s", why);
 	if (p->tmpfs_max > base->tmpfs_max)
 		return perr(&c, "tmpfsMax", "a project may only lower the main policy's %" PRIu64,
 			    base->tmpfs_max);

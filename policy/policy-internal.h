@@ -68,7 +68,9 @@ struct hezo_policy {
 	struct hezo_strv devices;
 	struct hezo_strv allowed_sources;
 	struct hezo_strv engine_roots;
-	char *kubelet_root; /* kubelet's --root-dir: pods' volumes under pods/UID/ */
+	char *kubelet_root;	       /* kubelet's --root-dir: pods' volumes under pods/UID/ */
+	struct hezo_strv volume_allow; /* volumes.allow: name patterns, {project} substituted */
+	struct hezo_strv volume_roots; /* volumes.roots: engines' named-volume stores */
 	struct hezo_strv cgroup_parents;
 	struct hezo_strv allowed_hooks;
 	unsigned allow_host_ns;
@@ -176,6 +178,21 @@ struct hezo_json *hezo_policy_seccomp_default(void);
  */
 int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
 			      struct hezo_json **out, struct hezo_error **err);
+
+/*
+ * volumes.c: the "volumes" key (defaults, parser, JSON, the project rule) and a bind source at,
+ * below or above an engine's volume store, judged here (*handled): only ROOT/NAME/_data of a
+ * volume this container's project owns and volumes.allow names. Parser messages go to why.
+ */
+int hezo_policy_volumes_default(struct hezo_policy *p);
+void hezo_policy_volumes_free(struct hezo_policy *p);
+int hezo_policy_volumes_parse(struct hezo_policy *p, const struct hezo_json *v, char *why,
+			      size_t size);
+struct hezo_json *hezo_policy_volumes_json(const struct hezo_policy *p);
+int hezo_policy_volumes_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
+				 char *why, size_t size);
+int hezo_policy_check_volume_source(const struct hezo_policy *p, size_t idx, const char *dest,
+				    const char *src, bool *handled, struct hezo_error **err);
 
 /*
  * kubelet.c: a bind source (resolved) at or under the kubelet root is judged here (*handled):
