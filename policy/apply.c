@@ -196,6 +196,7 @@ int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *pro
 	if (!process || process->type != HEZO_JSON_OBJECT)
 		return ferr(err, "process: expected an object");
 	r = hezo_spec_check_keys(process, HEZO_SPEC_DOC_PROCESS, "process", err);
+	r = r ?: hezo_policy_check_process_fields(process, "process", err);
 	if (r < 0)
 		return r;
 	return clamp_process(p, process, "process", err);
@@ -346,6 +347,7 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	if (r < 0)
 		return r;
 	r = clamp_resources(p, resources, "resources", true, err);
+	r = r ?: hezo_policy_check_resource_fields(resources, "resources", err);
 	r = r ?: hezo_policy_clamp_oom(resources, "resources", err);
 	return r ?: hezo_policy_clamp_weights(p, resources, "resources", true, err);
 }
@@ -511,6 +513,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (!process)
 		return -EINVAL;
 	r = clamp_process(p, process, "process", err);
+	r = r ?: hezo_policy_check_process_fields(process, "process", err);
 	if (r < 0)
 		return r;
 
@@ -535,12 +538,14 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return r;
 	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
 	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
+	r = r ?: hezo_policy_check_linux_fields(linux_, err);
 	if (r < 0)
 		return r;
 	res = want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);
+	r = r ?: hezo_policy_check_resource_fields(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_weights(p, res, "linux.resources", false, err);
 	if (r < 0)

@@ -157,6 +157,17 @@ const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_polic
 int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linux_,
 			     struct hezo_error **err);
 
+/*
+ * fields.c: what no other rule covers. Resources: unified and network refused, cpu realtime and
+ * burst stripped; process: scheduler and ioPriority only in classes that do not outrank the host;
+ * linux: rootfsPropagation not shared, no intelRdt, no netDevices, personality without flags.
+ */
+int hezo_policy_check_resource_fields(struct hezo_json *res, const char *field,
+				      struct hezo_error **err);
+int hezo_policy_check_process_fields(const struct hezo_json *process, const char *field,
+				     struct hezo_error **err);
+int hezo_policy_check_linux_fields(const struct hezo_json *linux_, struct hezo_error **err);
+
 /* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
 int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_error **err);
 
