@@ -42,7 +42,15 @@ hezo_dockerd_start()
 	fi
 	if ! hezo_dockerd_pid >/dev/null; then
 		mkdir -p "$(dirname "$HEZO_DOCKERD_LOG")"
-		setsid dockerd >>"$HEZO_DOCKERD_LOG" 2>&1 </dev/null &
+		# Without the caller's other descriptors: a dockerd that inherits the fd of
+		# `flock /run/hezo-engines.lock` holds the shared lock for as long as it lives.
+		(
+			for fd in /proc/self/fd/*; do
+				fd=${fd##*/}
+				[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-" 2>/dev/null
+			done
+			exec setsid dockerd >>"$HEZO_DOCKERD_LOG" 2>&1 </dev/null
+		) &
 	fi
 	if ! hezo_docker_wait 60; then
 		echo "dockerd did not come up in 60 s; last lines of $HEZO_DOCKERD_LOG:" >&2
