@@ -402,6 +402,48 @@ expect_eq "$rc" 0 "[no cgroupsPath, absolute root.path in the bundle] run exits 
 expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" absent "[no cgroupsPath] it stays absent"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
+# --- fields no engine flag sends (docs/policy.md, "Every field of config.json") -------------------
+# Each refused with one line naming it, the bundle untouched and nothing left.
+i=0
+while IFS='|' read -r label filter want; do
+	[ -n "$label" ] || continue
+	i=$((i + 1))
+	new_id "field$i"
+	B=$WORK/field$i
+	hezo_make_bundle "$B" "$ID" '["true"]' "$filter" || bail_out "cannot make bundle for $label"
+	cp "$B/config.json" "$WORK/field$i.orig"
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/field$i.out" 2>"$WORK/field$i.err" </dev/null && rc=0 || rc=$?
+	err=$(cat "$WORK/field$i.err")
+	expect_ne "$rc" 0 "[$label] run is refused"
+	expect_eq "$(wc -l <"$WORK/field$i.err" | tr -d ' ')" 1 "[$label] exactly one line on stderr" || diag "$err"
+	expect_match "$err" "^hezo-shim: $want" "[$label] the line names the field"
+	check "[$label] config.json unchanged" cmp "$WORK/field$i.orig" "$B/config.json"
+	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[$label] no container left"
+done <<'FIELDS'
+linux.resources.unified|.linux.resources.unified = {"memory.max": "max", "pids.max": "max"}|linux\.resources\.unified: cgroup files by name are not allowed
+linux.resources.network classID|.linux.resources.network = {"classID": 1048577}|linux\.resources\.network: the host's traffic class
+linux.resources.network priorities|.linux.resources.network = {"priorities": [{"name": "lo", "priority": 7}]}|linux\.resources\.network:
+linux.rootfsPropagation shared|.linux.rootfsPropagation = "shared"|linux\.rootfsPropagation: only private, slave or unbindable
+linux.intelRdt|.linux.intelRdt = {"closID": "hezo-test", "l3CacheSchema": "L3:0=ffff"}|linux\.intelRdt: not allowed
+linux.personality flags|.linux.personality = {"domain": "LINUX", "flags": ["READ_IMPLIES_EXEC"]}|linux\.personality: only domain LINUX or LINUX32
+linux.netDevices|.linux.netDevices = {"lo": {"name": "lo2"}}|linux\.netDevices: host network devices are not allowed
+process.scheduler SCHED_FIFO|.process.scheduler = {"policy": "SCHED_FIFO", "priority": 99}|process\.scheduler: only SCHED_OTHER, SCHED_BATCH or SCHED_IDLE
+process.ioPriority realtime|.process.ioPriority = {"class": "IOPRIO_CLASS_RT", "priority": 0}|process\.ioPriority: only IOPRIO_CLASS_BE or IOPRIO_CLASS_IDLE
+FIELDS
+
+# Realtime CPU time and burst are stripped: runc would fail to hand a new cgroup 950 ms of the
+# host's realtime budget, so the run succeeding shows it was not asked to.
+new_id rt
+B=$WORK/rt
+hezo_make_bundle "$B" "$ID" '["true"]' \
+	'.linux.resources.cpu = {"realtimeRuntime": 950000, "realtimePeriod": 1000000, "burst": 50000}' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/rt.out" 2>"$WORK/rt.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[cpu.realtimeRuntime] run exits 0" || diag "$(cat "$WORK/rt.err")"
+expect_eq "$(jq -c '.linux.resources.cpu | [.realtimeRuntime, .realtimePeriod, .burst]' "$B/config.json")" \
+	"[null,null,null]" "[cpu.realtimeRuntime] realtimeRuntime, realtimePeriod and burst stripped"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
 # --- nothing left behind ---------------------------------------------------------------------
 left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-" || true)
 expect_eq "$left" "" "no test container left under --root"

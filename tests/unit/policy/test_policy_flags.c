@@ -380,8 +380,8 @@ static void test_walk_fields(void **state)
 	kept("linux.resources.network", "{\"classID\":0}", "{\"classID\":0}");
 	kept("linux.resources.cpu",
 	     "{\"realtimeRuntime\":950000,\"realtimePeriod\":1000000,\"burst\":100000,"
-	     "\"cpus\":\"0\",\"mems\":\"0\"}",
-	     "{\"cpus\":\"0\",\"mems\":\"0\",\"period\":100000,\"quota\":200000}");
+	     "\"cpus\":\"0\",\"mems\":\"0\",\"idle\":1}",
+	     "{\"cpus\":\"0\",\"mems\":\"0\",\"idle\":1,\"period\":100000,\"quota\":200000}");
 	kept("linux.resources.memory",
 	     "{\"reservation\":1048576,\"kernel\":8388608,\"kernelTCP\":1048576,"
 	     "\"swappiness\":10}",
@@ -414,6 +414,8 @@ static void test_walk_fields(void **state)
 	kept("process.ioPriority", "{\"class\":\"IOPRIO_CLASS_IDLE\",\"priority\":7}",
 	     "{\"class\":\"IOPRIO_CLASS_IDLE\",\"priority\":7}");
 	kept("process.apparmorProfile", "\"unconfined\"", "\"unconfined\"");
+	kept("process.execCPUAffinity", "{\"initial\":\"0\",\"final\":\"0-1\"}",
+	     "{\"initial\":\"0\",\"final\":\"0-1\"}");
 	kept("process.selinuxLabel", "\"system_u:system_r:spc_t:s0\"",
 	     "\"system_u:system_r:spc_t:s0\"");
 	kept("process.user", "{\"uid\":0,\"gid\":0,\"umask\":0,\"additionalGids\":[10]}",
@@ -432,6 +434,10 @@ static void test_walk_fields(void **state)
 	refused("linux.personality", "{\"domain\":\"LINUX\",\"flags\":[\"READ_IMPLIES_EXEC\"]}",
 		"linux.personality: only domain LINUX or LINUX32, without flags");
 	kept("linux.personality", "{\"domain\":\"LINUX32\"}", "{\"domain\":\"LINUX32\"}");
+	kept("linux.timeOffsets", "{\"monotonic\":{\"secs\":10,\"nanosecs\":0}}",
+	     "{\"monotonic\":{\"secs\":10,\"nanosecs\":0}}");
+	kept("linux.resources.rdma", "{\"mlx5_1\":{\"hcaHandles\":3}}",
+	     "{\"mlx5_1\":{\"hcaHandles\":3}}");
 	refused("linux.netDevices", "{\"eth1\":{}}", "linux.netDevices: host network devices");
 	kept("linux.mountLabel", "\"system_u:object_r:container_file_t:s0\"",
 	     "\"system_u:object_r:container_file_t:s0\"");
