@@ -402,6 +402,64 @@ expect_eq "$rc" 0 "[no cgroupsPath, absolute root.path in the bundle] run exits 
 expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" absent "[no cgroupsPath] it stays absent"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
+# --- linux.seccomp from the engine: the box's profile is its floor (docs/policy.md, "Seccomp") -----
+# Docker's default profile (as Docker writes it), an allow-all one and one stricter than ours, in
+# the container's own process (run) and in an exec'd one (runsc: through hezo-seccomp-exec).
+# (busybox's uname ignores a failing uname(2): it prints an empty name and exits 0.)
+# shellcheck disable=SC2016
+SECCOMP_PROBE='
+echo "status=$(awk "/^Seccomp:/ { print \$2 }" /proc/self/status)"
+if unshare -U true 2>/dev/null; then echo unshare=allowed; else echo unshare=refused; fi
+if mkdir /tmp/d.$$ 2>/dev/null; then echo mkdir=allowed; else echo mkdir=refused; fi
+if [ "$(uname -s 2>/dev/null)" = Linux ]; then echo uname=allowed; else echo uname=refused; fi
+echo probe=done
+'
+DOCKER_PROFILE=$(jq -c '.linux.seccomp' "$HEZO_SOURCE_DIR/tests/data/config-docker.json")
+ALLOW_PROFILE='{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}'
+STRICT_PROFILE='{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":13},{"names":["uname"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}'
+for prof in docker allow strict; do
+	case $prof in
+	docker) json=$DOCKER_PROFILE ;;
+	allow) json=$ALLOW_PROFILE ;;
+	strict) json=$STRICT_PROFILE ;;
+	esac
+	label="seccomp $prof"
+	want=allowed
+	[ "$prof" = strict ] && want=refused
+	new_id "sc$prof"
+	B=$WORK/sc$prof
+	hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$SECCOMP_PROBE" '["sh", "-c", $p]')" \
+		".linux.seccomp = $json" || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/sc$prof.out" 2>"$WORK/sc$prof.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] run exits 0" || diag "$(cat "$WORK/sc$prof.err")"
+	expect_eq "$(jq -r '.linux.seccomp.defaultAction' "$B/config.json")" SCMP_ACT_ERRNO \
+		"[$label] config.json: default action SCMP_ACT_ERRNO"
+	expect_eq "$(jq -r '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_ALLOW") | .names[]] | map(select(. == "unshare" or . == "mount" or . == "ptrace")) | length' "$B/config.json")" 0 \
+		"[$label] config.json: unshare, mount and ptrace not allowed"
+	for how in run exec; do
+		if [ "$how" = run ]; then
+			out=$(cat "$WORK/sc$prof.out")
+		else
+			hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+			new_id "sc$prof-exec"
+			B=$WORK/sc$prof-exec
+			hezo_make_bundle "$B" "$ID" '["sleep", "600"]' ".linux.seccomp = $json" || bail_out "cannot make bundle"
+			hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/sc$prof-exec.err" </dev/null ||
+				diag "$(cat "$WORK/sc$prof-exec.err")"
+			hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1 </dev/null
+			hezo_wait_status "$ROOT" "$ID" running 10
+			hezo_process_json "$(jq -cn --arg p "$SECCOMP_PROBE" '["sh", "-c", $p]')" '[]' >"$WORK/sc$prof-proc.json"
+			out=$(hezo_shim --root "$ROOT" exec --process "$WORK/sc$prof-proc.json" "$ID" 2>&1 </dev/null)
+		fi
+		expect_eq "$(hezo_probe_get "$out" probe)" "done" "[$label] $how: the probe ran" || diag "$out"
+		expect_eq "$(hezo_probe_get "$out" status)" 2 "[$label] $how: Seccomp 2"
+		expect_eq "$(hezo_probe_get "$out" unshare)" refused "[$label] $how: unshare -U is refused"
+		expect_eq "$(hezo_probe_get "$out" mkdir)" "$want" "[$label] $how: mkdir $want"
+		expect_eq "$(hezo_probe_get "$out" uname)" "$want" "[$label] $how: uname $want"
+	done
+	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+done
+
 # --- fields no engine flag sends (docs/policy.md, "Every field of config.json") -------------------
 # Each refused with one line naming it, the bundle untouched and nothing left.
 i=0
