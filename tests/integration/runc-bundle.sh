@@ -460,6 +460,39 @@ for prof in docker allow strict; do
 	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 done
 
+# --- named volumes in a store the policy names (docs/policy.md, "Named volumes") -------------------
+# The engine-free half of tests/integration/volumes.sh: the same rule on a store of our own.
+VSTORE=$WORK/vstore
+mkdir -p "$VSTORE/alpha_data/_data" "$WORK/vprojects"
+echo '{}' >"$WORK/vprojects/alpha.json" && echo '{}' >"$WORK/vprojects/beta.json"
+jq --arg d "$WORK/vprojects" --arg v "$VSTORE" '.projectsDir = $d | .volumes = {roots: [$v]}' "$HEZO_TEST_POLICY" \
+	>"$WORK/policy-volumes.json" || bail_out "cannot write the volumes policy"
+VMOUNT='.mounts += [{destination: "/data", type: "bind", source: "'"$VSTORE"'/alpha_data/_data", options: ["rbind", "rw"]}]'
+i=0
+for step in "alpha|echo kept >/data/f && echo written" "alpha|cat /data/f" "beta|cat /data/f"; do
+	proj=${step%%|*}
+	i=$((i + 1))
+	new_id "vol$i"
+	B=$WORK/vol$i
+	hezo_make_bundle "$B" "$ID" "$(jq -cn --arg c "${step#*|}" '["sh", "-c", $c]')" "$VMOUNT" ||
+		bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-volumes.json hezo_shim --root "$ROOT" --hezo-project "$proj" run -b "$B" "$ID" \
+		>"$WORK/vol$i.out" 2>"$WORK/vol$i.err" </dev/null && rc=0 || rc=$?
+	out=$(cat "$WORK/vol$i.out")
+	err=$(cat "$WORK/vol$i.err")
+	case $i in
+	1) expect_eq "$rc:$out" "0:written" "[volume] project alpha writes to alpha_data" || diag "$err" ;;
+	2) expect_eq "$rc:$out" "0:kept" "[volume] a second container of alpha reads it" || diag "$err" ;;
+	3)
+		expect_ne "$rc" 0 "[volume] project beta may not mount alpha_data"
+		expect_eq "$out" "" "[volume] beta read nothing"
+		expect_eq "$err" "hezo-shim: mounts[$(jq '.mounts | length - 1' "$B/config.json")] (/data): volume alpha_data belongs to project alpha; this container's project is beta" \
+			"[volume] one line naming the volume and both projects"
+		;;
+	esac
+	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+done
+
 # --- fields no engine flag sends (docs/policy.md, "Every field of config.json") -------------------
 # Each refused with one line naming it, the bundle untouched and nothing left.
 i=0
