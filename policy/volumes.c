@@ -254,10 +254,12 @@ static bool mount_root(const char *path)
 static int judge_volume(const struct hezo_policy *p, size_t idx, const char *dest, const char *src,
 			const char *root, struct hezo_error **err)
 {
-	const char *rel = src + strlen(root) + 1, *slash = strchr(rel, '/');
+	size_t n = strlen(root);
+	const char *rel = src[n] ? src + n + 1 : "", *slash = strchr(rel, '/');
 	char name[256], owner[128];
 
-	if (!slash || strcmp(slash, "/_data") != 0 || (size_t)(slash - rel) >= sizeof(name))
+	if (!*rel || !slash || strcmp(slash, "/_data") != 0 ||
+	    (size_t)(slash - rel) >= sizeof(name))
 		return hezo_policy_ferr(err,
 					"mounts[%zu] (%s): bind source %s is in an engine's volume "
 					"store (%s) and is not a volume's _data directory",
@@ -314,7 +316,8 @@ int hezo_policy_check_volume_source(const struct hezo_policy *p, size_t idx, con
 				       realpath(p->volume_roots.v[i], resolved)};
 
 		for (size_t c = 0; c < 2; c++) {
-			if (!cand[c])
+			/* "/" is refused as a root; one that resolves to it is no store. */
+			if (!cand[c] || strcmp(cand[c], "/") == 0)
 				continue;
 			/* Above a store: refused here only where allowedSources would open it
 			 * (anywhere else mounts.c refuses it as it refuses any other path). */
