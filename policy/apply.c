@@ -136,6 +136,7 @@ int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *pro
 	if (!process || process->type != HEZO_JSON_OBJECT)
 		return hezo_policy_ferr(err, "process: expected an object");
 	r = hezo_spec_check_keys(process, HEZO_SPEC_DOC_PROCESS, "process", err);
+	r = r ?: hezo_policy_check_process_fields(process, "process", err);
 	if (r < 0)
 		return r;
 	return clamp_process(p, process, "process", err);
@@ -286,6 +287,7 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	if (r < 0)
 		return r;
 	r = clamp_resources(p, resources, "resources", true, err);
+	r = r ?: hezo_policy_check_resource_fields(resources, "resources", err);
 	r = r ?: hezo_policy_clamp_oom(resources, "resources", err);
 	return r ?: hezo_policy_clamp_weights(p, resources, "resources", true, err);
 }
@@ -409,12 +411,9 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 	struct hezo_json *prof = NULL;
 	int r;
 
-	if (cur && cur->type != HEZO_JSON_NULL) {
-		if (cur->type != HEZO_JSON_OBJECT)
-			return hezo_policy_ferr(err, "linux.seccomp: expected an object, got %s",
-						hezo_json_type_name(cur->type));
-		return 0; /* the engine's profile is kept */
-	}
+	if (cur && cur->type != HEZO_JSON_NULL && cur->type != HEZO_JSON_OBJECT)
+		return hezo_policy_ferr(err, "linux.seccomp: expected an object, got %s",
+					hezo_json_type_name(cur->type));
 	if (p->seccomp_profile) {
 		prof = hezo_json_clone(p->seccomp_profile);
 	} else if (p->seccomp_path) {
@@ -425,7 +424,16 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 	} else {
 		prof = hezo_policy_seccomp_default();
 	}
-	if (!prof || hezo_json_set(linux_, "seccomp", prof) < 0)
+	if (!prof)
+		return hezo_policy_nomem(err);
+	/* The engine's profile may only narrow the box's: both must allow a call. */
+	if (cur && cur->type == HEZO_JSON_OBJECT) {
+		_cleanup_json_ struct hezo_json *box = prof;
+		r = hezo_policy_seccomp_floor(box, cur, &prof, err);
+		if (r < 0)
+			return r;
+	}
+	if (hezo_json_set(linux_, "seccomp", prof) < 0)
 		return hezo_policy_nomem(err);
 	return 0;
 }
@@ -447,6 +455,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	if (!process)
 		return -EINVAL;
 	r = clamp_process(p, process, "process", err);
+	r = r ?: hezo_policy_check_process_fields(process, "process", err);
 	if (r < 0)
 		return r;
 
@@ -471,12 +480,14 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return r;
 	r = hezo_policy_check_cgroups_path(p, linux_, env, err);
 	r = r ?: hezo_policy_check_sysctl(p, linux_, err);
+	r = r ?: hezo_policy_check_linux_fields(linux_, err);
 	if (r < 0)
 		return r;
 	res = hezo_policy_want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
 	r = clamp_resources(p, res, "linux.resources", false, err);
+	r = r ?: hezo_policy_check_resource_fields(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_weights(p, res, "linux.resources", false, err);
 	if (r < 0)

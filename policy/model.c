@@ -66,6 +66,7 @@ void hezo_policy_free(struct hezo_policy *p)
 {
 	if (!p)
 		return;
+	hezo_policy_volumes_free(p);
 	for (int i = 0; i < HEZO_BACKEND_COUNT; i++) {
 		free(p->backend_path[i]);
 		hezo_strv_done(&p->backend_args[i]);
@@ -218,6 +219,7 @@ int hezo_policy_new_default(struct hezo_policy **out)
 	r = r ?: hezo_strv_init(&p->egress_allow);
 	r = r ?: hezo_strv_init(&p->resolvers);
 	r = r ?: hezo_strv_init(&p->allow_ranges);
+	r = r ?: hezo_policy_volumes_default(p);
 	if (r < 0)
 		return r;
 	p->projects_dir = strdup("/etc/hezo/projects");

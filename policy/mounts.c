@@ -421,7 +421,7 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	const char *src = hezo_json_string(hezo_json_get(m, "source"));
 	char resolved[PATH_MAX], rootbuf[PATH_MAX], shown[PATH_MAX + 64];
 	const char *root;
-	bool inside = false, kubelet = false;
+	bool inside = false, kubelet = false, volume = false;
 	int r;
 
 	if (!src)
@@ -448,8 +448,13 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	r = hezo_policy_check_kubelet_source(p, env, spec, idx, dest, resolved, &kubelet, err);
 	if (r < 0)
 		return r;
-	root = kubelet ? NULL : engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
-	if (kubelet) {
+	/* Named volumes: only the container's project's own (policy/volumes.c). */
+	r = kubelet ? 0 : hezo_policy_check_volume_source(p, idx, dest, resolved, &volume, err);
+	if (r < 0)
+		return r;
+	root = kubelet || volume ? NULL
+				 : engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
+	if (kubelet || volume) {
 	} else if (root && inside) {
 		r = check_engine_file(env, spec, idx, dest, resolved, root, err);
 		if (r < 0)

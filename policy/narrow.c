@@ -60,6 +60,7 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	_cleanup_json_ struct hezo_json *doc = NULL, *merged = NULL;
 	_cleanup_free_ char *path = NULL, *buf = NULL;
 	struct pctx c = {.project = true, .err = err};
+	char why[512]; /* volumes.c's messages */
 	size_t len = 0;
 	int r;
 
@@ -121,6 +122,8 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	r = sysctls_narrower(&c, base, p);
 	if (r < 0)
 		return r;
+	if (hezo_policy_volumes_narrower(base, p, why, sizeof(why)) < 0)
+		return hezo_policy_perr(&c, NULL, "%s", why);
 	if (p->tmpfs_max > base->tmpfs_max)
 		return hezo_policy_perr(&c, "tmpfsMax",
 					"a project may only lower the main policy's %" PRIu64,

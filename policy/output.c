@@ -156,6 +156,7 @@ struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 	r = r ?: hezo_json_set(mounts, "allowedSources", strv_json(&p->allowed_sources));
 	r = r ?: hezo_json_set(mounts, "engineRoots", strv_json(&p->engine_roots));
 	r = r ?: hezo_json_set(mounts, "kubeletRoot", hezo_json_new_string(p->kubelet_root));
+	r = r ?: hezo_json_set(o, "volumes", hezo_policy_volumes_json(p));
 	ns = r ? NULL : hezo_json_ensure_object(o, "namespaces");
 	allow_host = ns ? hezo_json_ensure_array(ns, "allowHost") : NULL;
 	if (!allow_host)

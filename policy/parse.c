@@ -358,6 +358,7 @@ static int admission_key(struct pctx *c, struct hezo_policy *p, const char *fiel
 int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char *k,
 			      const struct hezo_json *x)
 {
+	char why[512]; /* volumes.c's messages */
 	int r;
 
 	if (c->project &&
@@ -440,6 +441,10 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 					    &p->allowed_hooks);
 	if (strcmp(k, "egress") == 0)
 		return parse_section(c, p, "egress", x, egress_key);
+	if (strcmp(k, "volumes") == 0)
+		return hezo_policy_volumes_parse(p, x, why, sizeof(why)) < 0
+			       ? hezo_policy_perr(c, NULL, "%s", why)
+			       : 0;
 	if (strcmp(k, "secrets") == 0)
 		return hezo_policy_parse_secrets(p, x, c->name, c->err);
 	if (strcmp(k, "projectsDir") == 0)

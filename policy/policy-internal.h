@@ -69,7 +69,9 @@ struct hezo_policy {
 	struct hezo_strv devices;
 	struct hezo_strv allowed_sources;
 	struct hezo_strv engine_roots;
-	char *kubelet_root; /* kubelet's --root-dir: pods' volumes under pods/UID/ */
+	char *kubelet_root;	       /* kubelet's --root-dir: pods' volumes under pods/UID/ */
+	struct hezo_strv volume_allow; /* volumes.allow: name patterns, {project} substituted */
+	struct hezo_strv volume_roots; /* volumes.roots: engines' named-volume stores */
 	struct hezo_strv cgroup_parents;
 	struct hezo_strv allowed_hooks;
 	unsigned allow_host_ns;
@@ -171,6 +173,17 @@ const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_polic
 int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linux_,
 			     struct hezo_error **err);
 
+/*
+ * fields.c: what no other rule covers. Resources: unified and network refused, cpu realtime and
+ * burst stripped; process: scheduler and ioPriority only in classes that do not outrank the host;
+ * linux: rootfsPropagation not shared, no intelRdt, no netDevices, personality without flags.
+ */
+int hezo_policy_check_resource_fields(struct hezo_json *res, const char *field,
+				      struct hezo_error **err);
+int hezo_policy_check_process_fields(const struct hezo_json *process, const char *field,
+				     struct hezo_error **err);
+int hezo_policy_check_linux_fields(const struct hezo_json *linux_, struct hezo_error **err);
+
 /* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
 int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_error **err);
 
@@ -185,6 +198,28 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
 struct hezo_json *hezo_policy_seccomp_default(void);
+/*
+ * seccomp-floor.c: the engine's linux.seccomp (checked as an admin's file is, and refused if it
+ * hands calls to a tracer or listener or sets a loosening flag) combined with the box's profile
+ * into one that lets a call through only where both do (docs/policy.md, "Seccomp").
+ */
+int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
+			      struct hezo_json **out, struct hezo_error **err);
+
+/*
+ * volumes.c: the "volumes" key (defaults, parser, JSON, the project rule) and a bind source at,
+ * below or above an engine's volume store, judged here (*handled): only ROOT/NAME/_data of a
+ * volume this container's project owns and volumes.allow names. Parser messages go to why.
+ */
+int hezo_policy_volumes_default(struct hezo_policy *p);
+void hezo_policy_volumes_free(struct hezo_policy *p);
+int hezo_policy_volumes_parse(struct hezo_policy *p, const struct hezo_json *v, char *why,
+			      size_t size);
+struct hezo_json *hezo_policy_volumes_json(const struct hezo_policy *p);
+int hezo_policy_volumes_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
+				 char *why, size_t size);
+int hezo_policy_check_volume_source(const struct hezo_policy *p, size_t idx, const char *dest,
+				    const char *src, bool *handled, struct hezo_error **err);
 
 /*
  * kubelet.c: a bind source (resolved) at or under the kubelet root is judged here (*handled):

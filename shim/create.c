@@ -41,6 +41,7 @@ static struct hezo_json *box_summary(const struct hezo_policy *p, const struct h
 	_cleanup_json_ struct hezo_json *box = hezo_json_new_object();
 	_cleanup_json_ struct hezo_json *pol = NULL, *eg = NULL;
 	struct hezo_json *tmpfs, *mounts, *egress;
+	_cleanup_free_ char *both = NULL;
 	const char *seccomp = "default";
 	int r = 0;
 
@@ -85,11 +86,12 @@ static struct hezo_json *box_summary(const struct hezo_policy *p, const struct h
 		    ?: set_or_null(box, "cpuPeriod",
 				   hezo_json_get_path(spec, "linux.resources.cpu.period"));
 	pol = hezo_policy_to_json(p);
-	if (engine_seccomp)
-		seccomp = "engine";
-	else if (hezo_json_string(hezo_json_get(pol, "seccomp")))
+	if (hezo_json_string(hezo_json_get(pol, "seccomp")))
 		seccomp = hezo_json_string(hezo_json_get(pol, "seccomp"));
-	r = r ?: set_string(box, "seccomp", seccomp);
+	/* The engine's profile narrowed by the box's (policy/seccomp-floor.c). */
+	if (engine_seccomp && asprintf(&both, "engine+%s", seccomp) < 0)
+		r = -ENOMEM;
+	r = r ?: set_string(box, "seccomp", both ? both : seccomp);
 	eg = hezo_policy_egress_json(p);
 	egress = hezo_json_ensure_object(box, "egress");
 	if (!egress)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Integration: engine flags that used to loosen the box (issue 15), through Docker with
 # hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable,
-# --sysctl, --cpu-shares.
+# --sysctl, --cpu-shares, --security-opt seccomp, and the flags whose fields are kept.
 # Checked in the config.json the backend got, from inside, and (runc) in the host's cgroup files.
 set -uo pipefail
 
@@ -179,6 +179,100 @@ for req in 262144 512; do
 	expect_eq "$(hezo_read "$d/cpu.shares")" "$want" "[$label] host: cpu.shares $want"
 	hezo_docker rm -f "$NAME" >/dev/null 2>&1
 done
+
+# --- --security-opt seccomp: the box's profile is a floor ---------------------------------------
+# Docker's default profile, an allow-all one and one stricter than ours; checked in the saved
+# config.json, then from inside (the container's process and a docker exec'd one).
+# (busybox's uname ignores a failing uname(2): it prints an empty name and exits 0.)
+# shellcheck disable=SC2016
+SECCOMP_PROBE='
+echo "status=$(awk "/^Seccomp:/ { print \$2 }" /proc/self/status)"
+if unshare -U true 2>/dev/null; then echo unshare=allowed; else echo unshare=refused; fi
+if mkdir /tmp/d.$$ 2>/dev/null; then echo mkdir=allowed; else echo mkdir=refused; fi
+if [ "$(uname -s 2>/dev/null)" = Linux ]; then echo uname=allowed; else echo uname=refused; fi
+echo probe=done
+'
+mkdir -p "$HEZO_TEST_DIR/seccomp"
+ALLOW_JSON=$HEZO_TEST_DIR/seccomp/allow.json
+STRICT_JSON=$HEZO_TEST_DIR/seccomp/strict.json
+echo '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}' >"$ALLOW_JSON"
+echo '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":13},{"names":["uname"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}' >"$STRICT_JSON"
+tap_cleanup "rm -rf '$HEZO_TEST_DIR/seccomp'"
+for prof in docker allow strict; do
+	label="seccomp $prof"
+	opt=()
+	[ "$prof" = allow ] && opt=(--security-opt "seccomp=$ALLOW_JSON")
+	[ "$prof" = strict ] && opt=(--security-opt "seccomp=$STRICT_JSON")
+	new_name seccomp
+	out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" "${opt[@]}" "$IMG" sleep 600 2>&1) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] docker run -d exits 0" || diag "$out"
+	cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+	expect_eq "$(jq -r '.linux.seccomp.defaultAction' "$cfg" 2>&1)" SCMP_ACT_ERRNO \
+		"[$label] saved config.json: default action SCMP_ACT_ERRNO"
+	expect_eq "$(jq -r '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_ALLOW") | .names[]] | map(select(. == "unshare" or . == "mount" or . == "ptrace")) | length' "$cfg" 2>&1)" 0 \
+		"[$label] saved config.json: unshare, mount and ptrace are not allowed"
+	expect_eq "$(jq -r '.linux.seccomp.architectures | index("SCMP_ARCH_X32")' "$cfg" 2>&1)" null \
+		"[$label] saved config.json: no x32 (not in the box's architectures)"
+	for how in run exec; do
+		if [ "$how" = run ]; then
+			out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" "${opt[@]}" "$IMG" sh -c "$SECCOMP_PROBE" 2>&1 </dev/null) &&
+				rc=0 || rc=$?
+		else
+			out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c "$SECCOMP_PROBE" 2>&1 </dev/null) && rc=0 || rc=$?
+		fi
+		expect_eq "$(hezo_probe_get "$out" probe)" "done" "[$label] $how: the probe ran" || diag "$out"
+		expect_eq "$(hezo_probe_get "$out" status)" 2 "[$label] $how: Seccomp 2 (a filter is installed)"
+		expect_eq "$(hezo_probe_get "$out" unshare)" refused "[$label] $how: unshare -U is refused"
+		want=allowed
+		[ "$prof" = strict ] && want=refused
+		expect_eq "$(hezo_probe_get "$out" mkdir)" "$want" "[$label] $how: mkdir $want"
+		expect_eq "$(hezo_probe_get "$out" uname)" "$want" "[$label] $how: uname $want"
+	done
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+done
+
+# --- flags whose fields are kept as the engine asked (docs/policy.md, "Every field") -------------
+label="kept flags"
+new_name kept
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" --memory-reservation 32m --memory-swappiness 10 \
+	--cpuset-cpus 0 --user 1000:1000 --group-add 10 --security-opt apparmor=unconfined \
+	--security-opt no-new-privileges=false --ulimit nofile=1024:2048 --hostname hzkept --oom-score-adj 100 \
+	"$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[$label] docker run -d exits 0" || diag "$out"
+cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+expect_eq "$(jq -c '[.linux.resources.memory.reservation, .linux.resources.memory.swappiness, .linux.resources.cpu.cpus]' "$cfg" 2>&1)" \
+	"[$((32 * MIB)),10,\"0\"]" "[$label] saved config.json: memory reservation, swappiness, cpuset cpus kept"
+expect_eq "$(jq -c '[.process.user.uid, .process.user.gid, (.process.user.additionalGids | index(10) != null)]' "$cfg" 2>&1)" \
+	"[1000,1000,true]" "[$label] saved config.json: user 1000:1000 with group 10 kept"
+# (Docker sends no apparmorProfile on a host without AppArmor, as this one: bundle-runc's
+# [refused] shows a profile reaches runc.)
+expect_eq "$(jq -c '[.hostname, .process.oomScoreAdj]' "$cfg" 2>&1)" \
+	'["hzkept",100]' "[$label] saved config.json: hostname, oomScoreAdj 100 kept"
+expect_eq "$(jq -c '.process.rlimits[] | select(.type == "RLIMIT_NOFILE") | [.soft, .hard]' "$cfg" 2>&1)" \
+	"[1024,2048]" "[$label] saved config.json: RLIMIT_NOFILE kept"
+expect_eq "$(jq -r '.process.noNewPrivileges' "$cfg" 2>&1)" true \
+	"[$label] saved config.json: noNewPrivileges true whatever the engine said"
+# shellcheck disable=SC2016
+out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c 'echo "uid=$(id -u)"; echo "host=$(hostname)"; echo "nofile=$(ulimit -n)";
+	echo "nnp=$(awk "/^NoNewPrivs:/ { print \$2 }" /proc/self/status)"; echo "oom=$(cat /proc/self/oom_score_adj)"' 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[$label] docker exec exits 0" || diag "$out"
+expect_eq "$(hezo_probe_get "$out" uid)" 1000 "[$label] inside: uid 1000"
+expect_eq "$(hezo_probe_get "$out" host)" hzkept "[$label] inside: hostname hzkept"
+expect_eq "$(hezo_probe_get "$out" nofile)" 1024 "[$label] inside: ulimit -n 1024"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(hezo_probe_get "$out" nnp)" 1 "[$label] inside: NoNewPrivs 1"
+	expect_eq "$(hezo_probe_get "$out" oom)" 100 "[$label] inside: oom_score_adj 100"
+	d=$(hezo_cgroup_dir cpuset "$(hezo_docker_cgroups_path "$NAME")")
+	expect_eq "$(hezo_read "$d/cpuset.cpus")" 0 "[$label] host: cpuset.cpus 0"
+	d=$(hezo_cgroup_dir memory "$(hezo_docker_cgroups_path "$NAME")")
+	expect_eq "$(hezo_read "$d/memory.soft_limit_in_bytes")" $((32 * MIB)) "[$label] host: memory.soft_limit_in_bytes 32m"
+	expect_eq "$(hezo_read "$d/memory.swappiness")" 10 "[$label] host: memory.swappiness 10"
+else
+	diag "[$label] runsc inside: $(tr '\n' ' ' <<<"$out")"
+fi
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
 
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do

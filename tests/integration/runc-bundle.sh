@@ -402,6 +402,139 @@ expect_eq "$rc" 0 "[no cgroupsPath, absolute root.path in the bundle] run exits 
 expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" absent "[no cgroupsPath] it stays absent"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
+# --- linux.seccomp from the engine: the box's profile is its floor (docs/policy.md, "Seccomp") -----
+# Docker's default profile (as Docker writes it), an allow-all one and one stricter than ours, in
+# the container's own process (run) and in an exec'd one (runsc: through hezo-seccomp-exec).
+# (busybox's uname ignores a failing uname(2): it prints an empty name and exits 0.)
+# shellcheck disable=SC2016
+SECCOMP_PROBE='
+echo "status=$(awk "/^Seccomp:/ { print \$2 }" /proc/self/status)"
+if unshare -U true 2>/dev/null; then echo unshare=allowed; else echo unshare=refused; fi
+if mkdir /tmp/d.$$ 2>/dev/null; then echo mkdir=allowed; else echo mkdir=refused; fi
+if [ "$(uname -s 2>/dev/null)" = Linux ]; then echo uname=allowed; else echo uname=refused; fi
+echo probe=done
+'
+DOCKER_PROFILE=$(jq -c '.linux.seccomp' "$HEZO_SOURCE_DIR/tests/data/config-docker.json")
+ALLOW_PROFILE='{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[]}'
+STRICT_PROFILE='{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":13},{"names":["uname"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}'
+for prof in docker allow strict; do
+	case $prof in
+	docker) json=$DOCKER_PROFILE ;;
+	allow) json=$ALLOW_PROFILE ;;
+	strict) json=$STRICT_PROFILE ;;
+	esac
+	label="seccomp $prof"
+	want=allowed
+	[ "$prof" = strict ] && want=refused
+	new_id "sc$prof"
+	B=$WORK/sc$prof
+	hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$SECCOMP_PROBE" '["sh", "-c", $p]')" \
+		".linux.seccomp = $json" || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/sc$prof.out" 2>"$WORK/sc$prof.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] run exits 0" || diag "$(cat "$WORK/sc$prof.err")"
+	expect_eq "$(jq -r '.linux.seccomp.defaultAction' "$B/config.json")" SCMP_ACT_ERRNO \
+		"[$label] config.json: default action SCMP_ACT_ERRNO"
+	expect_eq "$(jq -r '[.linux.seccomp.syscalls[] | select(.action == "SCMP_ACT_ALLOW") | .names[]] | map(select(. == "unshare" or . == "mount" or . == "ptrace")) | length' "$B/config.json")" 0 \
+		"[$label] config.json: unshare, mount and ptrace not allowed"
+	for how in run exec; do
+		if [ "$how" = run ]; then
+			out=$(cat "$WORK/sc$prof.out")
+		else
+			hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+			new_id "sc$prof-exec"
+			B=$WORK/sc$prof-exec
+			hezo_make_bundle "$B" "$ID" '["sleep", "600"]' ".linux.seccomp = $json" || bail_out "cannot make bundle"
+			hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/sc$prof-exec.err" </dev/null ||
+				diag "$(cat "$WORK/sc$prof-exec.err")"
+			hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1 </dev/null
+			hezo_wait_status "$ROOT" "$ID" running 10
+			hezo_process_json "$(jq -cn --arg p "$SECCOMP_PROBE" '["sh", "-c", $p]')" '[]' >"$WORK/sc$prof-proc.json"
+			out=$(hezo_shim --root "$ROOT" exec --process "$WORK/sc$prof-proc.json" "$ID" 2>&1 </dev/null)
+		fi
+		expect_eq "$(hezo_probe_get "$out" probe)" "done" "[$label] $how: the probe ran" || diag "$out"
+		expect_eq "$(hezo_probe_get "$out" status)" 2 "[$label] $how: Seccomp 2"
+		expect_eq "$(hezo_probe_get "$out" unshare)" refused "[$label] $how: unshare -U is refused"
+		expect_eq "$(hezo_probe_get "$out" mkdir)" "$want" "[$label] $how: mkdir $want"
+		expect_eq "$(hezo_probe_get "$out" uname)" "$want" "[$label] $how: uname $want"
+	done
+	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+done
+
+# --- named volumes in a store the policy names (docs/policy.md, "Named volumes") -------------------
+# The engine-free half of tests/integration/volumes.sh: the same rule on a store of our own.
+VSTORE=$WORK/vstore
+mkdir -p "$VSTORE/alpha_data/_data" "$WORK/vprojects"
+echo '{}' >"$WORK/vprojects/alpha.json" && echo '{}' >"$WORK/vprojects/beta.json"
+jq --arg d "$WORK/vprojects" --arg v "$VSTORE" '.projectsDir = $d | .volumes = {roots: [$v]}' "$HEZO_TEST_POLICY" \
+	>"$WORK/policy-volumes.json" || bail_out "cannot write the volumes policy"
+VMOUNT='.mounts += [{destination: "/data", type: "bind", source: "'"$VSTORE"'/alpha_data/_data", options: ["rbind", "rw"]}]'
+i=0
+for step in "alpha|echo kept >/data/f && echo written" "alpha|cat /data/f" "beta|cat /data/f"; do
+	proj=${step%%|*}
+	i=$((i + 1))
+	new_id "vol$i"
+	B=$WORK/vol$i
+	hezo_make_bundle "$B" "$ID" "$(jq -cn --arg c "${step#*|}" '["sh", "-c", $c]')" "$VMOUNT" ||
+		bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-volumes.json hezo_shim --root "$ROOT" --hezo-project "$proj" run -b "$B" "$ID" \
+		>"$WORK/vol$i.out" 2>"$WORK/vol$i.err" </dev/null && rc=0 || rc=$?
+	out=$(cat "$WORK/vol$i.out")
+	err=$(cat "$WORK/vol$i.err")
+	case $i in
+	1) expect_eq "$rc:$out" "0:written" "[volume] project alpha writes to alpha_data" || diag "$err" ;;
+	2) expect_eq "$rc:$out" "0:kept" "[volume] a second container of alpha reads it" || diag "$err" ;;
+	3)
+		expect_ne "$rc" 0 "[volume] project beta may not mount alpha_data"
+		expect_eq "$out" "" "[volume] beta read nothing"
+		expect_eq "$err" "hezo-shim: mounts[$(jq '.mounts | length - 1' "$B/config.json")] (/data): volume alpha_data belongs to project alpha; this container's project is beta" \
+			"[volume] one line naming the volume and both projects"
+		;;
+	esac
+	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+done
+
+# --- fields no engine flag sends (docs/policy.md, "Every field of config.json") -------------------
+# Each refused with one line naming it, the bundle untouched and nothing left.
+i=0
+while IFS='|' read -r label filter want; do
+	[ -n "$label" ] || continue
+	i=$((i + 1))
+	new_id "field$i"
+	B=$WORK/field$i
+	hezo_make_bundle "$B" "$ID" '["true"]' "$filter" || bail_out "cannot make bundle for $label"
+	cp "$B/config.json" "$WORK/field$i.orig"
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/field$i.out" 2>"$WORK/field$i.err" </dev/null && rc=0 || rc=$?
+	err=$(cat "$WORK/field$i.err")
+	expect_ne "$rc" 0 "[$label] run is refused"
+	expect_eq "$(wc -l <"$WORK/field$i.err" | tr -d ' ')" 1 "[$label] exactly one line on stderr" || diag "$err"
+	expect_match "$err" "^hezo-shim: $want" "[$label] the line names the field"
+	check "[$label] config.json unchanged" cmp "$WORK/field$i.orig" "$B/config.json"
+	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[$label] no container left"
+done <<'FIELDS'
+linux.resources.unified|.linux.resources.unified = {"memory.max": "max", "pids.max": "max"}|linux\.resources\.unified: cgroup files by name are not allowed
+linux.resources.network classID|.linux.resources.network = {"classID": 1048577}|linux\.resources\.network: the host's traffic class
+linux.resources.network priorities|.linux.resources.network = {"priorities": [{"name": "lo", "priority": 7}]}|linux\.resources\.network:
+linux.rootfsPropagation shared|.linux.rootfsPropagation = "shared"|linux\.rootfsPropagation: only private, slave or unbindable
+linux.intelRdt|.linux.intelRdt = {"closID": "hezo-test", "l3CacheSchema": "L3:0=ffff"}|linux\.intelRdt: not allowed
+linux.personality flags|.linux.personality = {"domain": "LINUX", "flags": ["READ_IMPLIES_EXEC"]}|linux\.personality: only domain LINUX or LINUX32
+linux.netDevices|.linux.netDevices = {"lo": {"name": "lo2"}}|linux\.netDevices: host network devices are not allowed
+process.scheduler SCHED_FIFO|.process.scheduler = {"policy": "SCHED_FIFO", "priority": 99}|process\.scheduler: only SCHED_OTHER, SCHED_BATCH or SCHED_IDLE
+process.ioPriority realtime|.process.ioPriority = {"class": "IOPRIO_CLASS_RT", "priority": 0}|process\.ioPriority: only IOPRIO_CLASS_BE or IOPRIO_CLASS_IDLE
+FIELDS
+
+# Realtime CPU time and burst are stripped: runc would fail to hand a new cgroup 950 ms of the
+# host's realtime budget, so the run succeeding shows it was not asked to.
+new_id rt
+B=$WORK/rt
+hezo_make_bundle "$B" "$ID" '["true"]' \
+	'.linux.resources.cpu = {"realtimeRuntime": 950000, "realtimePeriod": 1000000, "burst": 50000}' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/rt.out" 2>"$WORK/rt.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[cpu.realtimeRuntime] run exits 0" || diag "$(cat "$WORK/rt.err")"
+expect_eq "$(jq -c '.linux.resources.cpu | [.realtimeRuntime, .realtimePeriod, .burst]' "$B/config.json")" \
+	"[null,null,null]" "[cpu.realtimeRuntime] realtimeRuntime, realtimePeriod and burst stripped"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
 # --- nothing left behind ---------------------------------------------------------------------
 left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-" || true)
 expect_eq "$left" "" "no test container left under --root"

@@ -3,7 +3,8 @@
  * _process or _resources, with no environment) and print the result, for tests/tools/keys.sh.
  * The fields whose check needs this machine's engines (root.path, linux.cgroupsPath, hooks: see
  * policy/paths.c, tested in tests/unit/policy with a fake env) or the policy's own lists
- * (linux.sysctl: policy/sysctl.c) are first pointed at what needs neither, after the key check
+ * (linux.sysctl: policy/sysctl.c) or that the box refuses whatever they hold (a non-empty
+ * resources.unified: policy/fields.c) are first pointed at what needs neither, after the key check
  * has seen the document as it came, so that key spelling is what decides here.
  * Usage: keys-apply spec|process|resources FILE [POLICY_FILE]   (default policy: "{}")
  * Exit 0: the applied document on stdout; 1: "refused: MESSAGE" on stdout; 2: usage or I/O.
@@ -27,6 +28,8 @@ static int neutralise(struct hezo_json *doc)
 	if (linux_) {
 		hezo_json_remove(linux_, "cgroupsPath");
 		hezo_json_remove(linux_, "sysctl");
+		hezo_json_remove(hezo_json_get_type(linux_, "resources", HEZO_JSON_OBJECT),
+				 "unified");
 	}
 	hezo_json_remove(doc, "hooks");
 	return 0;
@@ -69,8 +72,12 @@ int main(int argc, char **argv)
 			r = r ?: hezo_policy_apply_spec(p, doc, NULL, &err);
 		} else if (strcmp(argv[1], "process") == 0)
 			r = hezo_policy_apply_process(p, doc, &err);
-		else
-			r = hezo_policy_apply_resources(p, doc, &err);
+		else {
+			r = hezo_spec_check_keys(doc, HEZO_SPEC_DOC_RESOURCES, "resources", &err);
+			if (r == 0)
+				hezo_json_remove(doc, "unified");
+			r = r ?: hezo_policy_apply_resources(p, doc, &err);
+		}
 	}
 	if (r < 0) {
 		printf("refused: %s\n", err->msg);

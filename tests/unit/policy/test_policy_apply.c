@@ -465,9 +465,14 @@ static void test_docker_default(void **state)
 	seccomp_before = json_text(hezo_json_get_path(spec, "linux.seccomp"));
 	apply_env_ok(p, spec, &docker_env);
 	assert_box(spec);
-	/* Docker sent a profile: it is kept as it was. */
+	/* Docker sent a profile: the box's is its floor (ptrace and x32 are Docker's, not ours). */
 	seccomp_after = json_text(hezo_json_get_path(spec, "linux.seccomp"));
-	assert_string_equal(seccomp_before, seccomp_after);
+	assert_string_not_equal(seccomp_before, seccomp_after);
+	assert_non_null(strstr(seccomp_before, "\"ptrace\""));
+	assert_null(strstr(seccomp_after, "\"ptrace\""));
+	assert_non_null(strstr(seccomp_after, "\"read\""));
+	assert_at(spec, "linux.seccomp.architectures", "[\"SCMP_ARCH_X86_64\",\"SCMP_ARCH_X86\"]");
+	assert_at(spec, "linux.seccomp.defaultAction", "\"SCMP_ACT_ERRNO\"");
 	assert_at(spec, "linux.resources.memory",
 		  "{\"disableOOMKiller\":false,\"limit\":2147483648,\"swap\":2147483648}");
 	/* runsc too: the workload's 256 (shim/runsc-pids.c sizes the host's limit from it). */

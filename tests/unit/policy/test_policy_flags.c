@@ -322,9 +322,140 @@ static void test_weights(void **state)
 	assert_null(hezo_json_get_path(upd2, "cpu.shares"));
 }
 
+/* ---- the rest of the walk table (policy/fields.c) ---- */
+
+/* config.json = minimal_spec() with the JSON at dotted path (linux.X or process.X). */
+static char *apply_with(const char *path, const char *json)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *obj = strdup(path);
+	char *dot = strchr(obj, '.');
+	struct hezo_json *parent;
+
+	*dot = '\0';
+	parent = hezo_json_ensure_object(spec, obj);
+	if (strncmp(dot + 1, "resources.", 10) == 0)
+		parent = hezo_json_ensure_object(parent, "resources"), dot += 10;
+	assert_int_equal(hezo_json_set(parent, dot + 1, parse_json(json)), 0);
+	if (hezo_policy_apply_spec(p, spec, NULL, &err) < 0)
+		return strdup(err->msg);
+	return json_text(hezo_json_get_path(spec, path));
+}
+
+static void refused(const char *path, const char *json, const char *want)
+{
+	_cleanup_free_ char *got = apply_with(path, json);
+
+	if (!strstr(got, want))
+		print_error("%s = %s: got %s, want %s\n", path, json, got, want);
+	assert_non_null(strstr(got, want));
+}
+
+static void kept(const char *path, const char *json, const char *want)
+{
+	_cleanup_free_ char *got = apply_with(path, json);
+
+	if (strcmp(got, want) != 0)
+		print_error("%s = %s: got %s, want %s\n", path, json, got, want);
+	assert_string_equal(got, want);
+}
+
+static void test_walk_fields(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *upd = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	(void)state;
+	/* linux.resources */
+	refused("linux.resources.unified", "{\"memory.max\":\"max\"}",
+		"linux.resources.unified: cgroup files by name are not allowed");
+	kept("linux.resources.unified", "{}", "{}");
+	refused("linux.resources.network", "{\"classID\":1048577}",
+		"linux.resources.network: the host's traffic class");
+	refused("linux.resources.network", "{\"priorities\":[{\"name\":\"eth0\",\"priority\":7}]}",
+		"linux.resources.network:");
+	kept("linux.resources.network", "{\"classID\":0}", "{\"classID\":0}");
+	kept("linux.resources.cpu",
+	     "{\"realtimeRuntime\":950000,\"realtimePeriod\":1000000,\"burst\":100000,"
+	     "\"cpus\":\"0\",\"mems\":\"0\",\"idle\":1}",
+	     "{\"cpus\":\"0\",\"mems\":\"0\",\"idle\":1,\"period\":100000,\"quota\":200000}");
+	kept("linux.resources.memory",
+	     "{\"reservation\":1048576,\"kernel\":8388608,\"kernelTCP\":1048576,"
+	     "\"swappiness\":10}",
+	     "{\"reservation\":1048576,\"kernel\":8388608,\"kernelTCP\":1048576,\"swappiness\":10,"
+	     "\"limit\":2147483648,\"swap\":2147483648}");
+	kept("linux.resources.blockIO",
+	     "{\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,"
+	     "\"rate\":1048576}]}",
+	     "{\"throttleReadBpsDevice\":[{\"major\":8,\"minor\":0,\"rate\":1048576}]}");
+	kept("linux.resources.hugepageLimits", "[{\"pageSize\":\"2MB\",\"limit\":0}]",
+	     "[{\"pageSize\":\"2MB\",\"limit\":0}]");
+	/* the same in update */
+	upd = parse_json("{\"cpu\":{\"realtimeRuntime\":950000,\"quota\":50000}}");
+	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), 0);
+	assert_json(hezo_json_get(upd, "cpu"), "{\"quota\":50000,\"period\":100000}");
+	hezo_json_free(upd);
+	upd = parse_json("{\"unified\":{\"pids.max\":\"max\"}}");
+	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), -EINVAL);
+	assert_non_null(strstr(err->msg, "resources.unified: cgroup files by name"));
+
+	/* process */
+	refused("process.scheduler", "{\"policy\":\"SCHED_FIFO\",\"priority\":99}",
+		"process.scheduler: only SCHED_OTHER, SCHED_BATCH or SCHED_IDLE");
+	refused("process.scheduler", "{\"policy\":\"SCHED_OTHER\",\"nice\":-20}",
+		"process.scheduler:");
+	kept("process.scheduler", "{\"policy\":\"SCHED_BATCH\",\"nice\":5}",
+	     "{\"policy\":\"SCHED_BATCH\",\"nice\":5}");
+	refused("process.ioPriority", "{\"class\":\"IOPRIO_CLASS_RT\",\"priority\":0}",
+		"process.ioPriority: only IOPRIO_CLASS_BE or IOPRIO_CLASS_IDLE");
+	kept("process.ioPriority", "{\"class\":\"IOPRIO_CLASS_IDLE\",\"priority\":7}",
+	     "{\"class\":\"IOPRIO_CLASS_IDLE\",\"priority\":7}");
+	kept("process.apparmorProfile", "\"unconfined\"", "\"unconfined\"");
+	kept("process.execCPUAffinity", "{\"initial\":\"0\",\"final\":\"0-1\"}",
+	     "{\"initial\":\"0\",\"final\":\"0-1\"}");
+	kept("process.selinuxLabel", "\"system_u:system_r:spc_t:s0\"",
+	     "\"system_u:system_r:spc_t:s0\"");
+	kept("process.user", "{\"uid\":0,\"gid\":0,\"umask\":0,\"additionalGids\":[10]}",
+	     "{\"uid\":0,\"gid\":0,\"umask\":0,\"additionalGids\":[10]}");
+	kept("process.consoleSize", "{\"height\":24,\"width\":80}", "{\"height\":24,\"width\":80}");
+	kept("process.noNewPrivileges", "false", "true");
+	kept("process.oomScoreAdj", "-1000", "0");
+
+	/* linux */
+	refused("linux.rootfsPropagation", "\"shared\"",
+		"linux.rootfsPropagation: only private, slave or unbindable");
+	refused("linux.rootfsPropagation", "\"rshared\"", "linux.rootfsPropagation:");
+	kept("linux.rootfsPropagation", "\"rslave\"", "\"rslave\"");
+	refused("linux.intelRdt", "{\"closID\":\"guaranteed_group\"}",
+		"linux.intelRdt: not allowed");
+	refused("linux.personality", "{\"domain\":\"LINUX\",\"flags\":[\"READ_IMPLIES_EXEC\"]}",
+		"linux.personality: only domain LINUX or LINUX32, without flags");
+	kept("linux.personality", "{\"domain\":\"LINUX32\"}", "{\"domain\":\"LINUX32\"}");
+	kept("linux.timeOffsets", "{\"monotonic\":{\"secs\":10,\"nanosecs\":0}}",
+	     "{\"monotonic\":{\"secs\":10,\"nanosecs\":0}}");
+	kept("linux.resources.rdma", "{\"mlx5_1\":{\"hcaHandles\":3}}",
+	     "{\"mlx5_1\":{\"hcaHandles\":3}}");
+	refused("linux.netDevices", "{\"eth1\":{}}", "linux.netDevices: host network devices");
+	kept("linux.mountLabel", "\"system_u:object_r:container_file_t:s0\"",
+	     "\"system_u:object_r:container_file_t:s0\"");
+	kept("linux.uidMappings", "[{\"containerID\":0,\"hostID\":100000,\"size\":65536}]",
+	     "[{\"containerID\":0,\"hostID\":100000,\"size\":65536}]");
+	kept("linux.maskedPaths", "[]",
+	     "[\"/proc/asound\",\"/proc/acpi\",\"/proc/kcore\",\"/proc/keys\",\"/proc/"
+	     "latency_stats\",\"/proc/timer_list\",\"/proc/timer_stats\",\"/proc/sched_debug\","
+	     "\"/proc/scsi\",\"/sys/firmware\",\"/sys/devices/virtual/powercap\"]");
+	kept("linux.readonlyPaths", "[\"/etc\"]",
+	     "[\"/etc\",\"/proc/bus\",\"/proc/fs\",\"/proc/irq\",\"/proc/sys\",\"/proc/"
+	     "sysrq-trigger\"]");
+}
+
 const struct CMUnitTest policy_flags_tests[] = {
 	cmocka_unit_test(test_tmpfs_key),	 cmocka_unit_test(test_tmpfs_clamped),
 	cmocka_unit_test(test_oom_killer_stays), cmocka_unit_test(test_sysctls),
 	cmocka_unit_test(test_sysctls_project),	 cmocka_unit_test(test_weights),
+	cmocka_unit_test(test_walk_fields),
 };
 const size_t policy_flags_ntests = HEZO_ARRAY_SIZE(policy_flags_tests);

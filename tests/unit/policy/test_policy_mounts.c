@@ -19,8 +19,9 @@
 #include "hezo-policy.h"
 #include "test-policy.h"
 
-#define ID_A "aaaa1111"
-#define ID_B "bbbb2222"
+#define ID_A	     "aaaa1111"
+#define ID_B	     "bbbb2222"
+#define DEV_RUNC_VOL "\"mode\":\"dev\",\"backend\":\"runc\",\"allowBackends\":[\"runc\"]"
 
 static void mkdirs(const char *path)
 {
@@ -686,10 +687,156 @@ static void test_kubelet_volumes(void **state)
 #undef KUBELET
 }
 
+/* ---- named volumes (policy/volumes.c) ---- */
+
+/* A container of project (NULL: none) under a main policy whose volume store is root/volumes. */
+static struct hezo_policy *volume_policy(const char *root, const char *project, const char *extra)
+{
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *doc = NULL;
+	struct hezo_policy *p = NULL;
+
+	assert_true(asprintf(&doc,
+			     "{" DEV_RUNC_VOL ",\"projectsDir\":\"%s/projects\",\"volumes\":{"
+			     "\"roots\":[\"%s/volumes\"]%s},\"mounts\":{\"allowedSources\":[\"%s/"
+			     "open\"]}}",
+			     root, root, extra ? extra : "", root) > 0);
+	base = parse_ok(doc);
+	if (hezo_policy_for_container(base, NULL, project, &p, &err) < 0)
+		fail_msg("for_container: %s", err->msg);
+	return p;
+}
+
+static void expect_volume(const char *root, const char *project, const char *extra,
+			  const char *src_rel, const char *want)
+{
+	_cleanup_policy_ struct hezo_policy *p = volume_policy(root, project, extra);
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_free_ char *src = NULL;
+	static const struct hezo_apply_env env = {.id = "c1"};
+
+	assert_true(asprintf(&src, "%s/%s", root, src_rel) > 0);
+	add(spec, "/data", "bind", src, "rbind,rw");
+	if (want)
+		expect_refused(p, spec, &env, want);
+	else
+		expect_ok(p, spec, &env);
+}
+
+static void test_named_volumes(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *link = NULL, *target = NULL;
+	static const char *const dirs[] = {
+		"volumes/alpha_data/_data/", "volumes/beta_data/_data/",
+		"volumes/alpha_b_x/_data/",  "volumes/shared_cache/_data/",
+		"volumes/loose/_data/",	     "open/",
+		"volumes/alpha_link/"};
+	static const char *const projects[] = {"alpha", "beta", "alpha_b"};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		free(place(root, dirs[i]));
+	for (size_t i = 0; i < sizeof(projects) / sizeof(projects[0]); i++) {
+		_cleanup_free_ char *name = NULL;
+		assert_true(asprintf(&name, "projects/%s.json", projects[i]) > 0);
+		free(place(root, name));
+		assert_true(asprintf(&target, "%s/%s", root, name) > 0);
+		write_file(target, "{}");
+		free(target);
+		target = NULL;
+	}
+	/* alpha_link/_data points into beta's volume: judged by where it leads. */
+	assert_true(asprintf(&link, "%s/volumes/alpha_link/_data", root) > 0);
+	assert_true(asprintf(&target, "%s/volumes/beta_data/_data", root) > 0);
+	assert_int_equal(symlink(target, link), 0);
+
+	/* A project's own: <project>_* by default. */
+	expect_volume(root, "alpha", NULL, "volumes/alpha_data/_data", NULL);
+	expect_volume(root, "alpha_b", NULL, "volumes/alpha_b_x/_data", NULL);
+	/* Another project's, by the longest project name it starts with. */
+	expect_volume(root, "alpha", NULL, "volumes/beta_data/_data",
+		      "mounts[0] (/data): volume beta_data belongs to project beta; this "
+		      "container's project is alpha");
+	expect_volume(root, "alpha", NULL, "volumes/alpha_b_x/_data",
+		      "volume alpha_b_x belongs to project alpha_b; this container's project is "
+		      "alpha");
+	expect_volume(root, "alpha", NULL, "volumes/alpha_link/_data",
+		      "volume beta_data belongs to project beta");
+	expect_volume(root, NULL, NULL, "volumes/alpha_data/_data",
+		      "volume alpha_data belongs to project alpha; this container's project is "
+		      "none");
+	/* Nobody's: only by a pattern the admin wrote, even a pattern matching everything. */
+	expect_volume(root, "alpha", NULL, "volumes/shared_cache/_data",
+		      "volume shared_cache is not one of alpha's volumes (volumes.allow)");
+	expect_volume(root, NULL, NULL, "volumes/loose/_data",
+		      "volume loose is not one of this container (no project)'s volumes");
+	expect_volume(root, NULL, ",\"allow\":[\"shared_*\"]", "volumes/shared_cache/_data", NULL);
+	expect_volume(root, "beta", ",\"allow\":[\"*\"]", "volumes/alpha_data/_data",
+		      "volume alpha_data belongs to project alpha");
+	/* Everything else in the store stays refused, allowedSources or not. */
+	expect_volume(root, "alpha", NULL, "volumes/alpha_data", "is in an engine's volume store");
+	expect_volume(root, "alpha", NULL, "volumes/alpha_data/_data/../../beta_data/_data",
+		      "volume beta_data belongs to project beta");
+	expect_volume(root, "alpha", NULL, "volumes", "is in an engine's volume store");
+	expect_volume(root, "alpha", NULL, "", "is not under an allowed root");
+	expect_volume(root, "alpha", ",\"roots\":[\"/nonexistent/v\"]", "open", NULL);
+	remove_tree(root);
+}
+
+static void test_volume_keys(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *path = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *doc = NULL;
+	static const struct {
+		const char *doc, *want;
+	} bad[] = {
+		{"{\"volumes\":[]}", "volumes: expected an object, got array"},
+		{"{\"volumes\":{\"allow\":[\"a/b\"]}}",
+		 "volumes.allow[0]: \"a/b\" is not a volume name pattern"},
+		{"{\"volumes\":{\"roots\":[\"var/lib\"]}}",
+		 "volumes.roots[0]: \"var/lib\" is not a clean absolute path below /"},
+		{"{\"volumes\":{\"roots\":[\"/\"]}}", "is not a clean absolute path below /"},
+		{"{\"volumes\":{\"mine\":true}}", "volumes: unknown key \"mine\""},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hezo_policy *q = NULL;
+		struct hezo_error *e = NULL;
+		assert_true(hezo_policy_parse(bad[i].doc, strlen(bad[i].doc), "t", &q, &e) < 0);
+		if (!strstr(e->msg, bad[i].want))
+			fail_msg("%s: got %s, want %s", bad[i].doc, e->msg, bad[i].want);
+		hezo_error_free(e);
+	}
+	/* The documented defaults. */
+	base = parse_ok("{}");
+	assert_value(base, "volumes",
+		     "{\"allow\":[\"{project}_*\"],\"roots\":[\"/var/lib/docker/volumes\","
+		     "\"/var/lib/containers/storage/volumes\"]}");
+	hezo_policy_free(TAKE_PTR(base));
+	/* A project file may say which volumes are its own, not where the stores are. */
+	assert_true(asprintf(&path, "%s/p.json", root) > 0);
+	write_file(path, "{\"volumes\":{\"roots\":[\"/srv\"]}}");
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", root) > 0);
+	base = parse_ok(doc);
+	assert_true(hezo_policy_for_container(base, NULL, "p", &p, &err) < 0);
+	assert_non_null(strstr(err->msg, "volumes.roots: only the main policy file may set this"));
+	hezo_error_free(TAKE_PTR(err));
+	write_file(path, "{\"volumes\":{\"allow\":[\"{project}_*\",\"p-*\"]}}");
+	assert_int_equal(hezo_policy_for_container(base, NULL, "p", &p, &err), 0);
+	assert_value(p, "volumes.allow", "[\"{project}_*\",\"p-*\"]");
+	remove_tree(root);
+}
+
 const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
+	cmocka_unit_test(test_named_volumes),
+	cmocka_unit_test(test_volume_keys),
 };
 const size_t policy_mounts_ntests = sizeof(policy_mounts_tests) / sizeof(policy_mounts_tests[0]);
