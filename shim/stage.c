@@ -81,12 +81,15 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 	_cleanup_free_ bool *done = NULL;
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
 	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
-	char top[PATH_MAX], self[64], staged[PATH_MAX];
+	char top[PATH_MAX], self[64], staged[PATH_MAX], real[PATH_MAX];
 	int r;
 
 	if (!held || held->root.fd < 0 || !root)
 		return hezo_error_set(err, EINVAL, "root.path: not held by the check");
-	if ((size_t)snprintf(top, sizeof(top), "%s/%s", priv, STAGE_DIR) >= sizeof(top))
+	/* runc refuses a root.path with a symlink in it (a state directory below /var/run). */
+	if (!realpath(priv, real))
+		return hezo_error_set_errno(err, errno, "%s", priv);
+	if ((size_t)snprintf(top, sizeof(top), "%s/%s", real, STAGE_DIR) >= sizeof(top))
 		return hezo_error_set(err, ENAMETOOLONG, "%s: path too long", priv);
 	if (mkdirat(bundle, STAGE_DIR, 0700) < 0)
 		return hezo_error_set_errno(err, errno, "%s", top);
@@ -141,13 +144,13 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 
 int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err)
 {
-	struct hezo_held_path now = {.fd = -1};
-	int fd = hezo_open_nofollow(path, &now);
+	struct stat st;
 
-	if (fd < 0)
-		return hezo_error_set_errno(err, -fd, "root.path %s", path);
-	close(fd);
-	if (now.dev != held->root.dev || now.ino != held->root.ino)
+	/* Looked up as the backend will look it up. */
+	if (!path || stat(path, &st) < 0)
+		return hezo_error_set_errno(err, path ? errno : EINVAL, "root.path %s",
+					    path ? path : "(none)");
+	if ((uint64_t)st.st_dev != held->root.dev || (uint64_t)st.st_ino != held->root.ino)
 		return hezo_error_set(err, EXDEV,
 				      "root.path %s is not the directory checked (%s): it changed "
 				      "before the backend could be handed it",
