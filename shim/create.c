@@ -393,6 +393,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 					    .annotations = hezo_spec_annotations(spec)};
 	env.data = &owner_q;
 	env.held = &held;
+	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
+	r = shim_stage_namespace(&err);
+	if (r < 0)
+		goto fail;
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;

@@ -2,11 +2,15 @@
  * The objects the policy judged (root.path, every bind source), bind-mounted from the fds it holds
  * into the private bundle's mnt/ and named there in the backend's config.json: the backend's own
  * lookup then walks a root-only 0700 directory nobody else can change, not the caller's paths.
+ * The mounts are made in a mount namespace of the shim's own, which the backend inherits: they
+ * never enter the host's mount table and go with the last process in it (the backend's create,
+ * or a foreground run's backend), so no container end, crash or kill can leave one behind.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,17 @@
 #include "shim.h"
 
 #define STAGE_DIR "mnt"
+
+int shim_stage_namespace(struct hezo_error **err)
+{
+	/* Slave: mounts the host makes still reach the backend (rslave volumes); none go back. */
+	if (unshare(CLONE_NEWNS) < 0)
+		return hezo_error_set_errno(err, errno, "a mount namespace for the backend");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return hezo_error_set_errno(err, errno,
+					    "a mount namespace for the backend: / slave");
+	return 0;
+}
 
 /* Is m a bind mount as runc reads one (type bind, or a bind/rbind option on any type)? */
 static bool is_bind(const struct hezo_json *m)
@@ -81,7 +96,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 	_cleanup_free_ bool *done = NULL;
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
 	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
-	char top[PATH_MAX], self[64], staged[PATH_MAX], real[PATH_MAX];
+	char top[PATH_MAX], staged[PATH_MAX], real[PATH_MAX];
 	int r;
 
 	if (!held || held->root.fd < 0 || !root)
@@ -93,14 +108,6 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 		return hezo_error_set(err, ENAMETOOLONG, "%s: path too long", priv);
 	if (mkdirat(bundle, STAGE_DIR, 0700) < 0)
 		return hezo_error_set_errno(err, errno, "%s", top);
-	/*
-	 * A private mount of its own first: the binds below it never propagate to the peers of the
-	 * state directory's mount (on a host whose / is shared, every namespace made from it).
-	 */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d/" STAGE_DIR, bundle);
-	if (mount(self, self, NULL, MS_BIND, NULL) < 0 ||
-	    mount(NULL, self, NULL, MS_PRIVATE, NULL) < 0)
-		return hezo_error_set_errno(err, errno, "%s: private mount", top);
 	mdir = openat(bundle, STAGE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (mdir < 0)
 		return hezo_error_set_errno(err, errno, "%s", top);
@@ -158,7 +165,10 @@ int shim_stage_verify_root(const struct hezo_held *held, const char *path, struc
 	return 0;
 }
 
-/* Lazily detach every mount at dir/NAME (stacked ones too); never follows a last symlink. */
+/*
+ * Lazily detach every mount at dir/NAME (stacked ones too); never follows a last symlink. In the
+ * host's namespace there is none (see above): this is for a shim that staged in its own.
+ */
 static void detach_all(const char *path)
 {
 	for (int i = 0; i < 64 && umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0; i++)
