@@ -61,6 +61,32 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      struct hezo_error **err);
 
 /*
+ * A path apply judged, and the object it named then, held open: the backend would look the path
+ * up again (following symlinks), so the caller hands it this very object instead (shim/stage.c).
+ */
+struct hezo_held_path {
+	char *path; /* as written into config.json: resolved, absolute */
+	int fd;	    /* O_PATH, opened without following any symlink on any component */
+	uint64_t dev, ino;
+	bool dir;
+};
+struct hezo_held {
+	struct hezo_held_path root;   /* root.path; fd -1 until held */
+	struct hezo_held_path *binds; /* every bind source that passed, one per distinct path */
+	size_t nbinds;
+};
+void hezo_held_init(struct hezo_held *h);
+void hezo_held_done(struct hezo_held *h);
+/* The held bind source written as path, or NULL. */
+const struct hezo_held_path *hezo_held_bind(const struct hezo_held *h, const char *path);
+/*
+ * Open path (absolute, already resolved) as O_PATH without following a symlink on any component
+ * (openat2 RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS; a component-by-component O_NOFOLLOW walk
+ * where the kernel has no openat2). -ELOOP when a component is now a symlink. Returns the fd.
+ */
+int hezo_open_nofollow(const char *path, struct hezo_held_path *out);
+
+/*
  * What apply needs to know about the container beyond its config.json, supplied by the caller
  * (the shim) so that policy/ stays free of the shim's records and the backends' state.
  */
@@ -78,6 +104,8 @@ struct hezo_apply_env {
 	int (*ns_owner)(void *data, const char *kind, const char *path, char **owner,
 			struct hezo_error **err);
 	void *data;
+	/* NULL: nothing is held. Else apply fills it: root.path and each bind source it passed. */
+	struct hezo_held *held;
 };
 
 /*

@@ -3,9 +3,10 @@
 /*
  * Rules beyond docs/policy.md, for the reader: mounts at or below a policy tmpfs are dropped (the
  * tmpfs replaces them), bind sources are resolved with realpath() and rewritten to the resolved
- * path. Mount options are read as runc 1.1.5's parseMountOptions reads them: a word in its flag,
- * propagation, recursive-attribute or extension table is a flag, anything else is filesystem data
- * joined with commas, so a data option is judged by type and its value may hold no comma.
+ * path, which is then opened without following symlinks and held (env->held) for the shim. Mount
+ * options are read as runc 1.1.5's parseMountOptions reads them: a word in its flag, propagation,
+ * recursive-attribute or extension table is a flag, anything else is filesystem data joined with
+ * commas, so a data option is judged by type and its value may hold no comma.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -471,7 +472,8 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	}
 	if (hezo_json_set(m, "source", hezo_json_new_string(resolved)) < 0)
 		return hezo_policy_nomem(err);
-	return 0;
+	/* runc would look the path up again, following symlinks: the shim hands it this object. */
+	return hezo_policy_hold_bind(env, resolved, idx, dest, err);
 }
 
 static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, struct hezo_error **err)

@@ -625,6 +625,18 @@ static bool podman_rootfs(const char *resolved, const char *id)
 	return false;
 }
 
+static int hold_root(struct hezo_held *h, const char *resolved, struct hezo_error **err)
+{
+	int r;
+
+	if (h->root.fd >= 0)
+		return hezo_error_set(err, EINVAL, "root.path: checked twice");
+	r = hezo_policy_hold(&h->root, resolved, "root.path", err);
+	if (r == 0 && !h->root.dir)
+		return hezo_error_set(err, ENOTDIR, "root.path %s: not a directory", resolved);
+	return r;
+}
+
 int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply_env *env,
 			   struct hezo_error **err)
 {
@@ -651,10 +663,10 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 		return hezo_error_set_errno(err, errno, "root.path %s", path);
 	if (!realpath(env->bundle, bundle))
 		return hezo_error_set_errno(err, errno, "bundle %s", env->bundle);
-	if (hezo_policy_path_under(resolved, bundle))
-		return 0;
-	if (env->id && (docker_rootfs(resolved, env->id) || podman_rootfs(resolved, env->id)))
-		return 0;
+	/* The backend gets the directory judged here, held open (env->held), never a new lookup. */
+	if (hezo_policy_path_under(resolved, bundle) ||
+	    (env->id && (docker_rootfs(resolved, env->id) || podman_rootfs(resolved, env->id))))
+		return env->held ? hold_root(env->held, resolved, err) : 0;
 	return hezo_error_set(err, EPERM,
 			      "root.path %s%s%s: neither inside the bundle nor the engine's root "
 			      "filesystem for this container",

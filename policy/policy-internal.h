@@ -246,6 +246,15 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 				   const struct hezo_apply_env *env, struct hezo_error **err);
 /* Is parent (a clean cgroup path) allowed by the list? "/" admits only the top level. */
 bool hezo_policy_cgroup_parent_allowed(const struct hezo_strv *parents, const char *parent);
+/*
+ * held.c: hold path (resolved, absolute) in *slot, opened without following symlinks; what names
+ * it in the error ("root.path"). hold_bind: the same for a bind source that passed, into
+ * env->held (once per path; nothing when env or env->held is NULL).
+ */
+int hezo_policy_hold(struct hezo_held_path *slot, const char *path, const char *what,
+		     struct hezo_error **err);
+int hezo_policy_hold_bind(const struct hezo_apply_env *env, const char *path, size_t idx,
+			  const char *dest, struct hezo_error **err);
 /* root.path: inside the bundle, or Docker's or podman's overlay rootfs for container env->id. */
 int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply_env *env,
 			   struct hezo_error **err);

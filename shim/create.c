@@ -234,34 +234,26 @@ static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, con
 }
 
 /*
- * The backend reads config.json (and resolves root.path) from the bundle it is given: handed the
- * caller's, it would read whatever the caller renamed over config.json after the checks. It gets
- * the shim's private copy instead, root.path made absolute against the caller's bundle.
+ * The backend reads config.json (and resolves root.path and every bind source) from the bundle it
+ * is given: handed the caller's, it would read whatever the caller renamed over config.json after
+ * the checks, and follow a symlink swapped in for a directory the checks saw. It gets the shim's
+ * private copy instead, whose root.path and bind sources name the objects the checks held, bind-
+ * mounted into the private bundle (stage.c); the root is compared once more as written.
  */
-static int save_backend_bundle(int pfd, const struct hezo_json *spec, const char *bundle_real,
-			       struct hezo_error **err)
+static int save_backend_bundle(int pfd, const char *priv, const struct hezo_json *spec,
+			       const struct hezo_held *held, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
-	_cleanup_free_ char *joined = NULL;
-	const char *root;
-	char real[PATH_MAX];
-	struct hezo_json *r;
+	int r;
 
 	if (!copy)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	root = hezo_json_string(hezo_json_get_path(copy, "root.path"));
-	if (!root || !root[0])
-		return hezo_error_set(err, EINVAL, "root.path: expected a non-empty string");
-	if (root[0] != '/' && asprintf(&joined, "%s/%s", bundle_real, root) < 0) {
-		joined = NULL;
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	}
-	if (!realpath(joined ? joined : root, real))
-		return hezo_error_set_errno(err, errno, "root.path %s", root);
-	r = hezo_json_get_type(copy, "root", HEZO_JSON_OBJECT);
-	if (!r || set_string(r, "path", real) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	return hezo_spec_save_at(pfd, "config.json", copy, err);
+	r = shim_stage(pfd, priv, held, copy, err);
+	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
+	r = r
+		    ?: shim_stage_verify_root(
+			       held, hezo_json_string(hezo_json_get_path(copy, "root.path")), err);
+	return r;
 }
 
 /* The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID). */
@@ -331,6 +323,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
+	_cleanup_(hezo_held_done) struct hezo_held held;
 	struct hezo_apply_env env = {0};
 	struct shim_owner_query owner_q;
 	struct shim_target t = {0};
@@ -343,6 +336,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	size_t len;
 	int r;
 
+	hezo_held_init(&held);
 	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
 	if (r < 0)
 		goto fail;
@@ -402,6 +396,11 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 					    .project = hezo_policy_project(p),
 					    .annotations = hezo_spec_annotations(spec)};
 	env.data = &owner_q;
+	env.held = &held;
+	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
+	r = shim_stage_namespace(&err);
+	if (r < 0)
+		goto fail;
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;
@@ -464,7 +463,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), &err);
-	r = pfd < 0 ? pfd : save_backend_bundle(pfd, spec, bundle_real, &err);
+	r = pfd < 0 ? pfd : save_backend_bundle(pfd, priv, spec, &held, &err);
 	if (r < 0) {
 		shim_record_remove(ctx, id);
 		hezo_error_prefix(&err, "backend bundle");

@@ -171,7 +171,7 @@ static int private_dir_at(int dir, const char *name, bool create, const char *wh
 	return TAKE_FD(fd);
 }
 
-/* Empty dir/name (files only: the shim puts nothing else there) and remove it. */
+/* Empty dir/name (its files, and the staged mounts in mnt/: stage.c) and remove it. */
 static int remove_bundle_at(int dir, const char *name)
 {
 	_cleanup_close_ int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -180,6 +180,7 @@ static int remove_bundle_at(int dir, const char *name)
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	shim_stage_remove(fd);
 	d = fdopendir(fd);
 	if (!d)
 		return -errno;

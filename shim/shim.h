@@ -77,6 +77,19 @@ int shim_bundle_open(const struct shim_ctx *ctx, const char *id, int flags, char
 		     struct hezo_error **err);
 /* Remove bundles whose record is gone (a shim killed between the two). Returns how many. */
 int shim_bundle_tidy(const struct shim_ctx *ctx);
+/*
+ * stage.c: bind the objects held (held.root, held.binds) at the private bundle's mnt/root and
+ * mnt/<n>, private and recursive, in the shim's own mount namespace, and point spec's root.path and
+ * bind sources there (spec: the backend's copy). stage_verify_root: path (as written) is the
+ * directory held, by device and inode. stage_remove: detach and remove mnt/ of a bundle (record.c's
+ * removal calls it).
+ */
+int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struct hezo_json *spec,
+	       struct hezo_error **err);
+/* Enter a mount namespace of the shim's own (/ made slave), before the checks open anything. */
+int shim_stage_namespace(struct hezo_error **err);
+int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err);
+void shim_stage_remove(int bundle);
 /* exec's clamped process files in a bundle: exec-<backend pid>.json. */
 #define SHIM_EXEC_PREFIX "exec-"
 /* Remove the process files whose backend no longer runs. Returns how many. */

@@ -312,6 +312,36 @@ expect_match "$out" 'CapEff:[[:space:]]+0{16}' "[run -it] CapEff is 0"
 v=$(sed -n 's/^NoNewPrivs:[[:space:]]*//p' <<<"$out" | tr -d '\r')
 gvisor_hides "$v" "[run -it] NoNewPrivs is 1" NoNewPrivs || expect_eq "$v" 1 "[run -it] NoNewPrivs is 1"
 
+# --- a bind source turned into a symlink to / by a container (red team rt12 pass 2, F1) --------------
+# Holder H has the allowed root bound read-write and fills the one admission slot; B's create of
+# -v ALLOWED/x:/mnt passes its checks and waits for the slot; H then turns /w/x into a symlink to /
+# and is removed. runc and runsc looked the source up again: B got the host's / writable.
+ALLOWED=$(mktemp -d "$HEZO_TEST_DIR/docker-allowed.XXXXXX")
+tap_cleanup "rm -rf '$ALLOWED'"
+mkdir "$ALLOWED/x" && echo checked >"$ALLOWED/x/marker"
+hezo_write_policy docker '.admission = {maxActive: 1, wait: 60} | .mounts.allowedSources = ["'"$ALLOWED"'"]'
+new_name bindhold
+NH=$NAME
+out=$(hezo_docker run -d --runtime="$RT" --name "$NH" -v "$ALLOWED:/w" "$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[bind swap] the holder with the allowed root bound rw starts" || diag "$out"
+new_name bindswap
+NB=$NAME
+timeout -k 5 120 "$HEZO_DOCKER" run --runtime="$RT" --name "$NB" -v "$ALLOWED/x:/mnt" "$IMG" \
+	sh -c 'test -d /mnt/etc && echo HOSTROOT; cat /mnt/marker; echo end' >"$ALLOWED.out" 2>&1 </dev/null &
+bpid=$!
+tap_cleanup "rm -f '$ALLOWED.out'"
+for ((w = 0; w < 300; w++)); do
+	find "$HEZO_TEST_STATE/admission-queue" -regex '.*/[0-9]+' 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+out=$(hezo_docker exec "$NH" sh -c 'mv /w/x /w/x.old && ln -s / /w/x && readlink /w/x' 2>&1)
+expect_eq "$out" / "[bind swap] the holder turned /w/x into a symlink to / while B's create waited"
+hezo_docker rm -f "$NH" >/dev/null 2>&1
+wait "$bpid" && rc=0 || rc=$?
+expect_eq "$rc:$(tr '\n' ' ' <"$ALLOWED.out")" "0:checked end " "[bind swap] B got the directory checked, not the host's /"
+hezo_docker rm -f "$NB" >/dev/null 2>&1
+hezo_write_policy docker
+
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do
 	hezo_docker rm -f "$n" >/dev/null 2>&1
@@ -319,6 +349,7 @@ done
 sleep 1
 left=$(hezo_docker ps -aq --filter name=hezo-it-)
 expect_eq "$left" "" "no test container left in docker"
+expect_eq "$(grep -c " $HEZO_TEST_STATE/" /proc/self/mountinfo)" 0 "no staged mount of the shim's left in the mount table"
 reports=$(hezo_sanitizer_reports)
 expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
 	for r in $reports; do diag "$(head -c 4000 "$r")"; done

@@ -46,7 +46,7 @@ expect_match "$backend_bundle" "^$HEZO_TEST_STATE/[^/]+/\\.bundles/$ID\$" "[layo
 expect_eq "$backend_bundle" "$P" "[layout] and it is the container's private bundle"
 expect_eq "$(stat -c '%a %u' "$P" 2>&1)" "700 0" "[layout] private bundle: mode 0700, owned by root"
 expect_eq "$(stat -c '%a %u' "$(dirname "$P")" 2>&1)" "700 0" "[layout] .bundles: mode 0700, owned by root"
-expect_eq "$(jq -r .root.path "$P/config.json" 2>&1)" "$(realpath "$B/rootfs")" "[layout] private config.json: root.path absolute"
+expect_eq "$(jq -r .root.path "$P/config.json" 2>&1)" "$P/mnt/root" "[layout] private config.json: root.path is the staged root"
 expect_eq "$(jq -r .root.path "$B/config.json")" rootfs "[layout] caller's config.json: root.path stays relative"
 expect_eq "$(jq -S 'del(.root.path)' "$P/config.json" 2>&1)" "$(jq -S 'del(.root.path)' "$B/config.json")" \
 	"[layout] private config.json is the rewritten one the caller's bundle shows"
@@ -243,6 +243,141 @@ hezo_make_bundle "$WORK/nsdir" "$ID" '["true"]' \
 hezo_shim --root "$ROOT" create -b "$WORK/nsdir" "$ID" >/dev/null 2>"$WORK/nsdir.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[ns dir] a namespace link in a directory of uid 65534 is refused"
 expect_match "$(cat "$WORK/nsdir.err")" "path $D/ipc: $D is owned by uid 65534" "[ns dir] the reason names the directory"
+
+# --- races 4 and 5: a path the check resolved, turned while the create waits (red team rt12 pass 2)
+# A create that has passed every check waits for an admission slot (maxActive 1, one holder
+# running): the test turns the path then, deterministically, and frees the slot. The check saw a
+# directory; the backend must get that directory, never what the path names by then.
+ALLOWED=$WORK/allowed
+mkdir -p "$ALLOWED/x"
+echo checked >"$ALLOWED/x/marker"
+hezo_write_policy bundle '.admission = {maxActive: 1, wait: 60} | .mounts.allowedSources = ["'"$ALLOWED"'"]'
+# A state directory of its own: a live container another test left in the shared one would hold
+# the only slot.
+MAIN_STATE=$HEZO_TEST_STATE
+HEZO_TEST_STATE=$WORK/state-race
+# queued: a create is waiting for its slot (its ticket is in the admission queue).
+queued()
+{
+	local w
+	for ((w = 0; w < 200; w++)); do
+		find "$HEZO_TEST_STATE/admission-queue" -regex '.*/[0-9]+' 2>/dev/null | grep -q . && return 0
+		sleep 0.05
+	done
+	return 1
+}
+# race_run LABEL BUNDLE TURN: run BUNDLE's container once a holder fills the slot, doing TURN
+# while it waits; sets RACE_OUT (its output) and RACE_RC.
+race_run()
+{
+	local label=$1 b=$2 turn=$3 hid=hezo-it-hold-$(hezo_rand) pid
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$hid'; hezo_shim --root '$ROOT' delete --force '$hid' >/dev/null 2>&1"
+	hezo_make_bundle "$WORK/$label-hold" "$hid" '["sleep", "600"]' || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$WORK/$label-hold" "$hid" >/dev/null 2>&1 </dev/null
+	hezo_shim --root "$ROOT" start "$hid" >/dev/null 2>&1
+	hezo_shim --root "$ROOT" run -b "$b" "$ID" >"$WORK/$label.out" 2>"$WORK/$label.err" </dev/null &
+	pid=$!
+	if queued; then
+		eval "$turn"
+	else
+		diag "[$label] the create never queued: $(cat "$WORK/$label.err")"
+	fi
+	hezo_shim --root "$ROOT" kill "$hid" KILL >/dev/null 2>&1
+	hezo_wait_status "$ROOT" "$hid" stopped 20
+	hezo_shim --root "$ROOT" delete --force "$hid" >/dev/null 2>&1
+	wait "$pid" && RACE_RC=0 || RACE_RC=$?
+	RACE_OUT=$(tr '\n' ' ' <"$WORK/$label.out")
+}
+staged_mounts() { grep -c " $HEZO_TEST_STATE/" /proc/self/mountinfo; }
+
+# F1: a bind source's directory replaced by a symlink to / (as a container with the allowed root
+# bound read-write can do to it).
+new_id bindswap
+hezo_make_bundle "$WORK/bindswap" "$ID" '["sh", "-c", "test -d /mnt/etc && echo HOSTROOT; cat /mnt/marker; echo end"]' \
+	'.mounts += [{destination: "/mnt", type: "bind", source: "'"$ALLOWED/x"'", options: ["rbind", "rw"]}]' ||
+	bail_out "cannot make bundle"
+race_run bindswap "$WORK/bindswap" 'mv "$ALLOWED/x" "$ALLOWED/x.old" && ln -s / "$ALLOWED/x"'
+expect_eq "$(readlink "$ALLOWED/x")" / "[bind swap] the source was turned into a symlink to / while create waited"
+expect_eq "$RACE_RC:$RACE_OUT" "0:checked end " "[bind swap] the container got the directory checked, not the host's /" ||
+	diag "stderr: $(cat "$WORK/bindswap.err")"
+hezo_bundle_cleanup "$ROOT" "$ID"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+expect_eq "$(staged_mounts)" 0 "[bind swap] nothing of the state directory left in the mount table"
+
+# Structure: the backend's source is a private, recursive bind in the private bundle; a file too.
+rm -f "$ALLOWED/x" && mv "$ALLOWED/x.old" "$ALLOWED/x"
+echo file >"$ALLOWED/f"
+mkdir -p "$ALLOWED/x/sub" && mount -t tmpfs -o size=1m hezo-sub "$ALLOWED/x/sub" &&
+	tap_cleanup "umount -l '$ALLOWED/x/sub'" && echo below >"$ALLOWED/x/sub/marker"
+hezo_write_policy bundle '.mounts.allowedSources = ["'"$ALLOWED"'"]'
+new_id staged
+# A second mount of a source with a submount below it: runsc 2024-07 fails to start the sandbox
+# ("cannot read client sync file"), with or without the staging, so only runc gets /b.
+second='{destination: "/b", type: "bind", source: "'"$ALLOWED/x"'", options: ["bind", "rw"]},'
+[ "$HEZO_TEST_BACKEND" = runc ] || second=
+hezo_make_bundle "$WORK/staged" "$ID" '["sleep", "600"]' \
+	'.mounts += [{destination: "/r", type: "bind", source: "'"$ALLOWED/x"'", options: ["rbind", "ro"]},
+		'"$second"'
+		{destination: "/f", type: "bind", source: "'"$ALLOWED/f"'", options: ["bind", "ro"]}]' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/staged" "$ID" >/dev/null 2>"$WORK/staged.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[staged] create exits 0" || diag "stderr: $(cat "$WORK/staged.err")"
+P=$(priv_bundle "$ID")
+want="$P/mnt/0 $P/mnt/0 $P/mnt/1"
+[ -n "$second" ] || want="$P/mnt/0 $P/mnt/1"
+expect_eq "$(jq -r '[.mounts[] | select(.destination == "/r" or .destination == "/b" or .destination == "/f") | .source] | join(" ")' "$P/config.json" 2>&1)" \
+	"$want" "[staged] the backend's sources are the staged mounts, one per source"
+expect_eq "$(jq -r .root.path "$P/config.json" 2>&1)" "$P/mnt/root" "[staged] the backend's root.path is the staged root"
+# The shim stages in a mount namespace of its own, gone once the backend's create is done.
+expect_eq "$(staged_mounts)" 0 "[staged] while the container exists, no staged mount is in the host's mount table"
+expect_eq "$(jq -r '[.mounts[] | select(.destination == "/r" or .destination == "/f") | .source] | join(" ")' "$WORK/staged/config.json")" \
+	"$ALLOWED/x $ALLOWED/f" "[staged] the caller's config.json names the sources as checked"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	check "[staged] start" hezo_shim --root "$ROOT" start "$ID"
+	pid=$(hezo_backend --root "$ROOT" state "$ID" | jq -r .pid)
+	expect_eq "$(stat -L -c %d:%i "/proc/$pid/root" "/proc/$pid/root/r" "/proc/$pid/root/f" 2>&1 | tr '\n' ' ')" \
+		"$(stat -c %d:%i "$WORK/staged/rootfs" "$ALLOWED/x" "$ALLOWED/f" | tr '\n' ' ')" \
+		"[staged] inside: the root and each source are the objects checked (device and inode)"
+	expect_eq "$(cat "/proc/$pid/root/r/sub/marker" "/proc/$pid/root/f" 2>&1 | tr '\n' ' ')" "below file " \
+		"[staged] inside: rbind keeps the submount, the file source is the file"
+	expect_eq "$(awk '$5 == "/r" && / master:/' "/proc/$pid/mountinfo" | wc -l)" 0 \
+		"[staged] inside: /r receives no propagation through the staging (private)"
+	expect_eq "$(test -e "/proc/$pid/root/b/sub/marker" && echo present || echo absent)" absent \
+		"[staged] inside: a plain bind takes the top mount only, as runc's own"
+fi
+hezo_shim --root "$ROOT" kill "$ID" KILL >/dev/null 2>&1
+hezo_wait_status "$ROOT" "$ID" stopped 20
+check "[staged] delete" hezo_shim --root "$ROOT" delete --force "$ID"
+expect_eq "$(staged_mounts)" 0 "[staged] delete leaves nothing of the state directory in the mount table"
+expect_eq "$(test -e "$P" && echo present || echo gone)" gone "[staged] delete removes the private bundle"
+expect_eq "$(cat "$ALLOWED/x/marker" "$ALLOWED/f" 2>&1 | tr '\n' ' ')" "checked file " "[staged] the sources are untouched"
+# A create the backend refuses (a missing command under runc, an absent one under runsc) leaves none.
+new_id stagedfail
+hezo_make_bundle "$WORK/stagedfail" "$ID" '["/no/such/command"]' \
+	'.mounts += [{destination: "/r", type: "bind", source: "'"$ALLOWED/x"'", options: ["rbind", "ro"]}]' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$WORK/stagedfail" "$ID" >/dev/null 2>&1 </dev/null
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+expect_eq "$(staged_mounts)" 0 "[staged fail] a failed run and its delete leave no staged mount"
+umount -l "$ALLOWED/x/sub" 2>/dev/null
+
+# F2: root.path a symlink inside the bundle, repointed at another directory while create waits.
+hezo_write_policy bundle '.admission = {maxActive: 1, wait: 60}'
+new_id rootswap
+B=$WORK/rootswap
+hezo_make_bundle "$B" "$ID" '["sh", "-c", "test -e /EVIL && echo EVIL; cat /GOOD; echo end"]' || bail_out "cannot make bundle"
+mv "$B/rootfs" "$B/rootfs.good" && echo good >"$B/rootfs.good/GOOD"
+ln -s rootfs.good "$B/rootfs"
+hezo_busybox_rootfs "$WORK/evilroot" && touch "$WORK/evilroot/EVIL"
+race_run rootswap "$B" 'ln -sfn "$WORK/evilroot" "$B/rootfs.new" && mv -T "$B/rootfs.new" "$B/rootfs"'
+expect_eq "$(readlink "$B/rootfs")" "$WORK/evilroot" "[root swap] rootfs was repointed outside the bundle while create waited"
+expect_eq "$RACE_RC:$RACE_OUT" "0:good end " "[root swap] the container's root is the directory checked" ||
+	diag "stderr: $(cat "$WORK/rootswap.err")"
+hezo_bundle_cleanup "$ROOT" "$ID"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+expect_eq "$(staged_mounts)" 0 "[root swap] nothing of the state directory left in the mount table"
+hezo_write_policy bundle
+HEZO_TEST_STATE=$MAIN_STATE
 
 left=$(hezo_backend_ids "$ROOT" | grep -c '^hezo-it-' || true)
 expect_eq "$left" 0 "no test container left under --root"

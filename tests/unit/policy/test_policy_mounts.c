@@ -831,6 +831,64 @@ static void test_volume_keys(void **state)
 	remove_tree(root);
 }
 
+static void expect_held(const struct hezo_held_path *h, const char *path, bool dir)
+{
+	struct stat st, fst;
+
+	assert_int_equal(stat(path, &st), 0);
+	assert_string_equal(h->path, path);
+	assert_true(h->fd >= 0);
+	assert_int_equal(fstat(h->fd, &fst), 0);
+	assert_true(h->dev == (uint64_t)st.st_dev && h->ino == (uint64_t)st.st_ino);
+	assert_true(fst.st_dev == st.st_dev && fst.st_ino == st.st_ino);
+	assert_int_equal(h->dir, dir);
+}
+
+/* What apply judged it holds open for the shim: root.path, and each distinct bind source once. */
+static void test_held(void **state)
+{
+	struct efix *f = *state;
+	_cleanup_free_ char *x = place(f->root, "held/x/"), *file = place(f->root, "held/f");
+	_cleanup_free_ char *inner = place(f->root, "held/x/inner");
+	_cleanup_free_ char *rootfs = place(f->root, "bundle/rootfs/");
+	_cleanup_free_ char *allowed = NULL, *bundle = NULL, *link = NULL, *through = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	_cleanup_(hezo_held_done) struct hezo_held held;
+	struct hezo_apply_env env = {.id = ID_A};
+	struct hezo_held_path h = {.fd = -1};
+	int fd;
+
+	hezo_held_init(&held);
+	env.held = &held;
+	assert_true(asprintf(&allowed, "\"%s/held\"", f->root) > 0);
+	assert_true(asprintf(&bundle, "%s/bundle", f->root) > 0);
+	assert_true(asprintf(&link, "%s/held/l", f->root) > 0);
+	assert_true(asprintf(&through, "%s/inner", link) > 0);
+	env.bundle = bundle;
+	p = engine_policy(f->root, allowed);
+	add(spec, "/a", "bind", x, "rbind,ro");
+	add(spec, "/b", "bind", x, "bind");
+	add(spec, "/c", "bind", file, "bind,ro");
+	expect_ok(p, spec, &env);
+	assert_int_equal(held.nbinds, 2);
+	expect_held(&held.binds[0], x, true);
+	expect_held(&held.binds[1], file, false);
+	expect_held(&held.root, rootfs, true);
+	assert_ptr_equal(hezo_held_bind(&held, file), &held.binds[1]);
+	assert_null(hezo_held_bind(&held, inner));
+
+	/* A symlink on any component, the last or one before it: ELOOP, where realpath() follows.
+	 */
+	assert_int_equal(symlink("x", link), 0);
+	assert_int_equal(hezo_open_nofollow(link, &h), -ELOOP);
+	assert_int_equal(hezo_open_nofollow(through, &h), -ELOOP);
+	fd = hezo_open_nofollow(inner, &h);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_false(h.dir);
+}
+
 const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
@@ -838,5 +896,6 @@ const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 	cmocka_unit_test(test_named_volumes),
 	cmocka_unit_test(test_volume_keys),
+	cmocka_unit_test_setup_teardown(test_held, efix_setup, efix_teardown),
 };
 const size_t policy_mounts_ntests = sizeof(policy_mounts_tests) / sizeof(policy_mounts_tests[0]);

@@ -1,0 +1,214 @@
+/*
+ * The objects the policy judged (root.path, every bind source), bind-mounted from the fds it holds
+ * into the private bundle's mnt/ and named there in the backend's config.json: the backend's own
+ * lookup then walks a root-only 0700 directory nobody else can change, not the caller's paths.
+ * The mounts are made in a mount namespace of the shim's own, which the backend inherits: they
+ * never enter the host's mount table and go with the last process in it (the backend's create,
+ * or a foreground run's backend), so no container end, crash or kill can leave one behind.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define STAGE_DIR "mnt"
+
+int shim_stage_namespace(struct hezo_error **err)
+{
+	/* Slave: mounts the host makes still reach the backend (rslave volumes); none go back. */
+	if (unshare(CLONE_NEWNS) < 0)
+		return hezo_error_set_errno(err, errno, "a mount namespace for the backend");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return hezo_error_set_errno(err, errno,
+					    "a mount namespace for the backend: / slave");
+	return 0;
+}
+
+/* Is m a bind mount as runc reads one (type bind, or a bind/rbind option on any type)? */
+static bool is_bind(const struct hezo_json *m)
+{
+	const char *type = hezo_json_string(hezo_json_get(m, "type"));
+	const struct hezo_json *opts = hezo_json_get_type(m, "options", HEZO_JSON_ARRAY);
+
+	if (type && strcmp(type, "bind") == 0)
+		return true;
+	HEZO_JSON_FOREACH (i, opts) {
+		const char *o = hezo_json_string(opts->items[i]);
+		if (o && (strcmp(o, "bind") == 0 || strcmp(o, "rbind") == 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Bind the held object at mnt/name: recursive, so a backend's rbind still sees the submounts
+ * (its plain bind takes the top one only, as from the original), then private, so nothing mounted
+ * below either copy propagates to the other (nor to the container's copy made from it).
+ */
+static int stage_one(int mdir, const char *top, const char *name, const struct hezo_held_path *h,
+		     char *out, size_t size, struct hezo_error **err)
+{
+	_cleanup_close_ int check = -1;
+	char src[64], target[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if ((size_t)snprintf(out, size, "%s/%s", top, name) >= size ||
+	    (size_t)snprintf(target, sizeof(target), "%s/%s", top, name) >= sizeof(target))
+		return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
+	if (h->dir) {
+		if (mkdirat(mdir, name, 0700) < 0)
+			return hezo_error_set_errno(err, errno, "%s", target);
+	} else {
+		fd = openat(mdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return hezo_error_set_errno(err, errno, "%s", target);
+		close(fd);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
+	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
+	if (mount(NULL, target, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", target);
+	/* What the backend will find there is the object judged, by device and inode. */
+	check = openat(mdir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (check < 0 || fstat(check, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", target);
+	if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
+		return hezo_error_set(err, EXDEV, "%s: holds another object than %s as checked",
+				      target, h->path);
+	return 0;
+}
+
+int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struct hezo_json *spec,
+	       struct hezo_error **err)
+{
+	_cleanup_close_ int mdir = -1;
+	_cleanup_free_ bool *done = NULL;
+	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
+	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
+	char top[PATH_MAX], staged[PATH_MAX], real[PATH_MAX];
+	int r;
+
+	if (!held || held->root.fd < 0 || !root)
+		return hezo_error_set(err, EINVAL, "root.path: not held by the check");
+	/* runc refuses a root.path with a symlink in it (a state directory below /var/run). */
+	if (!realpath(priv, real))
+		return hezo_error_set_errno(err, errno, "%s", priv);
+	if ((size_t)snprintf(top, sizeof(top), "%s/%s", real, STAGE_DIR) >= sizeof(top))
+		return hezo_error_set(err, ENAMETOOLONG, "%s: path too long", priv);
+	if (mkdirat(bundle, STAGE_DIR, 0700) < 0)
+		return hezo_error_set_errno(err, errno, "%s", top);
+	mdir = openat(bundle, STAGE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (mdir < 0)
+		return hezo_error_set_errno(err, errno, "%s", top);
+
+	r = stage_one(mdir, top, "root", &held->root, staged, sizeof(staged), err);
+	if (r < 0)
+		return hezo_error_prefix(err, "root.path");
+	if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+
+	done = calloc(held->nbinds + 1, sizeof(*done));
+	if (!done)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	HEZO_JSON_FOREACH (i, mounts) {
+		struct hezo_json *m = mounts->items[i];
+		const char *src = hezo_json_string(hezo_json_get(m, "source"));
+		const struct hezo_held_path *h;
+		char name[32];
+		size_t n;
+
+		/* The shim's own helper binds (hezo-init, the exec helper) were never judged. */
+		if (!is_bind(m) || !src || !(h = hezo_held_bind(held, src)))
+			continue;
+		n = (size_t)(h - held->binds);
+		snprintf(name, sizeof(name), "%zu", n);
+		if (!done[n]) {
+			r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+			if (r < 0)
+				return hezo_error_prefix(err, "mounts[%zu] (bind source %s)", i,
+							 src);
+			done[n] = true;
+		} else if ((size_t)snprintf(staged, sizeof(staged), "%s/%s", top, name) >=
+			   sizeof(staged)) {
+			return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
+		}
+		if (hezo_json_set(m, "source", hezo_json_new_string(staged)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err)
+{
+	struct stat st;
+
+	/* Looked up as the backend will look it up. */
+	if (!path || stat(path, &st) < 0)
+		return hezo_error_set_errno(err, path ? errno : EINVAL, "root.path %s",
+					    path ? path : "(none)");
+	if ((uint64_t)st.st_dev != held->root.dev || (uint64_t)st.st_ino != held->root.ino)
+		return hezo_error_set(err, EXDEV,
+				      "root.path %s is not the directory checked (%s): it changed "
+				      "before the backend could be handed it",
+				      path, held->root.path);
+	return 0;
+}
+
+/*
+ * Lazily detach every mount at dir/NAME (stacked ones too); never follows a last symlink. In the
+ * host's namespace there is none (see above): this is for a shim that staged in its own.
+ */
+static void detach_all(const char *path)
+{
+	for (int i = 0; i < 64 && umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == 0; i++)
+		;
+}
+
+void shim_stage_remove(int bundle)
+{
+	_cleanup_close_ int fd = -1;
+	char top[64], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(top, sizeof(top), "/proc/self/fd/%d/" STAGE_DIR, bundle);
+	for (int pass = 0; pass < 2; pass++) {
+		/* Pass 0: unmount what is staged; pass 1: remove the mount points, now plain. */
+		fd = openat(bundle, STAGE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		d = fdopendir(fd);
+		if (!d)
+			return;
+		fd = -1;
+		while ((de = readdir(d))) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			if (pass == 0) {
+				snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", dirfd(d),
+					 de->d_name);
+				detach_all(path);
+				continue;
+			}
+			/* Never recursive: a mount point still in use stays, and so does its tree.
+			 */
+			if (unlinkat(dirfd(d), de->d_name, 0) < 0)
+				(void)unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+		}
+		closedir(d);
+		if (pass == 0)
+			detach_all(top);
+	}
+	(void)unlinkat(bundle, STAGE_DIR, AT_REMOVEDIR);
+}
