@@ -78,6 +78,19 @@ struct hezo_apply_env {
 	int (*ns_owner)(void *data, const char *kind, const char *path, char **owner,
 			struct hezo_error **err);
 	void *data;
+	/*
+	 * The engines' storage roots as their own configuration names them (Docker's data-root,
+	 * podman's graphroot), resolved: root.path may be a container's overlay only under these.
+	 * NULL: no engine's rootfs is accepted.
+	 */
+	const char *docker_root, *podman_root;
+	/* Where a live container of this ID already runs (another --root, an engine's state). */
+	const char *id_in_use;
+	/*
+	 * The pod uid of the container's sandbox, from the sandbox's own record (never from the
+	 * container's annotations); NULL: no running sandbox, so no pod volumes.
+	 */
+	const char *pod_uid;
 };
 
 /*
