@@ -400,7 +400,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 					    .annotations = hezo_spec_annotations(spec)};
 	env.data = &owner_q;
 	/* Who the container is comes from the shim's records and the engines, not its own word. */
-	r = shim_pod_uid(&owner_q, &pod_uid, &err);
+	r = shim_pod_uid(&owner_q, id, &pod_uid, &err);
 	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, &err);
 	if (r < 0)
 		goto fail;

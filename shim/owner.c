@@ -406,7 +406,8 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 	return 0;
 }
 
-int shim_pod_uid(const struct shim_owner_query *q, char **uid, struct hezo_error **err)
+int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
+		 struct hezo_error **err)
 {
 	const char *type = hezo_json_string(hezo_json_get(q->annotations, CONTAINER_TYPE));
 	const char *sandbox =
@@ -426,18 +427,21 @@ int shim_pod_uid(const struct shim_owner_query *q, char **uid, struct hezo_error
 	for (size_t i = 0; i < s.n; i++) {
 		const struct cgroup_owner *o = &s.v[i];
 
-		if (!same(o->type, "sandbox") || !o->pod[KEY_SANDBOX_UID] ||
-		    !same(q->project, o->project))
+		if (!same(o->type, "sandbox") || !o->pod[KEY_SANDBOX_UID])
 			continue;
-		/* A second live sandbox claiming a running pod's uid would inherit its volumes. */
+		/*
+		 * A second live sandbox claiming a running pod's uid (in any project) would hand
+		 * its app containers that pod's volumes.
+		 */
 		if (strcmp(type, "sandbox") == 0 && claim &&
-		    strcmp(o->pod[KEY_SANDBOX_UID], claim) == 0 && strcmp(o->id, sandbox) != 0) {
+		    strcmp(o->pod[KEY_SANDBOX_UID], claim) == 0 && strcmp(o->id, id) != 0) {
 			r = hezo_error_set(err, EEXIST,
 					   "annotation %s: pod %s is sandbox %s's, which runs",
 					   pod_keys[KEY_SANDBOX_UID], claim, o->id);
 			break;
 		}
-		if (strcmp(o->id, sandbox) == 0 && same(o->pod[KEY_SANDBOX_ID], sandbox))
+		if (same(q->project, o->project) && strcmp(o->id, sandbox) == 0 &&
+		    same(o->pod[KEY_SANDBOX_ID], sandbox))
 			found = o;
 	}
 	if (r == 0 && found && strcmp(type, "container") == 0) {

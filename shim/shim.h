@@ -105,10 +105,11 @@ bool shim_pod_key(const char *key);
 /*
  * The pod uid of an app container (CRI container-type "container"), from the record of the
  * sandbox its sandbox-id names: a live sandbox of the shim's, of the same project. *uid NULL when
- * there is none. Refused (-EPERM): a claimed sandbox-uid that is not the sandbox's; a sandbox
- * claiming the uid of another live sandbox.
+ * there is none. Refused: a claimed sandbox-uid that is not the sandbox's; a sandbox (container
+ * id) claiming the uid of another live sandbox.
  */
-int shim_pod_uid(const struct shim_owner_query *q, char **uid, struct hezo_error **err);
+int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
+		 struct hezo_error **err);
 
 /*
  * engines.c: the storage roots the engines' own configuration names (Docker's data-root from
