@@ -30,10 +30,11 @@ static void docker_root(char *buf, size_t size)
 	    hezo_json_parse(data, len, &conf, NULL) == 0)
 		root = hezo_json_string(hezo_json_get(conf, "data-root"))
 			       ?: hezo_json_string(hezo_json_get(conf, "graph"));
-	if (!root || root[0] != '/' || !realpath(root, buf))
-		if (root || !realpath("/var/lib/docker", buf))
-			buf[0] = '\0';
-	(void)size;
+	/* A data-root that is set but unusable names no root: never the default instead. */
+	if (!root)
+		root = "/var/lib/docker";
+	if (root[0] != '/' || size < PATH_MAX || !realpath(root, buf))
+		buf[0] = '\0';
 }
 
 /* The graphroot = "..." line of the [storage] table of a storage.conf; 1 when found. */
@@ -63,8 +64,9 @@ static int storage_graphroot(const char *path, char *out, size_t size)
 			;
 		if (*s++ != '=')
 			continue;
-		q = strchr(s, '"');
-		e = q ? strchr(q + 1, '"') : NULL;
+		/* A TOML basic or literal string: "..." or '...'. */
+		q = s + strspn(s, " \t");
+		e = *q == '"' || *q == '\'' ? strchr(q + 1, *q) : NULL;
 		if (!e || (size_t)(e - q - 1) >= size)
 			return -EINVAL;
 		snprintf(out, size, "%.*s", (int)(e - q - 1), q + 1);
@@ -81,9 +83,8 @@ static void podman_root(char *buf, size_t size)
 
 	if (r == 0)
 		r = storage_graphroot("/usr/share/containers/storage.conf", conf, sizeof(conf));
-	if (r < 0 || conf[0] != '/' || !realpath(conf, buf))
+	if (r < 0 || conf[0] != '/' || size < PATH_MAX || !realpath(conf, buf))
 		buf[0] = '\0';
-	(void)size;
 }
 
 void shim_engine_roots(char docker[PATH_MAX], char podman[PATH_MAX])
