@@ -106,6 +106,19 @@ struct hezo_apply_env {
 	void *data;
 	/* NULL: nothing is held. Else apply fills it: root.path and each bind source it passed. */
 	struct hezo_held *held;
+	/*
+	 * The engines' storage roots as their own configuration names them (Docker's data-root,
+	 * podman's graphroot), resolved: root.path may be a container's overlay only under these.
+	 * NULL: no engine's rootfs is accepted.
+	 */
+	const char *docker_root, *podman_root;
+	/* Where a live container of this ID already runs (another --root, an engine's state). */
+	const char *id_in_use;
+	/*
+	 * The pod uid of the container's sandbox, from the sandbox's own record (never from the
+	 * container's annotations); NULL: no running sandbox, so no pod volumes.
+	 */
+	const char *pod_uid;
 };
 
 /*

@@ -58,8 +58,9 @@ static bool pod_entry_ok(const char *rest)
 }
 
 /*
- * The pod the container is in, by containerd's CRI annotations, and only if the sandbox they
- * name holds the network namespace the container joins: a container's word alone names no pod.
+ * The pod the container is in: the uid its sandbox's record holds (env->pod_uid, found by the
+ * sandbox-id annotation among the shim's live sandboxes), and only if that sandbox holds the
+ * network namespace the container joins. The container's own sandbox-uid annotation names no pod.
  */
 static int own_pod(const struct hezo_apply_env *env, const struct hezo_json *spec, const char **uid,
 		   struct hezo_error **err)
@@ -70,18 +71,17 @@ static int own_pod(const struct hezo_apply_env *env, const struct hezo_json *spe
 	_cleanup_free_ char *owner = NULL;
 	int r;
 
-	*uid = annotation(spec, "io.kubernetes.cri.sandbox-uid");
-	if (!*uid || !type || strcmp(type, "container") != 0 || !sandbox || !ns || !env ||
-	    !env->ns_owner) {
-		*uid = NULL;
+	*uid = NULL;
+	if (!type || strcmp(type, "container") != 0 || !sandbox || !ns || !env || !env->pod_uid ||
+	    !env->ns_owner)
 		return 0;
-	}
 	r = env->ns_owner(env->data, "net", ns, &owner, err);
-	if (r == -ESRCH || (r == 0 && (!owner || strcmp(owner, sandbox) != 0))) {
-		*uid = NULL;
+	if (r == -ESRCH || (r == 0 && (!owner || strcmp(owner, sandbox) != 0)))
 		return 0;
-	}
-	return r < 0 ? r : 0;
+	if (r < 0)
+		return r;
+	*uid = env->pod_uid;
+	return 0;
 }
 
 int hezo_policy_check_kubelet_source(const struct hezo_policy *p, const struct hezo_apply_env *env,

@@ -582,14 +582,26 @@ static bool overlay_shape(const char *resolved, const char *kind, char **top, co
 	return *top != NULL;
 }
 
+/*
+ * The storage root an overlay path sits in is the engine's only when it is the root the engine's
+ * own configuration names (given resolved): a look-alike tree elsewhere proves nothing.
+ */
+static bool configured_root(const char *top, const char *root)
+{
+	char real[PATH_MAX];
+
+	return root && realpath(root, real) && strcmp(real, top) == 0;
+}
+
 /* Docker overlay2: <root>/image/overlay2/layerdb/mounts/<id>/mount-id names the merged dir. */
-static bool docker_rootfs(const char *resolved, const char *id)
+static bool docker_rootfs(const char *resolved, const char *root, const char *id)
 {
 	_cleanup_free_ char *top = NULL, *dir = NULL, *mid = NULL;
 	const char *layer;
 	size_t n;
 
-	if (!overlay_shape(resolved, "overlay2", &top, &layer, &n) || strchr(id, '/'))
+	if (!overlay_shape(resolved, "overlay2", &top, &layer, &n) || strchr(id, '/') ||
+	    !configured_root(top, root))
 		return false;
 	if (asprintf(&dir, "%s/image/overlay2/layerdb/mounts/%s", top, id) < 0)
 		return false;
@@ -598,14 +610,14 @@ static bool docker_rootfs(const char *resolved, const char *id)
 }
 
 /* podman (containers/storage): overlay-containers/containers.json gives each container's layer. */
-static bool podman_rootfs(const char *resolved, const char *id)
+static bool podman_rootfs(const char *resolved, const char *root, const char *id)
 {
 	_cleanup_free_ char *top = NULL, *path = NULL, *data = NULL;
 	_cleanup_json_ struct hezo_json *list = NULL;
 	const char *layer;
 	size_t n, len;
 
-	if (!overlay_shape(resolved, "overlay", &top, &layer, &n))
+	if (!overlay_shape(resolved, "overlay", &top, &layer, &n) || !configured_root(top, root))
 		return false;
 	if (asprintf(&path, "%s/overlay-containers/containers.json", top) < 0) {
 		path = NULL;
@@ -637,12 +649,39 @@ static int hold_root(struct hezo_held *h, const char *resolved, struct hezo_erro
 	return r;
 }
 
+/*
+ * 1 when resolved is the engine's root filesystem for this container, 0 when it is not, -errno
+ * (err set) when it is but the ID already runs elsewhere: the engine's ID on a caller's word
+ * would hand a running container's files to whoever reuses it under another --root.
+ */
+static int engine_rootfs(const char *resolved, const struct hezo_apply_env *env,
+			 struct hezo_error **err)
+{
+	const char *engine;
+
+	if (!env->id)
+		return 0;
+	if (docker_rootfs(resolved, env->docker_root, env->id))
+		engine = "Docker";
+	else if (podman_rootfs(resolved, env->podman_root, env->id))
+		engine = "podman";
+	else
+		return 0;
+	if (env->id_in_use)
+		return hezo_error_set(err, EBUSY,
+				      "root.path %s: it is %s's root filesystem for container %s, "
+				      "which already runs (%s)",
+				      resolved, engine, env->id, env->id_in_use);
+	return 1;
+}
+
 int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply_env *env,
 			   struct hezo_error **err)
 {
 	const char *path = hezo_json_string(hezo_json_get_path(spec, "root.path"));
 	_cleanup_free_ char *joined = NULL, *clean = NULL;
 	char resolved[PATH_MAX], bundle[PATH_MAX];
+	int r;
 
 	if (!path || !path[0])
 		return hezo_error_set(err, EINVAL, "root.path: expected a non-empty string");
@@ -664,8 +703,12 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 	if (!realpath(env->bundle, bundle))
 		return hezo_error_set_errno(err, errno, "bundle %s", env->bundle);
 	/* The backend gets the directory judged here, held open (env->held), never a new lookup. */
-	if (hezo_policy_path_under(resolved, bundle) ||
-	    (env->id && (docker_rootfs(resolved, env->id) || podman_rootfs(resolved, env->id))))
+	if (hezo_policy_path_under(resolved, bundle))
+		return env->held ? hold_root(env->held, resolved, err) : 0;
+	r = engine_rootfs(resolved, env, err);
+	if (r < 0)
+		return r;
+	if (r > 0)
 		return env->held ? hold_root(env->held, resolved, err) : 0;
 	return hezo_error_set(err, EPERM,
 			      "root.path %s%s%s: neither inside the bundle nor the engine's root "

@@ -101,7 +101,7 @@ static struct hezo_json *box_summary(const struct hezo_policy *p, const struct h
 	return r < 0 ? NULL : TAKE_PTR(box);
 }
 
-static struct hezo_json *hezo_annotations(const struct hezo_json *spec)
+static struct hezo_json *record_annotations(const struct hezo_json *spec)
 {
 	struct hezo_json *ann = hezo_spec_annotations(spec);
 	struct hezo_json *out = hezo_json_new_object();
@@ -109,7 +109,8 @@ static struct hezo_json *hezo_annotations(const struct hezo_json *spec)
 	if (!out)
 		return NULL;
 	HEZO_JSON_FOREACH (i, ann) {
-		if (strncmp(ann->keys[i], "org.hezo.", 9) != 0)
+		/* The pod keys too: joins and pod volumes compare them with the owner's record. */
+		if (strncmp(ann->keys[i], "org.hezo.", 9) != 0 && !shim_pod_key(ann->keys[i]))
 			continue;
 		if (set_or_null(out, ann->keys[i], ann->items[i]) < 0) {
 			hezo_json_free(out);
@@ -151,7 +152,7 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 	r = r ?: set_string(rec, "root", ctx->g.root);
 	r = r ?: set_string(rec, "project", hezo_policy_project(p));
 	if (r == 0) {
-		v = hezo_annotations(spec);
+		v = record_annotations(spec);
 		r = v ? hezo_json_set(rec, "annotations", v) : -ENOMEM;
 	}
 	r = r ?: set_string(rec, "projectHint", ctx->g.project);
@@ -321,7 +322,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
-	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL;
+	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL, *pod_uid = NULL, *in_use = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held;
 	struct hezo_apply_env env = {0};
@@ -329,7 +330,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	struct shim_target t = {0};
 	struct shim_argv av = {0}, vargs = {0};
 	struct shim_args a = {0};
-	char bundle_real[PATH_MAX], priv[PATH_MAX];
+	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
 	const char *id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	bool engine_seccomp;
@@ -401,6 +402,16 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	r = shim_stage_namespace(&err);
 	if (r < 0)
 		goto fail;
+	/* Who the container is comes from the shim's records and the engines, not its own word. */
+	r = shim_pod_uid(&owner_q, id, &pod_uid, &err);
+	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, &err);
+	if (r < 0)
+		goto fail;
+	shim_engine_roots(docker_root, podman_root);
+	env.pod_uid = pod_uid;
+	env.id_in_use = in_use;
+	env.docker_root = docker_root[0] ? docker_root : NULL;
+	env.podman_root = podman_root[0] ? podman_root : NULL;
 	r = hezo_policy_apply_spec(p, spec, &env, &err);
 	if (r < 0)
 		goto fail;

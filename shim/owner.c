@@ -18,16 +18,35 @@
 
 #define OWNER_FILE_MAX (1024 * 1024)
 
-/* The annotations that say which pod a container is in (CRI containerd, CRI-O, kubelet). */
-static const char *const pod_keys[] = {"io.kubernetes.cri.sandbox-id",
-				       "io.kubernetes.cri.sandbox-uid",
-				       "io.kubernetes.cri-o.SandboxID", "io.kubernetes.pod.uid"};
-#define POD_KEYS (sizeof(pod_keys) / sizeof(pod_keys[0]))
+/*
+ * The annotations that say which pod a container is in (CRI containerd, CRI-O, kubelet): two
+ * containers that both carry one must agree on it. Records keep them (and the container types).
+ */
+static const char *const pod_keys[] = {
+	"io.kubernetes.cri.sandbox-id",	  "io.kubernetes.cri.sandbox-uid",
+	"io.kubernetes.cri.sandbox-name", "io.kubernetes.cri.sandbox-namespace",
+	"io.kubernetes.cri-o.SandboxID",  "io.kubernetes.pod.uid",
+	"io.kubernetes.pod.name",	  "io.kubernetes.pod.namespace",
+};
+#define POD_KEYS	(sizeof(pod_keys) / sizeof(pod_keys[0]))
+#define KEY_SANDBOX_ID	0
+#define KEY_SANDBOX_UID 1
+#define CONTAINER_TYPE	"io.kubernetes.cri.container-type"
+
+bool shim_pod_key(const char *key)
+{
+	for (size_t k = 0; k < POD_KEYS; k++)
+		if (strcmp(key, pod_keys[k]) == 0)
+			return true;
+	return strcmp(key, CONTAINER_TYPE) == 0 ||
+	       strcmp(key, "io.kubernetes.cri-o.ContainerType") == 0;
+}
 
 struct cgroup_owner {
 	char *id;
 	char *cgroup; /* relative to a hierarchy's root, from hezo_policy_cgroup_path */
 	char *project;
+	char *type; /* CRI's container-type: "sandbox", "container" or NULL */
 	char *pod[POD_KEYS];
 };
 
@@ -45,6 +64,7 @@ static void owner_done(struct cgroup_owner *o)
 	free(o->id);
 	free(o->cgroup);
 	free(o->project);
+	free(o->type);
 	for (size_t k = 0; k < POD_KEYS; k++)
 		free(o->pod[k]);
 }
@@ -68,7 +88,8 @@ static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
 	struct hezo_json *ann = hezo_json_get_type(rec, "annotations", HEZO_JSON_OBJECT);
 	struct cgroup_owner o = {0}, *nv;
 	bool ok = dup_or_null(id, &o.id) && dup_or_null(cgroup, &o.cgroup) &&
-		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project);
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project) &&
+		  dup_or_null(hezo_json_string(hezo_json_get(ann, CONTAINER_TYPE)), &o.type);
 
 	for (size_t k = 0; ok && k < POD_KEYS; k++)
 		ok = dup_or_null(hezo_json_string(hezo_json_get(ann, pod_keys[k])), &o.pod[k]);
@@ -383,4 +404,56 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 	}
 	scan_done(&s);
 	return 0;
+}
+
+int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
+		 struct hezo_error **err)
+{
+	const char *type = hezo_json_string(hezo_json_get(q->annotations, CONTAINER_TYPE));
+	const char *sandbox =
+		hezo_json_string(hezo_json_get(q->annotations, pod_keys[KEY_SANDBOX_ID]));
+	const char *claim =
+		hezo_json_string(hezo_json_get(q->annotations, pod_keys[KEY_SANDBOX_UID]));
+	struct owner_scan s = {.q = q};
+	const struct cgroup_owner *found = NULL;
+	int r;
+
+	*uid = NULL;
+	if (!type || !sandbox)
+		return 0;
+	r = load_records(q->ctx->state_dir, &s, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s.n; i++) {
+		const struct cgroup_owner *o = &s.v[i];
+
+		if (!same(o->type, "sandbox") || !o->pod[KEY_SANDBOX_UID])
+			continue;
+		/*
+		 * A second live sandbox claiming a running pod's uid (in any project) would hand
+		 * its app containers that pod's volumes.
+		 */
+		if (strcmp(type, "sandbox") == 0 && claim &&
+		    strcmp(o->pod[KEY_SANDBOX_UID], claim) == 0 && strcmp(o->id, id) != 0) {
+			r = hezo_error_set(err, EEXIST,
+					   "annotation %s: pod %s is sandbox %s's, which runs",
+					   pod_keys[KEY_SANDBOX_UID], claim, o->id);
+			break;
+		}
+		if (same(q->project, o->project) && strcmp(o->id, sandbox) == 0 &&
+		    same(o->pod[KEY_SANDBOX_ID], sandbox))
+			found = o;
+	}
+	if (r == 0 && found && strcmp(type, "container") == 0) {
+		if (claim && strcmp(claim, found->pod[KEY_SANDBOX_UID]) != 0)
+			r = hezo_error_set(err, EPERM,
+					   "annotation %s: %s is not the uid of this container's "
+					   "sandbox %s (pod %s)",
+					   pod_keys[KEY_SANDBOX_UID], claim, sandbox,
+					   found->pod[KEY_SANDBOX_UID]);
+		else if (!(*uid = strdup(found->pod[KEY_SANDBOX_UID])))
+			r = hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	scan_done(&s);
+	return r;
 }

@@ -2,6 +2,7 @@
 #ifndef SHIM_H
 #define SHIM_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -112,6 +113,30 @@ struct shim_owner_query {
 };
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err);
+/* Is key one of the pod identity annotations a record keeps (CRI's sandbox-id, -uid, ...)? */
+bool shim_pod_key(const char *key);
+/*
+ * The pod uid of an app container (CRI container-type "container"), from the record of the
+ * sandbox its sandbox-id names: a live sandbox of the shim's, of the same project. *uid NULL when
+ * there is none. Refused: a claimed sandbox-uid that is not the sandbox's; a sandbox (container
+ * id) claiming the uid of another live sandbox.
+ */
+int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
+		 struct hezo_error **err);
+
+/*
+ * engines.c: the storage roots the engines' own configuration names (Docker's data-root from
+ * /etc/docker/daemon.json, podman's graphroot from storage.conf), resolved ("" when missing).
+ */
+void shim_engine_roots(char docker[PATH_MAX], char podman[PATH_MAX]);
+/*
+ * Does a live container of this ID already run elsewhere: a record of the shim's under another
+ * --root, a backend's state (runc, runsc) under an engine's runtime root, a containerd task or a
+ * podman container other than the one bundle (resolved; may be NULL) is? *where (malloc'd) says
+ * where, NULL when nowhere.
+ */
+int shim_id_in_use(const struct shim_ctx *ctx, const char *id, const char *bundle, char **where,
+		   struct hezo_error **err);
 
 /* ended.c: why a container ended, kept at delete when one of its limits was reached. */
 /* The number after "key " in a cgroup file of "key value" lines (-1: absent). */

@@ -162,6 +162,20 @@ for bad in "$KROOT/pods/$OUID/volumes/kubernetes.io~configmap/settings|is pod $O
 	expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[volumes] in one line"
 	cri RemoveContainer "{\"container_id\":\"$id\"}" >/dev/null
 done
+# kubelet's PodSandboxConfig travels with every CreateContainer, and containerd copies its uid into
+# the container's io.kubernetes.cri.sandbox-uid: a CreateContainer in this pod carrying another
+# pod's uid claims that pod. The uid is the sandbox's own (the shim's record of it), so the claim is
+# refused in one line, and the other pod's configMap is not mounted.
+OCFG=$(cri_pod_config vols "$OUID" default)
+src=$KROOT/pods/$OUID/volumes/kubernetes.io~configmap/settings
+id=$(cri_create "$VPOD" "$OCFG" "$(cri_container_config claimer 'exec sleep 100000' \
+	"$(jq -cn --arg s "$src" '{mounts: [{container_path: "/loot", host_path: $s, readonly: true}]}')")" 2>&1) &&
+	out=$(cri_start_container "$id" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[volumes] StartContainer of a container whose sandbox config claims pod $OUID, binding its configMap, is refused"
+expect_match "$out" "hezo-shim: annotation io\\.kubernetes\\.cri\\.sandbox-uid: $OUID is not the uid of this container's sandbox $VPOD \\(pod $VUID\\)" \
+	"[volumes] the refusal names the annotation, the sandbox and its pod"
+expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[volumes] in one line"
+cri RemoveContainer "{\"container_id\":\"$id\"}" >/dev/null
 # The shipped tmpfs list has /var/run, and a policy tmpfs replaces every mount below it (a project
 # cannot take it out: tmpfs objects merge), so kubelet's token at
 # /var/run/secrets/kubernetes.io/serviceaccount does not reach the container.

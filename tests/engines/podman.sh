@@ -174,6 +174,27 @@ check "[tight] podman unpause" pm unpause "$NAME"
 expect_eq "$(pm inspect -f '{{.State.Status}}' "$NAME" 2>&1)" running "[tight] status is running"
 check "[tight] podman rm -f" pm rm -f -t 0 "$NAME"
 
+# --- a running container's ID reused under another --root, for its rootfs (rt12 pass 2, F4) ------
+# containers.json gives the ID that layer, but podman runs that ID: a raw caller of the shim with a
+# --root of its own does not get its merged overlay as root.path.
+new_name reuse
+out=$(pm --runtime "$WRAPPER" run -d --name "$NAME" "${RUNFLAGS[@]}" "$IMG" sleep 300 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[reuse] podman run -d exits 0" || diag "$out"
+id=$(pm inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+merged=$(pm inspect -f '{{.GraphDriver.Data.MergedDir}}' "$NAME" 2>/dev/null)
+RAWROOT=$HEZO_TEST_DIR/raw-root
+tap_cleanup "hezo_bundle_cleanup '$RAWROOT' '$id'"
+hezo_make_bundle "$HEZO_TEST_DIR/raw-bundle" "$id" '["true"]' ".root.path = \"$merged\"" || bail_out "cannot make bundle"
+hezo_shim --root "$RAWROOT" create -b "$HEZO_TEST_DIR/raw-bundle" "$id" >"$HEZO_TEST_DIR/raw.out" \
+	2>"$HEZO_TEST_DIR/raw.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[reuse] create of the running container's ID under another --root, on its merged dir, is refused"
+expect_match "$(cat "$HEZO_TEST_DIR/raw.err")" "^hezo-shim: root\\.path $merged: it is podman's root filesystem for container $id, which already runs \\(.+\\)\$" \
+	"[reuse] one line naming root.path, the container and where it runs"
+expect_eq "$(wc -l <"$HEZO_TEST_DIR/raw.err" | tr -d ' ')" 1 "[reuse] exactly one line on stderr" || diag "$(cat "$HEZO_TEST_DIR/raw.err")"
+expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$id")" 0 "[reuse] no container under the other --root"
+hezo_bundle_cleanup "$RAWROOT" "$id"
+check "[reuse] podman rm -f" pm rm -f -t 0 "$NAME"
+
 # --- by name, through `hezo-shim install --podman` -----------------------------------------------
 CONF=$HEZO_TEST_DIR/containers.conf
 out=$("$HEZO_SHIM_BIN" install --podman --config "$CONF" --shim "$WRAPPER" 2>&1) && rc=0 || rc=$?

@@ -302,6 +302,35 @@ else
 fi
 hezo_docker rm -f "$NB" "$NA" >/dev/null 2>&1
 
+# --- a running container's ID reused under another --root, for its rootfs (red team rt12 pass 2, F4) ---
+# A raw caller of the shim names a running Docker container's ID and its merged overlay as root.path:
+# the layerdb agrees, but Docker already runs that ID, so the rootfs is not handed over.
+RAWROOT=$HEZO_TEST_DIR/raw-root.$$
+RAWB=$(mktemp -d "$HEZO_TEST_DIR/raw-bundle.XXXXXX")
+tap_cleanup "rm -rf '$RAWB' '$RAWROOT'"
+for rt in "$RT" runc; do
+	new_name "reuse-$rt"
+	out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$rt" --name "$NAME" "$IMG" sleep 600 2>&1) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[reuse $rt] docker run -d exits 0" || diag "$out"
+	CID=$(hezo_docker inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+	MERGED=$(hezo_docker inspect -f '{{.GraphDriver.Data.MergedDir}}' "$NAME" 2>/dev/null)
+	tap_cleanup "hezo_bundle_cleanup '$RAWROOT' '$CID'"
+	hezo_make_bundle "$RAWB/$rt" "$CID" '["true"]' ".root.path = \"$MERGED\"" || bail_out "cannot make bundle"
+	hezo_shim --root "$RAWROOT" create -b "$RAWB/$rt" "$CID" >"$RAWB/$rt.out" 2>"$RAWB/$rt.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[reuse $rt] create of the running container's ID under another --root, on its merged dir, is refused"
+	if [ "$rt" = runc ]; then
+		where="the backend's state under /run/docker/runtime-runc/moby"
+	else
+		where="a container of hezo-shim's under --root /(var/)?run/docker/runtime-runc/moby"
+	fi
+	expect_match "$(cat "$RAWB/$rt.err")" "^hezo-shim: root\\.path $MERGED: it is Docker's root filesystem for container $CID, which already runs \\($where\\)\$" \
+		"[reuse $rt] one line naming root.path, the container and where it runs"
+	expect_eq "$(wc -l <"$RAWB/$rt.err" | tr -d ' ')" 1 "[reuse $rt] exactly one line on stderr" || diag "$(cat "$RAWB/$rt.err")"
+	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container under the other --root"
+	hezo_bundle_cleanup "$RAWROOT" "$CID"
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+done
+
 # --- run -it ---------------------------------------------------------------------------------------------
 new_name tty
 out=$(timeout 60 script -qec "$HEZO_DOCKER run --rm -it --runtime=$RT --name $NAME $IMG sh -c '[ -t 1 ] && echo isatty=yes; grep -E \"^(CapEff|NoNewPrivs)\" /proc/self/status'" \

@@ -392,6 +392,144 @@ else
 		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
 fi
 
+# --- pod identity from the shim's records, not the container's word (red team rt12 pass 2, F3) ----
+# CRI-style pod sandboxes of one namespace, each a live container of the shim's, and kubelet pod
+# directories under a kubelet root of this test's own.
+KROOT=$WORK/kubelet
+UID1=11111111-aaaa-4aaa-8aaa-$(printf '%012d' $RANDOM)
+UID2=22222222-bbbb-4bbb-8bbb-$(printf '%012d' $RANDOM)
+for u in "$UID1" "$UID2"; do
+	mkdir -p "$KROOT/pods/$u/volumes/kubernetes.io~secret/s" && echo "secret-of-$u" >"$KROOT/pods/$u/volumes/kubernetes.io~secret/s/token"
+done
+jq --arg k "$KROOT" '.mounts.kubeletRoot = $k' "$HEZO_TEST_POLICY" >"$WORK/policy-pods.json" ||
+	bail_out "cannot write the pod policy"
+# pod_ann TYPE SANDBOX UID NAME: containerd 1.6 CRI's annotations of a pod's container (jq filter).
+pod_ann()
+{
+	printf '.annotations = {"io.kubernetes.cri.container-type": "%s", "io.kubernetes.cri.sandbox-id": "%s", "io.kubernetes.cri.sandbox-uid": "%s", "io.kubernetes.cri.sandbox-name": "%s", "io.kubernetes.cri.sandbox-namespace": "hezo-it"}' "$@"
+}
+# pod_create LABEL ARGV FILTER: hezo-shim create of bundle LABEL for ID with the pod policy; sets RC.
+pod_create()
+{
+	hezo_make_bundle "$WORK/$1" "$ID" "$2" "$3" || bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$ROOT" create -b "$WORK/$1" \
+		--pid-file "$WORK/$1.pid" "$ID" >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null && RC=0 || RC=$?
+}
+# Joining the namespaces of pod 1's sandbox (net only under runc: runsc bundles run without one).
+pod_join()
+{
+	local kinds='"ipc"'
+	[ "$HEZO_TEST_BACKEND" = runc ] && kinds='"ipc", "network"'
+	printf '.linux.namespaces |= map(if (.type | IN(%s)) then .path = "/proc/%s/ns/" + (if .type == "network" then "net" else .type end) else . end)' "$kinds" "$1"
+}
+secret_of() { printf '.mounts += [{destination: "/secrets/s", type: "bind", source: "%s", options: ["rbind", "ro"]}]' "$KROOT/pods/$1/volumes/kubernetes.io~secret/s"; }
+
+new_id pod1
+S1=$ID
+pod_create pod1 '["sleep", "600"]' "$(pod_ann sandbox "$S1" "$UID1" pod1)"
+expect_eq "$RC" 0 "[pod] create of pod 1's sandbox exits 0" || diag "$(cat "$WORK/pod1.err")"
+check "[pod] start pod 1's sandbox" hezo_shim --root "$ROOT" start "$S1"
+S1PID=$(cat "$WORK/pod1.pid" 2>/dev/null)
+REC1=$(hezo_state_records "$S1" | head -n 1)
+expect_eq "$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"] + " " + .annotations["io.kubernetes.cri.container-type"]' "$REC1" 2>&1)" \
+	"$UID1 sandbox" "[pod] the sandbox's record keeps its pod uid and container type"
+
+# An app container of pod 1 that claims pod 2's uid, to mount pod 2's secret: refused, one line.
+new_id podclaim
+pod_create podclaim '["cat", "/secrets/s/token"]' \
+	"$(pod_ann container "$S1" "$UID2" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID2")"
+expect_ne "$RC" 0 "[pod] an app container claiming another pod's uid is refused"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(cat "$WORK/podclaim.err")" \
+		"hezo-shim: annotation io.kubernetes.cri.sandbox-uid: $UID2 is not the uid of this container's sandbox $S1 (pod $UID1)" \
+		"[pod] one line naming the annotation, the sandbox and its pod"
+else
+	expect_match "$(cat "$WORK/podclaim.err")" '^hezo-shim: ' "[pod] one line (runsc refuses a pod's app containers in any case)"
+fi
+expect_eq "$(wc -l <"$WORK/podclaim.err" | tr -d ' ')" 1 "[pod] exactly one line on stderr" || diag "$(cat "$WORK/podclaim.err")"
+hezo_bundle_cleanup "$ROOT" "$ID"
+# The same container without the claim: pod 2's secret is still not its pod's.
+new_id podnoclaim
+pod_create podnoclaim '["cat", "/secrets/s/token"]' \
+	"$(pod_ann container "$S1" "$UID2" pod1) | del(.annotations[\"io.kubernetes.cri.sandbox-uid\"]) | $(pod_join "$S1PID") | $(secret_of "$UID2")"
+expect_ne "$RC" 0 "[pod] without a uid claim another pod's secret is refused too"
+hezo_bundle_cleanup "$ROOT" "$ID"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	# Its own pod's secret, with or without the uid annotation: mounted, read from inside.
+	for claim in with without; do
+		new_id "podown$claim"
+		f="$(pod_ann container "$S1" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")"
+		[ $claim = without ] && f="$f | del(.annotations[\"io.kubernetes.cri.sandbox-uid\"])"
+		pod_create "podown$claim" '["cat", "/secrets/s/token"]' "$f"
+		expect_eq "$RC" 0 "[pod] an app container of pod 1 ($claim the uid annotation) mounts pod 1's secret" ||
+			diag "$(cat "$WORK/podown$claim.err")"
+		hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1
+		for _ in $(seq 50); do
+			[ "$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r .status)" = stopped ] && break
+			sleep 0.1
+		done
+		expect_eq "$(cat "$WORK/podown$claim.out")" "secret-of-$UID1" "[pod] ... and reads it from inside"
+		hezo_bundle_cleanup "$ROOT" "$ID"
+	done
+	# A sandbox-id that names no live sandbox: no pod volumes at all.
+	new_id podnosandbox
+	pod_create podnosandbox '["true"]' \
+		"$(pod_ann container "hezo-it-nosuchpod" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")"
+	expect_ne "$RC" 0 "[pod] an app container whose sandbox-id names no live sandbox gets no pod volume"
+	# (Joining pod 1's namespaces under another pod's keys is refused first.)
+	expect_match "$(cat "$WORK/podnosandbox.err")" "^hezo-shim: .*(no app container of a running pod sandbox|and another pod)" \
+		"[pod] one line saying so"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+else
+	skip "[pod] an app container of pod 1 mounts pod 1's secret" "runsc refuses a pod's app containers (shim/runsc.c)"
+	skip "[pod] an app container whose sandbox-id names no live sandbox gets no pod volume" \
+		"runsc refuses a pod's app containers (shim/runsc.c)"
+fi
+# A second sandbox claiming the running pod 1's uid: refused.
+new_id podtwin
+pod_create podtwin '["true"]' "$(pod_ann sandbox "$ID" "$UID1" pod1)"
+expect_ne "$RC" 0 "[pod] a second sandbox claiming a running pod's uid is refused"
+expect_eq "$(cat "$WORK/podtwin.err")" \
+	"hezo-shim: annotation io.kubernetes.cri.sandbox-uid: pod $UID1 is sandbox $S1's, which runs" \
+	"[pod] one line naming the sandbox that has it"
+hezo_bundle_cleanup "$ROOT" "$ID"
+# A container of pod 2 joining pod 1's sandbox's IPC namespace: the pod keys of pod 1's record
+# differ, so it is refused (no container-type: CRI-O and plain callers name only the pod).
+new_id podjoin
+pod_create podjoin '["true"]' \
+	"$(pod_ann x "hezo-it-pod2" "$UID2" pod2) | del(.annotations[\"io.kubernetes.cri.container-type\"]) | $(pod_join "$S1PID")"
+expect_ne "$RC" 0 "[pod] a container of another pod may not join pod 1's namespaces"
+expect_match "$(cat "$WORK/podjoin.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\((ipc|network)\\): path /proc/$S1PID/ns/(ipc|net): it is container $S1.s, of project .* and another pod" \
+	"[pod] one line naming the owner and the other pod"
+hezo_bundle_cleanup "$ROOT" "$ID"
+hezo_bundle_cleanup "$ROOT" "$S1"
+
+# --- root.path in a storage tree that is not the engine's configured one (F4) --------------------
+# A look-alike of Docker's overlay2 layout (and of podman's) under the test's own directory: the
+# layerdb names this ID's mount, but the tree is not Docker's data-root.
+new_id fakedocker
+FD=$WORK/fakedocker
+hezo_busybox_rootfs "$FD/overlay2/l1/merged" || bail_out "cannot make a rootfs"
+mkdir -p "$FD/image/overlay2/layerdb/mounts/$ID" && echo l1 >"$FD/image/overlay2/layerdb/mounts/$ID/mount-id"
+hezo_make_bundle "$WORK/fakedocker-b" "$ID" '["true"]' ".root.path = \"$FD/overlay2/l1/merged\"" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/fakedocker-b" "$ID" >"$WORK/fakedocker.out" 2>"$WORK/fakedocker.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[root.path fake Docker root] a Docker-shaped tree outside Docker's data-root is refused"
+expect_eq "$(cat "$WORK/fakedocker.err")" \
+	"hezo-shim: root.path $FD/overlay2/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
+	"[root.path fake Docker root] one line naming root.path"
+hezo_bundle_cleanup "$ROOT" "$ID"
+new_id fakepodman
+FP=$WORK/fakepodman
+hezo_busybox_rootfs "$FP/overlay/l1/merged" || bail_out "cannot make a rootfs"
+mkdir -p "$FP/overlay-containers" && printf '[{"id":"%s","layer":"l1"}]' "$ID" >"$FP/overlay-containers/containers.json"
+hezo_make_bundle "$WORK/fakepodman-b" "$ID" '["true"]' ".root.path = \"$FP/overlay/l1/merged\"" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/fakepodman-b" "$ID" >"$WORK/fakepodman.out" 2>"$WORK/fakepodman.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[root.path fake podman root] a podman-shaped tree outside podman's graphroot is refused"
+expect_eq "$(cat "$WORK/fakepodman.err")" \
+	"hezo-shim: root.path $FP/overlay/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
+	"[root.path fake podman root] one line naming root.path"
+hezo_bundle_cleanup "$ROOT" "$ID"
+
 # --- cgroupsPath absent, root.path absolute inside the bundle: both fine ----------------------------
 new_id cgabsent
 B=$WORK/cgabsent

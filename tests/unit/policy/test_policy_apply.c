@@ -38,7 +38,7 @@ struct fix {
  */
 static struct hezo_apply_env test_env;
 static const struct hezo_apply_env *cur_env;
-static char env_id[128], env_bundle[PATH_MAX];
+static char env_id[128], env_bundle[PATH_MAX], env_docker[PATH_MAX], env_podman[PATH_MAX];
 static pid_t fake_dockerd = -1;
 
 static int owner_nobody(void *data, const char *kind, const char *path, char **owner,
@@ -212,8 +212,13 @@ static void place_engine_root(struct hezo_json *spec, const char *root)
 		assert_int_equal(hezo_json_set(pre->items[i], "path", hezo_json_new_string(exe)),
 				 0);
 	}
-	test_env = (struct hezo_apply_env){
-		.id = env_id, .bundle = env_bundle, .ns_owner = owner_nobody};
+	snprintf(env_docker, sizeof(env_docker), "%s/var/lib/docker", root);
+	snprintf(env_podman, sizeof(env_podman), "%s/var/lib/containers/storage", root);
+	test_env = (struct hezo_apply_env){.id = env_id,
+					   .bundle = env_bundle,
+					   .ns_owner = owner_nobody,
+					   .docker_root = env_docker,
+					   .podman_root = env_podman};
 	cur_env = &test_env;
 }
 
@@ -1116,7 +1121,8 @@ static void test_root_path(void **state)
 {
 	struct fix *f = *state;
 	_cleanup_free_ char *bundle = NULL, *abs = NULL, *other = NULL, *link = NULL,
-			    *dmerged = NULL, *dmounts = NULL, *pmerged = NULL, *pdir = NULL;
+			    *dmerged = NULL, *dmounts = NULL, *pmerged = NULL, *pdir = NULL,
+			    *droot = NULL, *proot = NULL;
 	struct hezo_apply_env env = {.id = "c0ffee"};
 
 	assert_true(asprintf(&bundle, "%s/bundle", f->root) > 0);
@@ -1144,8 +1150,12 @@ static void test_root_path(void **state)
 	assert_true(asprintf(&dmerged, "%s/docker/overlay2/m1/merged", f->root) > 0);
 	assert_true(asprintf(&dmounts, "%s/docker/image/overlay2/layerdb/mounts/c0ffee", f->root) >
 		    0);
+	assert_true(asprintf(&droot, "%s/docker", f->root) > 0);
+	assert_true(asprintf(&proot, "%s/storage", f->root) > 0);
 	mkdir_p(dmerged);
 	mkdir_p(dmounts);
+	env.docker_root = droot;
+	env.podman_root = proot;
 	root_case(&env, dmerged, "neither inside the bundle");
 	write_file_at(dmounts, "mount-id", "m2");
 	root_case(&env, dmerged, "neither inside the bundle");
@@ -1154,6 +1164,18 @@ static void test_root_path(void **state)
 	env.id = "deadbeef";
 	root_case(&env, dmerged, "neither inside the bundle");
 	env.id = "c0ffee";
+	/* Only under the storage root Docker's configuration names: a look-alike tree is not. */
+	env.docker_root = proot;
+	root_case(&env, dmerged, "neither inside the bundle");
+	env.docker_root = NULL;
+	root_case(&env, dmerged, "neither inside the bundle");
+	env.docker_root = droot;
+	/* An ID the engine already runs is not taken over from another --root. */
+	env.id_in_use = "the backend's state under /run/docker/runtime-runc/moby";
+	root_case(&env, dmerged,
+		  "it is Docker's root filesystem for container c0ffee, which "
+		  "already runs (the backend's state under /run/docker/runtime-runc/moby)");
+	env.id_in_use = NULL;
 
 	/* podman: overlay-containers/containers.json gives the container's layer. */
 	assert_true(asprintf(&pmerged, "%s/storage/overlay/l1/merged", f->root) > 0);
@@ -1165,6 +1187,14 @@ static void test_root_path(void **state)
 	write_file_at(pdir, "containers.json",
 		      "[{\"id\":\"x\",\"layer\":\"l1\"},{\"id\":\"c0ffee\",\"layer\":\"l1\"}]");
 	root_case(&env, pmerged, NULL);
+	env.podman_root = droot;
+	root_case(&env, pmerged, "neither inside the bundle");
+	env.podman_root = proot;
+	env.id_in_use = "podman's container";
+	root_case(&env, pmerged,
+		  "it is podman's root filesystem for container c0ffee, which "
+		  "already runs (podman's container)");
+	env.id_in_use = NULL;
 	env.id = "x2";
 	root_case(&env, pmerged, "neither inside the bundle");
 }

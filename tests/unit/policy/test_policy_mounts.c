@@ -637,7 +637,8 @@ static void test_kubelet_volumes(void **state)
 	_cleanup_free_ char *other =
 		place(f->root, "kubelet/pods/" UID_B "/volumes/kubernetes.io~secret/s/");
 	struct owners owners = {.net = ID_A, .ipc = ID_A, .uts = ID_A};
-	struct hezo_apply_env env = {.id = "cccc3333", .ns_owner = fake_ns_owner, .data = &owners};
+	struct hezo_apply_env env = {
+		.id = "cccc3333", .ns_owner = fake_ns_owner, .data = &owners, .pod_uid = UID_A};
 	struct hezo_json *spec;
 
 	assert_true(asprintf(&kroot, "%s/kubelet", f->root) > 0);
@@ -675,8 +676,17 @@ static void test_kubelet_volumes(void **state)
 	KUBELET("container", UID_A, "/p", plugins, "is not a pod's volume");
 	KUBELET("container", UID_A, "/k", kroot, "is in the kubelet's directory");
 	KUBELET("container", UID_A, "/k", f->root, "holds the kubelet's directory");
-	/* The pod is only known from containerd's annotations and the sandbox holding the netns. */
-	KUBELET("container", NULL, "/etc/config", cm, "no app container of a running pod sandbox");
+	/*
+	 * The pod is the uid in its sandbox's record (env.pod_uid), the sandbox holding the netns;
+	 * the container's own sandbox-uid annotation counts for nothing, whatever it claims.
+	 */
+	KUBELET("container", NULL, "/etc/config", cm, NULL);
+	KUBELET("container", UID_B, "/etc/config", cm, NULL);
+	KUBELET("container", UID_B, "/s", other,
+		"is pod " UID_B "'s, not this container's pod " UID_A);
+	env.pod_uid = NULL;
+	KUBELET("container", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
+	env.pod_uid = UID_A;
 	KUBELET("sandbox", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
 	owners = (struct owners){.net = ID_B};
 	KUBELET("container", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
