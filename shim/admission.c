@@ -122,7 +122,22 @@ bool shim_record_live(const struct hezo_json *rec)
 	    proc_alive((long)pid, start))
 		return true;
 	r = cgroup_populated(rec);
-	/* No cgroup to look at: count it, rather than let a box start past the limit. */
+	if (r == -EINVAL) {
+		/*
+		 * No cgroup to look at (runsc without cgroupsPath, a foreground run's record): ask
+		 * runc's or runsc's own state; any other backend counts, rather than let a box
+		 * start past the limit.
+		 */
+		const char *backend = hezo_json_string(hezo_json_get(rec, "backend")) ?: "";
+		const char *root = hezo_json_string(hezo_json_get(rec, "root"));
+		const char *id = hezo_json_string(hezo_json_get(rec, "id"));
+		bool runsc = strcmp(backend, "runsc") == 0;
+
+		if (!id || (!runsc && strcmp(backend, "runc") != 0))
+			return true;
+		return shim_backend_state_alive(root ?: (runsc ? "/var/run/runsc" : "/run/runc"),
+						id);
+	}
 	return r != 0;
 }
 

@@ -118,7 +118,7 @@ static uint64_t json_u64(const struct hezo_json *obj, const char *key)
 }
 
 /* runc's ROOT/ID/state.json, its init process alive (pid and start time); runsc's state file. */
-static bool backend_state_alive(const char *root, const char *id)
+bool shim_backend_state_alive(const char *root, const char *id)
 {
 	_cleanup_free_ char *path = NULL, *data = NULL;
 	_cleanup_json_ struct hezo_json *st = NULL;
@@ -196,7 +196,7 @@ struct task_q {
 
 static bool root_has(const char *dir, void *data)
 {
-	return backend_state_alive(dir, ((const struct task_q *)data)->id);
+	return shim_backend_state_alive(dir, ((const struct task_q *)data)->id);
 }
 
 /* A containerd v2 task (or podman userdata) directory for ID other than ours, its pid alive. */

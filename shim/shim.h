@@ -129,6 +129,8 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
  * /etc/docker/daemon.json, podman's graphroot from storage.conf), resolved ("" when missing).
  */
 void shim_engine_roots(char docker[PATH_MAX], char podman[PATH_MAX]);
+/* Is container id alive by the backend's own state under root (runc's state.json, runsc's)? */
+bool shim_backend_state_alive(const char *root, const char *id);
 /*
  * Does a live container of this ID already run elsewhere: a record of the shim's under another
  * --root, a backend's state (runc, runsc) under an engine's runtime root, a containerd task or a

@@ -141,6 +141,20 @@ ls "$HEZO_TEST_STATE"/*/"$P-k3.json" >/dev/null 2>&1 && ok "[killed] ... its rec
 	not_ok "[killed] ... its record is still there"
 for id in "$P-k3" "$P-k4"; do hezo_shim --root "$ROOT" delete --force "$id" >/dev/null 2>&1; done
 
+# --- a record with no cgroup (no cgroupsPath; a foreground run that ended) holds no slot ---------------
+# Nothing deletes after a foreground run, and without a cgroup only the backend's own state can
+# say the container is gone (runc's state.json, runsc's state file).
+policy 1 2
+bundle "$P-fg" '["true"]' 'del(.linux.cgroupsPath)'
+bundle "$P-fg2" '["sleep", "1000"]'
+hezo_shim --root "$ROOT" run -b "$WORK/$P-fg" "$P-fg" </dev/null >/dev/null 2>"$WORK/$P-fg.err"
+expect_eq "$?" 0 "[no cgroup] a foreground run without cgroupsPath ends" || diag "$(cat "$WORK/$P-fg.err")"
+ls "$HEZO_TEST_STATE"/*/"$P-fg.json" >/dev/null 2>&1 && ok "[no cgroup] ... its record is still there" ||
+	not_ok "[no cgroup] ... its record is still there"
+shim_create "$P-fg2" && rc=0 || rc=$?
+expect_eq "$rc" 0 "[no cgroup] ... and holds no slot: the next create passes" || diag "$(cat "$WORK/$P-fg2.err")"
+for id in "$P-fg" "$P-fg2"; do hezo_shim --root "$ROOT" delete --force "$id" >/dev/null 2>&1; done
+
 # --- 20 concurrent creates against 5 slots: never more than 5 running ---------------------------------
 policy 5 120
 IDS=()
