@@ -96,15 +96,8 @@ hezo_write_policy bundle ".egress = {mode: \"proxy\",
 # ---- a rootfs with Debian's curl and git and their libraries ----
 RFS=$E/rootfs
 hezo_busybox_rootfs "$RFS" || bail_out "cannot make the rootfs"
-copy_bin() {
-	local f
-	for f in "$@" $(ldd "$@" 2>/dev/null | awk '/=>/ { print $3 } /^\t\// { print $1 }' | sort -u); do
-		[ -e "$f" ] || continue
-		mkdir -p "$RFS$(dirname "$f")"
-		cp -L "$f" "$RFS$f"
-	done
-}
-copy_bin /usr/bin/curl /usr/bin/git /usr/lib/git-core/git-remote-https /usr/lib/git-core/git-remote-http
+hezo_copy_bin "$RFS" /usr/bin/curl /usr/bin/git /usr/lib/git-core/git-remote-https \
+	/usr/lib/git-core/git-remote-http || bail_out "cannot copy curl and git into the rootfs"
 printf 'nameserver 10.205.1.1\n' >"$RFS/etc/resolv.conf"
 printf 'hosts: dns files\n' >"$RFS/etc/nsswitch.conf"
 mkdir -p "$RFS/etc/ssl/certs"
