@@ -333,6 +333,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
 	const char *id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
+	unsigned enosys_rules = 0;
 	bool engine_seccomp;
 	size_t len;
 	int r;
@@ -428,6 +429,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		if (r < 0)
 			goto fail;
 		r = shim_runsc_prepare_exec(spec, &exec_bpf, &err);
+		if (r < 0)
+			goto fail;
+		r = shim_runsc_seccomp_enosys(spec, &enosys_rules, &err);
 		if (r < 0)
 			goto fail;
 	}

@@ -244,6 +244,14 @@ int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *he
 		      struct hezo_error **err);
 /* At create: compile the spec's profile (*hex, NULL without one) and mount the helper. */
 int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_error **err);
+/*
+ * runsc-seccomp.c: runsc's OCI converter answers every SCMP_ACT_ERRNO with EPERM, ignoring
+ * errnoRet, and glibc only falls back from clone3 to clone on ENOSYS. When no process in the
+ * container can become a tracer (ptrace denied), ERRNO(ENOSYS) rules and default become
+ * SCMP_ACT_TRACE, which the Sentry answers with ENOSYS without a tracer. *rewritten: how many.
+ * Call after shim_runsc_prepare_exec: the exec filter is compiled from the profile as given.
+ */
+int shim_runsc_seccomp_enosys(struct hezo_json *spec, unsigned *rewritten, struct hezo_error **err);
 /* At exec: [helper, hex, "--"] from the record, or a refusal when it has none. */
 int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
 			   struct hezo_error **err);

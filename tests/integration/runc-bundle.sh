@@ -671,6 +671,39 @@ hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/rt.out" 2>"$WORK/rt.err" </de
 expect_eq "$rc" 0 "[cpu.realtimeRuntime] run exits 0" || diag "$(cat "$WORK/rt.err")"
 expect_eq "$(jq -c '.linux.resources.cpu | [.realtimeRuntime, .realtimePeriod, .burst]' "$B/config.json")" \
 	"[null,null,null]" "[cpu.realtimeRuntime] realtimeRuntime, realtimePeriod and burst stripped"
+# --- threads: 20 at once, clone3 answered ENOSYS (glibc then uses clone), curl's resolver thread ---
+# glibc 2.34+ starts threads with clone3 and falls back to clone only on ENOSYS; runsc's OCI
+# converter answered the profile's ERRNO(ENOSYS) with EPERM, so every pthread_create failed
+# there (curl: "getaddrinfo() thread failed to start"). Under the box's default pids limit.
+THREADS=$HEZO_BUILD_DIR/tests/tools/hezo-threads
+[ -x "$THREADS" ] || bail_out "hezo-threads not built: $THREADS"
+new_id threads
+B=$WORK/threads
+hezo_make_bundle "$B" "$ID" \
+	'["sh", "-c", "hezo-threads 20; /usr/bin/curl -sS --max-time 10 http://threads.hezo.test:9/ 2>&1; echo curl=$?"]' ||
+	bail_out "cannot make bundle"
+install -m 0755 "$THREADS" "$B/rootfs/bin/hezo-threads"
+# curl from Debian with its libraries; the name comes from /etc/hosts (the bundle has no network):
+# the lookup still runs on curl's resolver thread. Port 9 on loopback: refused, curl exits 7.
+if [ -x /usr/bin/curl ]; then
+	hezo_copy_bin "$B/rootfs" /usr/bin/curl || bail_out "cannot copy curl into the rootfs"
+fi
+printf '127.0.0.1 localhost threads.hezo.test\n' >"$B/rootfs/etc/hosts"
+printf 'hosts: files\n' >"$B/rootfs/etc/nsswitch.conf"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/threads.out" 2>"$WORK/threads.err" </dev/null && rc=0 || rc=$?
+out=$(cat "$WORK/threads.out")
+expect_eq "$rc" 0 "[threads] run exits 0" || diag "stderr: $(cat "$WORK/threads.err")"
+expect_match "$out" '^threads 20$' "[threads] 20 threads alive at once under the default pids limit" ||
+	diag "$out"
+expect_match "$out" '^clone3 ENOSYS$' "[threads] clone3 is answered ENOSYS, as runc's box does" || diag "$out"
+if [ -x /usr/bin/curl ]; then
+	expect_match "$out" '^curl=7$' "[threads] curl resolved the name on its resolver thread (then: refused)" ||
+		diag "$out"
+	expect_no_match "$out" 'getaddrinfo|Could not resolve' "[threads] no resolver failure" || diag "$out"
+else
+	skip "[threads] curl resolved the name on its resolver thread (then: refused)" "no /usr/bin/curl"
+	skip "[threads] no resolver failure" "no /usr/bin/curl"
+fi
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
 # --- nothing left behind ---------------------------------------------------------------------

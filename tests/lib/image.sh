@@ -36,6 +36,18 @@ hezo_busybox_rootfs()
 	EOF
 }
 
+# hezo_copy_bin ROOTFS FILE...: copy the host's FILEs (dynamically linked programs) and every
+# library ldd names for them into ROOTFS at the same paths, so Debian's own binaries run there.
+hezo_copy_bin()
+{
+	local root=$1 f
+	shift
+	for f in "$@" $(ldd "$@" 2>/dev/null | awk '/=>/ { print $3 } /^\t\// { print $1 }' | sort -u); do
+		[ -e "$f" ] || continue
+		mkdir -p "$root$(dirname "$f")" && cp -L "$f" "$root$f" || return 1
+	done
+}
+
 # Write the tar stream of a fresh busybox rootfs to stdout.
 _hezo_image_tar()
 {

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "hezo-file.h"
+#include "policy-internal.h"
 #include "shim.h"
 
 #define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -1562,6 +1563,97 @@ static void test_seccomp_bpf(void **state)
 	hezo_json_free(prof);
 }
 
+/* The rule of spec's linux.seccomp whose only name is name; NULL when there is none. */
+static const struct hezo_json *rule_named(const struct hezo_json *spec, const char *name)
+{
+	const struct hezo_json *rules = hezo_json_get_path(spec, "linux.seccomp.syscalls");
+
+	HEZO_JSON_FOREACH (i, rules) {
+		const struct hezo_json *n = hezo_json_get(rules->items[i], "names");
+		if (n && n->len == 1 && strcmp(hezo_json_string(n->items[0]) ?: "", name) == 0)
+			return rules->items[i];
+	}
+	return NULL;
+}
+
+static void test_runsc_seccomp_enosys(void **state)
+{
+	_cleanup_json_ struct hezo_json *before = NULL;
+	struct hezo_json *spec, *linux_;
+	const struct hezo_json *r;
+	unsigned n = 99;
+
+	(void)state;
+	/* hezo's own profile: clone3's ENOSYS becomes TRACE (no tracer can exist), EPERM stays */
+	spec = spec_of("{\"linux\":{}}");
+	linux_ = hezo_json_get(spec, "linux");
+	assert_int_equal(hezo_json_set(linux_, "seccomp", hezo_policy_seccomp_default()), 0);
+	before = hezo_json_clone(spec);
+	assert_int_equal(shim_runsc_seccomp_enosys(spec, &n, NULL), 0);
+	assert_int_equal(n, 1);
+	r = rule_named(spec, "clone3");
+	assert_non_null(r);
+	assert_string_equal(hezo_json_string(hezo_json_get(r, "action")), "SCMP_ACT_TRACE");
+	assert_null(hezo_json_get(r, "errnoRet"));
+	assert_string_equal(
+		hezo_json_string(hezo_json_get_path(spec, "linux.seccomp.defaultAction")),
+		"SCMP_ACT_ERRNO");
+	/* nothing else changed: put clone3's rule back and compare */
+	hezo_json_set((struct hezo_json *)r, "action", hezo_json_new_string("SCMP_ACT_ERRNO"));
+	hezo_json_set((struct hezo_json *)r, "errnoRet", hezo_json_new_int(ENOSYS));
+	assert_true(hezo_json_equal(spec, before));
+	hezo_json_free(spec);
+
+	/* a default of ERRNO(ENOSYS) too; other errnos and actions untouched */
+	spec = spec_of("{\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\","
+		       "\"defaultErrnoRet\":38,\"syscalls\":["
+		       "{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38},"
+		       "{\"names\":[\"mount\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":1},"
+		       "{\"names\":[\"ptrace\"],\"action\":\"SCMP_ACT_ERRNO\"},"
+		       "{\"names\":[\"read\"],\"action\":\"SCMP_ACT_ALLOW\"}]}}}");
+	assert_int_equal(shim_runsc_seccomp_enosys(spec, &n, NULL), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(
+		hezo_json_string(hezo_json_get_path(spec, "linux.seccomp.defaultAction")),
+		"SCMP_ACT_TRACE");
+	assert_null(hezo_json_get_path(spec, "linux.seccomp.defaultErrnoRet"));
+	assert_string_equal(hezo_json_string(hezo_json_get(rule_named(spec, "clone3"), "action")),
+			    "SCMP_ACT_TRACE");
+	assert_string_equal(hezo_json_string(hezo_json_get(rule_named(spec, "mount"), "action")),
+			    "SCMP_ACT_ERRNO");
+	assert_string_equal(hezo_json_string(hezo_json_get(rule_named(spec, "ptrace"), "action")),
+			    "SCMP_ACT_ERRNO");
+	hezo_json_free(spec);
+
+	/* ptrace allowed (Docker's profile does): a tracer could let a TRACEd clone3 run, so the
+	 * profile stays as it is */
+	static const char *const open_ptrace[] = {
+		"{\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+		"{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38},"
+		"{\"names\":[\"read\",\"ptrace\"],\"action\":\"SCMP_ACT_ALLOW\"}]}}}",
+		"{\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+		"{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38}]}}}",
+		"{\"linux\":{\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":["
+		"{\"names\":[\"clone3\"],\"action\":\"SCMP_ACT_ERRNO\",\"errnoRet\":38},"
+		"{\"names\":[\"ptrace\"],\"action\":\"SCMP_ACT_NOTIFY\"}]}}}",
+	};
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(open_ptrace); i++) {
+		_cleanup_json_ struct hezo_json *orig = NULL;
+		spec = spec_of(open_ptrace[i]);
+		orig = hezo_json_clone(spec);
+		assert_int_equal(shim_runsc_seccomp_enosys(spec, &n, NULL), 0);
+		assert_int_equal(n, 0);
+		assert_true(hezo_json_equal(spec, orig));
+		hezo_json_free(spec);
+	}
+
+	/* no profile: nothing to do */
+	spec = spec_of("{\"linux\":{}}");
+	assert_int_equal(shim_runsc_seccomp_enosys(spec, &n, NULL), 0);
+	assert_int_equal(n, 0);
+	hezo_json_free(spec);
+}
+
 static void test_prepare_exec(void **state)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -1704,6 +1796,7 @@ int main(void)
 		cmocka_unit_test(test_record_var_run),
 		cmocka_unit_test(test_seccomp_bpf),
 		cmocka_unit_test(test_prepare_exec),
+		cmocka_unit_test(test_runsc_seccomp_enosys),
 		cmocka_unit_test(test_backend_runsc_aliases),
 	};
 
