@@ -209,9 +209,41 @@ hezo_assert_creds "exec 38 caps" "$out" &&
 
 check "[life] kill KILL" hezo_shim --root "$ROOT" kill "$ID" KILL
 check "[life] state says stopped" hezo_wait_status "$ROOT" "$ID" stopped 20
+
+# runc's answers for a stopped or missing container, whatever the backend: containerd's runc v2
+# shim reads them on stderr (also with --log) and finishes a pod's teardown only on these words.
+# answer LABEL WANT_RC WANT_ERE VERB...: the shim's exit status and stderr, as containerd calls it.
+answer()
+{
+	local label=$1 want_rc=$2 want=$3 out rc
+	shift 3
+	out=$(hezo_shim --root "$ROOT" --log "$WORK/answer.log" --log-format json "$@" 2>&1 >/dev/null) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" "$want_rc" "[answers] $label: exit $want_rc, as runc's"
+	[ -n "$want" ] && expect_match "$out" "$want" "[answers] $label: stderr says \"$want\""
+}
+answer "kill of a stopped container" 1 'container not running' kill "$ID" KILL
+answer "kill --all of a stopped container" 0 '' kill --all "$ID" KILL
 check "[life] delete" hezo_shim --root "$ROOT" delete "$ID"
 expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[life] container gone after delete"
 expect_eq "$(hezo_state_records "$ID")" "" "[life] state record removed by delete"
+answer "state of an unknown container" 1 'does not exist' state "$ID"
+answer "kill of an unknown container" 1 'does not exist' kill "$ID" KILL
+answer "delete --force of an unknown container" 0 '' delete --force "$ID"
+LIFE_ID=$ID
+# The backend lost a container under the shim's record (a sandbox that died and was cleaned up).
+new_id lost
+hezo_make_bundle "$WORK/lost" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/lost" "$ID" >/dev/null 2>"$WORK/lost.err" </dev/null ||
+	diag "create: $(cat "$WORK/lost.err")"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+expect_ne "$(hezo_state_records "$ID")" "" "[answers] the shim still has the lost container's record"
+answer "state of a container the backend lost" 1 'does not exist' state "$ID"
+answer "kill of a container the backend lost" 1 'does not exist' kill "$ID" KILL
+answer "delete --force of a container the backend lost" 0 '' delete --force "$ID"
+expect_eq "$(hezo_state_records "$ID")" "" "[answers] ... and its record goes with it"
+hezo_bundle_cleanup "$ROOT" "$ID"
+ID=$LIFE_ID
 check_fails "[life] memory cgroup removed" test -d "$(hezo_cgroup_dir memory "/hezo-test/$ID")"
 
 # --- resources: the stricter of request and policy wins ---------------------------------------
