@@ -42,7 +42,9 @@ hezo_dockerd_start()
 	fi
 	if ! hezo_dockerd_pid >/dev/null; then
 		mkdir -p "$(dirname "$HEZO_DOCKERD_LOG")"
-		setsid dockerd >>"$HEZO_DOCKERD_LOG" 2>&1 </dev/null &
+		# Without the caller's other descriptors: a dockerd that inherits the fd of
+		# `flock /run/hezo-engines.lock` holds that lock for as long as it runs.
+		setsid dockerd >>"$HEZO_DOCKERD_LOG" 2>&1 </dev/null 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	fi
 	if ! hezo_docker_wait 60; then
 		echo "dockerd did not come up in 60 s; last lines of $HEZO_DOCKERD_LOG:" >&2
