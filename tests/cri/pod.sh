@@ -162,15 +162,8 @@ for bad in "$KROOT/pods/$OUID/volumes/kubernetes.io~configmap/settings|is pod $O
 	expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[volumes] in one line"
 	cri RemoveContainer "{\"container_id\":\"$id\"}" >/dev/null
 done
-# The shipped tmpfs list has /var/run, and a policy tmpfs replaces every mount below it (a project
-# cannot take it out: tmpfs objects merge), so kubelet's token at
-# /var/run/secrets/kubernetes.io/serviceaccount does not reach the container.
-if [ "$TOKEN" = "hezo-test tokro " ]; then
-	ok "[volumes] the service-account token is there, read-only"
-else
-	skip "[volumes] the service-account token is there, read-only (saw: $TOKEN)" \
-		"the policy tmpfs /var/run drops kubelet's /var/run/secrets mount (policy/mounts.c's tmpfs rule)"
-fi
+# The shipped tmpfs list has /var/run; kubelet's token below it is kept and mounted on the tmpfs.
+expect_eq "$TOKEN" "hezo-test tokro " "[volumes] the service-account token is there, read-only"
 check "[volumes] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$VPOD"
 
 # === projects =========================================================================================
