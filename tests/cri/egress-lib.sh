@@ -36,7 +36,10 @@ cri_egress_world()
 	local i
 	CRI_EGRESS=$HEZO_TEST_DIR/egress
 	mkdir -p "$CRI_EGRESS"/{www,proxyd,netlog} || bail_out "cannot create $CRI_EGRESS"
-	tap_cleanup 'for p in "${CRI_EGRESS_PIDS[@]}"; do kill "$p"; done'
+	# (Run in reverse: proxyd goes first, then the namespaces it pinned for registrations a
+	# failed test left.)
+	tap_cleanup "awk -v d='$CRI_EGRESS/proxyd/netns/' 'index(\$2, d) == 1 { print \$2 }' /proc/mounts | xargs -r -n1 umount"
+	tap_cleanup 'for p in "${CRI_EGRESS_PIDS[@]}"; do kill "$p"; done; sleep 0.2'
 	tap_cleanup "ip netns pids $CRI_EGRESS_INET | xargs -r kill; ip netns del $CRI_EGRESS_INET"
 	tap_cleanup "ip link del $CRI_EGRESS_TAG-h"
 	ip netns add "$CRI_EGRESS_INET" || bail_out "cannot create $CRI_EGRESS_INET"

@@ -52,6 +52,7 @@ expect_eq "$rc" 0 "[runsc] RunPodSandbox under a runsc project" || diag "$(cat "
 SPID=$(sandbox_pid "$POD")
 expect_match "$(tr '\0' ' ' <"/proc/$SPID/cmdline" 2>&1)" '^runsc-sandbox ' \
 	"[runsc] the pod's sandbox is a gVisor sandbox"
+out=
 APP=$(cri_create "$POD" "$PODCFG" "$(cri_container_config app 'exec sleep 100000')" 2>&1) &&
 	out=$(cri_start_container "$APP" 2>&1) && rc=0 || rc=$?
 [ "$rc" = 0 ] || out="$APP $out"
