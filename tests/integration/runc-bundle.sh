@@ -246,6 +246,42 @@ hezo_bundle_cleanup "$ROOT" "$ID"
 ID=$LIFE_ID
 check_fails "[life] memory cgroup removed" test -d "$(hezo_cgroup_dir memory "/hezo-test/$ID")"
 
+# --- a pod's sandbox: a refused app container leaves it running; killed from outside, the
+# teardown containerd sends (kill, kill --all, delete) succeeds and leaves nothing ---------------
+new_id sandbox
+SB=$ID
+POD_ANN='.annotations = {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": $sb}'
+hezo_make_bundle "$WORK/sb" "$SB" '["sleep", "600"]' "$(printf '%s' "$POD_ANN" | sed "s/\$sb/\"$SB\"/")" ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/sb" "$SB" >/dev/null 2>"$WORK/sb.err" </dev/null &&
+	hezo_shim --root "$ROOT" start "$SB" 2>>"$WORK/sb.err" && rc=0 || rc=$?
+expect_eq "$rc" 0 "[pod] the sandbox starts" || diag "$(cat "$WORK/sb.err")"
+check "[pod] the sandbox runs" hezo_wait_status "$ROOT" "$SB" running 10
+SPID=$(hezo_backend --root "$ROOT" state "$SB" 2>/dev/null | jq -r .pid)
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	new_id app
+	hezo_make_bundle "$WORK/app" "$ID" '["sleep", "600"]' \
+		".annotations = {\"io.kubernetes.cri.container-type\": \"container\", \"io.kubernetes.cri.sandbox-id\": \"$SB\"}" ||
+		bail_out "cannot make bundle"
+	out=$(hezo_shim --root "$ROOT" create -b "$WORK/app" "$ID" 2>&1 >/dev/null </dev/null) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[pod] runsc: the pod's app container is refused"
+	expect_eq "$(grep -c 'hezo-shim: ' <<<"$out"):$(grep -c . <<<"$out")" 1:1 "[pod] ... in one line"
+	expect_match "$out" "runsc cannot run a pod's app container" "[pod] ... saying why"
+	answer "delete --force of the refused app container" 0 '' delete --force "$ID"
+	sleep 1
+	check "[pod] the sandbox still runs after the refusal" kill -0 "$SPID"
+	expect_eq "$(hezo_backend_status "$ROOT" "$SB")" running "[pod] ... and its backend says running"
+fi
+kill -KILL "$SPID"
+check "[pod] the sandbox killed from outside is stopped" hezo_wait_status "$ROOT" "$SB" stopped 10
+answer "kill of the killed sandbox" 1 'container not running' kill "$SB" KILL
+answer "kill --all of the killed sandbox" 0 '' kill --all "$SB" KILL
+answer "delete of the killed sandbox" 0 '' delete "$SB"
+expect_eq "$(hezo_backend_status "$ROOT" "$SB")" absent "[pod] the backend has no container left"
+expect_eq "$(hezo_state_records "$SB")" "" "[pod] the shim has no record left"
+expect_eq "$(pgrep -f -- "$SB" | wc -l)" 0 "[pod] no process of the sandbox left"
+expect_eq "$(grep -cF -- "$SB" /proc/mounts)" 0 "[pod] no mount of the sandbox left"
+
 # --- resources: the stricter of request and policy wins ---------------------------------------
 new_id greedy
 B=$WORK/greedy
