@@ -35,9 +35,11 @@ leftovers()
 	find "$HEZO_TEST_STATE" -name "*$1*" 2>/dev/null
 	grep -F "$1" /proc/mounts | cut -d' ' -f1-3
 }
+# (proto3 JSON leaves out an enum at its default: SANDBOX_READY is 0.)
 sandbox_ready()
 {
-	[ "$(cri PodSandboxStatus "{\"pod_sandbox_id\":\"$1\"}" | jq -r .status.state)" = SANDBOX_READY ]
+	[ "$(cri PodSandboxStatus "{\"pod_sandbox_id\":\"$1\"}" |
+		jq -r --arg id "$1" 'select(.status.id == $id) | .status.state // "SANDBOX_READY"')" = SANDBOX_READY ]
 }
 sandbox_pid()
 {
