@@ -50,6 +50,7 @@ counts()
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 # cycle HANDLER LABEL: one pod with two app containers, and its removal; 1 on any failure.
+# UP gets the counts while the pod runs.
 cycle()
 {
 	local pcfg pod id c
@@ -60,6 +61,7 @@ cycle()
 			2>>"$CRI_DIR/cycle.err") && cri_start_container "$id" 2>>"$CRI_DIR/cycle.err" ||
 			{ cri_remove_pod "$pod"; return 1; }
 	done
+	[ -n "${WANT_UP:-}" ] && UP=$(counts)
 	cri_remove_pod "$pod" 2>>"$CRI_DIR/cycle.err"
 }
 
@@ -78,9 +80,14 @@ series()
 declare -A PER_CYCLE
 for mode in deny proxy; do
 	hezo_write_policy docker "$(cri_policy_filter) | $(cri_egress_filter "$mode")"
-	# One pod first, so the image and the CNI are warm for the timed series.
-	cycle hezo "warm-$mode" >/dev/null 2>&1
+	# One pod first, so the image and the CNI are warm for the timed series; while it runs the
+	# counts must see it (or they could not see a leak either).
+	UP=
+	WANT_UP=1 cycle hezo "warm-$mode" >/dev/null 2>&1
 	before=$(counts)
+	want='netns=1 proxyd-registrations=0 proxyd-pins=0 .* containerd-shims=1 mounts=[1-9]'
+	[ "$mode" = proxy ] && want='netns=1 proxyd-registrations=1 proxyd-pins=1 .* containerd-shims=1 mounts=[1-9]'
+	expect_match "$UP" "$want" "[$mode] the counts see a running pod ($UP)"
 	series hezo "$mode"
 	sleep 1
 	after=$(counts)

@@ -22,9 +22,10 @@ cri_egress_require()
 	[ -x "$CRI_PROXYD" ] || hezo_cannot_run "hezo-proxyd not built: $CRI_PROXYD"
 }
 
+# CMD in the background, without the caller's descriptors 3-9 (the engines lock's among them).
 _cri_egress_bg()
 {
-	"$@" &
+	"$@" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	CRI_EGRESS_PIDS+=($!)
 }
 
@@ -69,8 +70,7 @@ cri_egress_world()
 		--address=/allowed.test/"$CRI_ALLOWED_IP" --address=/denied.test/"$CRI_DENIED_IP"
 	_cri_egress_bg "$CRI_PROXYD" --socket "$CRI_EGRESS/proxyd/control.sock" \
 		--state-dir "$CRI_EGRESS/proxyd" --log-dir "$CRI_EGRESS/netlog" \
-		--upstream "127.0.0.1:$CRI_EGRESS_DNS_PORT" >"$CRI_EGRESS/proxyd.log" 2>&1 3>&- 4>&- 5>&- \
-		6>&- 7>&- 8>&- 9>&-
+		--upstream "127.0.0.1:$CRI_EGRESS_DNS_PORT" >"$CRI_EGRESS/proxyd.log" 2>&1
 	for ((i = 0; i < 50; i++)); do
 		[ -S "$CRI_EGRESS/proxyd/control.sock" ] && return 0
 		sleep 0.1
