@@ -174,4 +174,16 @@ bool hezo_placeholder_valid(const char *s);
  */
 int hezo_placeholder_from(const uint8_t *rnd, size_t len, char out[HEZO_PLACEHOLDER_LEN + 1]);
 
+/* ---- intersect.c ---- */
+
+/*
+ * What a container joining a registered network namespace leaves it (a pod's app containers,
+ * `--network=container:A`): *out is a section allowing only what both a (the namespace's) and b
+ * (the joiner's) allow, never more than a, made of a's entries that b covers in full and, when
+ * some of a's are lost, b's entries that a covers; *narrowed says whether a lost anything.
+ * Modes and resolvers cannot be narrowed: -EPERM when they differ. The project is a's.
+ */
+int hezo_egress_intersect(const struct hezo_json *a, const struct hezo_json *b,
+			  struct hezo_json **out, bool *narrowed, struct hezo_error **err);
+
 #endif

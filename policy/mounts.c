@@ -1,12 +1,13 @@
 /* config.json's mounts: which the box keeps, how they are rewritten, and the policy's tmpfs
  * mounts added last. */
 /*
- * Rules beyond docs/policy.md, for the reader: mounts at or below a policy tmpfs are dropped (the
- * tmpfs replaces them), bind sources are resolved with realpath() and rewritten to the resolved
- * path, which is then opened without following symlinks and held (env->held) for the shim. Mount
- * options are read as runc 1.1.5's parseMountOptions reads them: a word in its flag, propagation,
- * recursive-attribute or extension table is a flag, anything else is filesystem data joined with
- * commas, so a data option is judged by type and its value may hold no comma.
+ * Rules beyond docs/policy.md, for the reader: mounts at a policy tmpfs, and those below it but
+ * binds, are dropped (the tmpfs replaces them; binds below it are mounted on it), bind sources are
+ * resolved with realpath() and rewritten to the resolved path, which is then opened without following
+ * symlinks and held (env->held) for the shim. Mount options are read as
+ * runc 1.1.5's parseMountOptions reads them: a word in its flag, propagation, recursive-attribute
+ * or extension table is a flag, anything else is filesystem data joined with commas, so a data
+ * option is judged by type and its value may hold no comma.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -505,6 +506,53 @@ static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, stru
 	return 0;
 }
 
+/* A bind (by its type or options) whose source is below kubelet's pods directory: whether it is
+ * this container's own pod's volume is check_bind's rule, as for every such source. */
+static bool kubelet_volume(const struct hezo_policy *p, const struct hezo_json *m)
+{
+	const char *type = hezo_json_string(hezo_json_get(m, "type"));
+	const char *src = hezo_json_string(hezo_json_get(m, "source"));
+	const struct hezo_json *opts = hezo_json_get(m, "options");
+	_cleanup_free_ char *pods = NULL;
+
+	if (!src || !p->kubelet_root || asprintf(&pods, "%s/pods", p->kubelet_root) < 0)
+		return false;
+	if (!hezo_policy_path_under(src, pods) || strcmp(src, pods) == 0)
+		return false;
+	return (type && strcmp(type, "bind") == 0) ||
+	       (opts && opts->type == HEZO_JSON_ARRAY &&
+		(has_option(opts, "bind") || has_option(opts, "rbind")));
+}
+
+/*
+ * Put a policy tmpfs before the first mount below its destination (the runtime mounts in list
+ * order, and a later tmpfs would hide them), else at the end. Takes tm; -ENOMEM.
+ */
+static int place_tmpfs(struct hezo_json *mounts, struct hezo_json *tm)
+{
+	const char *dest = hezo_json_string(hezo_json_get(tm, "destination"));
+	size_t at = mounts->len;
+
+	if (!tm || !dest) {
+		hezo_json_free(tm);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < mounts->len && at == mounts->len; i++) {
+		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
+		_cleanup_free_ char *clean = NULL;
+
+		if (d && hezo_policy_clean_path(d, &clean) == 0 &&
+		    hezo_policy_path_under(clean, dest) && strcmp(clean, dest) != 0)
+			at = i;
+	}
+	if (hezo_json_append(mounts, tm) < 0)
+		return -ENOMEM;
+	memmove(mounts->items + at + 1, mounts->items + at,
+		(mounts->len - 1 - at) * sizeof(*mounts->items));
+	mounts->items[at] = tm;
+	return 0;
+}
+
 static struct hezo_json *tmpfs_mount(const struct hezo_policy_tmpfs *t)
 {
 	_cleanup_json_ struct hezo_json *m = hezo_json_new_object();
@@ -561,9 +609,15 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 				"\"..\"",
 				idx, raw);
 
-		/* The policy's tmpfs replaces whatever the engine put there or below. */
+		/*
+		 * The policy's tmpfs replaces what the engine put at its place or below, except
+		 * a kubelet pod volume below it (the service-account token every pod gets, at
+		 * /var/run/secrets/kubernetes.io/serviceaccount): that one is checked as every
+		 * pod volume is and mounted on the tmpfs (place_tmpfs).
+		 */
 		for (size_t t = 0; t < p->ntmpfs; t++)
-			if (hezo_policy_path_under(dest, p->tmpfs[t].dest))
+			if (hezo_policy_path_under(dest, p->tmpfs[t].dest) &&
+			    (strcmp(dest, p->tmpfs[t].dest) == 0 || !kubelet_volume(p, m)))
 				covered = true;
 		if (covered) {
 			hezo_json_remove_at(mounts, i);
@@ -610,7 +664,7 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 		i++;
 	}
 	for (size_t t = 0; t < p->ntmpfs; t++)
-		if (hezo_json_append(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
+		if (place_tmpfs(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
 			return hezo_policy_nomem(err);
 	return 0;
 }

@@ -120,13 +120,25 @@ static struct hezo_json *list_entry(const struct pd_container *c)
 	struct hezo_json *o = hezo_json_new_object();
 	struct hezo_json *allow = hezo_json_get_path(c->reg, "egress.allow");
 
+	struct hezo_json *members = hezo_json_new_array();
+
 	if (o && (hezo_json_set(o, "id", hezo_json_new_string(c->id)) < 0 ||
 		  hezo_json_set(o, "project", hezo_json_new_string(c->project)) < 0 ||
 		  hezo_json_set(o, "allow",
-				allow ? hezo_json_clone(allow) : hezo_json_new_array()) < 0)) {
+				allow ? hezo_json_clone(allow) : hezo_json_new_array()) < 0 ||
+		  hezo_json_set(o, "members", members) < 0)) {
 		hezo_json_free(o);
 		return NULL;
 	}
+	if (!o) {
+		hezo_json_free(members);
+		return NULL;
+	}
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (hezo_json_append(members, hezo_json_new_string(c->members[i])) < 0) {
+			hezo_json_free(o);
+			return NULL;
+		}
 	return o;
 }
 

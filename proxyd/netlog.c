@@ -1,5 +1,6 @@
 /*
- * netlog: one JSON line per DNS query and per TCP connection, appended to LOG_DIR/ID.jsonl in
+ * netlog: one JSON line per DNS query, per TCP connection and per container joining or leaving
+ * a shared registration, appended to LOG_DIR/ID.jsonl in
  * batches of whole lines (a buffer per container, flushed when full or NETLOG_DELAY_MS after its
  * first line, and at deregistration and exit); and the daemon's own messages on stderr.
  */
@@ -330,6 +331,36 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 		add_num(&ln, "bytesIn", l->bytes_in);
 	}
 	add_num(&ln, "durationMs", l->duration_ms);
+	ln.buf[ln.o++] = '}';
+	ln.buf[ln.o++] = '\n';
+	queue_line(c, ln.buf, ln.o);
+}
+
+void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
+		      const char *verdict, const char *reason)
+{
+	struct line ln;
+	char ms[16];
+	struct timespec now;
+	const char *prefix;
+
+	if (c->log_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	prefix = time_prefix(now.tv_sec);
+	snprintf(ms, sizeof(ms), ".%03dZ", (int)(now.tv_nsec / 1000000) % 1000);
+	ln.o = 0;
+	PUT_LIT(&ln, "{\"time\":\"");
+	put(&ln, prefix, strlen(prefix));
+	put(&ln, ms, 5);
+	PUT_LIT(&ln, "\"");
+	add_str(&ln, "container", c->id);
+	add_str(&ln, "project", c->project);
+	add_str(&ln, "proto", "control");
+	add_str(&ln, "event", event);
+	add_str(&ln, "member", member);
+	add_str(&ln, "verdict", verdict);
+	add_str(&ln, "reason", reason);
 	ln.buf[ln.o++] = '}';
 	ln.buf[ln.o++] = '\n';
 	queue_line(c, ln.buf, ln.o);

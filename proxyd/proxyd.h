@@ -85,9 +85,16 @@ struct pd_listener {
 	struct pd_container *c;
 };
 
+/*
+ * One registration per network namespace, named by the first container that registered it. The
+ * containers that share the namespace (a pod's, `--network=container:`) are its members: the
+ * last to leave takes it down, and a joiner can only narrow its egress.
+ */
 struct pd_container {
 	struct pd_container *next;
 	char id[PD_ID_MAX];
+	char (*members)[PD_ID_MAX];
+	size_t nmembers;
 	char project[PD_PROJECT_MAX];
 	struct hezo_egress eg;
 	struct hezo_json *reg; /* the registration as persisted */
@@ -121,6 +128,7 @@ int pd_metrics_init(const char *spec, struct hezo_error **err);
 extern struct pd_container *pd_containers;
 extern struct pd_stats pd_stats;
 
+/* The registration container id is a member of. */
 struct pd_container *pd_container_find(const char *id);
 bool pd_id_valid(const char *id);
 
@@ -203,6 +211,9 @@ struct pd_netlog {
 int pd_netlog_open(struct pd_container *c, struct hezo_error **err);
 /* Queue one line; lines reach the file in whole-line batches (pd_netlog_flush*). */
 void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l);
+/* A control line: member joined ("join") or left ("leave") c's registration. */
+void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
+		      const char *verdict, const char *reason);
 void pd_netlog_flush(struct pd_container *c);
 void pd_netlog_flush_all(void);
 /* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. */

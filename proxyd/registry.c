@@ -1,7 +1,8 @@
 /*
- * Registered containers: creating one (listeners in its namespace, a bind mount and a state file
- * so a restarted proxyd finds it again), removing one, restoring all at start, and the
- * once-a-second housekeeping.
+ * Registrations, one per network namespace: creating one (listeners in its namespace, a bind
+ * mount and a state file so a restarted proxyd finds it again), the containers that join and
+ * leave it, removing it with its last member, restoring all at start, and the once-a-second
+ * housekeeping.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -81,11 +82,40 @@ bool pd_id_valid(const char *id)
 	return hezo_ctl_id_valid(id);
 }
 
+static ssize_t member_index(const struct pd_container *c, const char *id)
+{
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (strcmp(c->members[i], id) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
 struct pd_container *pd_container_find(const char *id)
+{
+	for (struct pd_container *c = pd_containers; c; c = c->next)
+		if (member_index(c, id) >= 0)
+			return c;
+	return NULL;
+}
+
+/* The registration named id (its first member's), whether or not id is still a member. */
+static struct pd_container *registration_named(const char *id)
 {
 	for (struct pd_container *c = pd_containers; c; c = c->next)
 		if (strcmp(c->id, id) == 0)
 			return c;
+	return NULL;
+}
+
+static struct pd_container *registration_of_netns(const struct stat *nst)
+{
+	for (struct pd_container *c = pd_containers; c; c = c->next) {
+		struct stat ost;
+
+		if (fstat(c->netns_fd, &ost) == 0 && ost.st_dev == nst->st_dev &&
+		    ost.st_ino == nst->st_ino)
+			return c;
+	}
 	return NULL;
 }
 
@@ -122,6 +152,8 @@ static void container_free(struct pd_container *c)
 	hezo_pin_clear(&c->pins);
 	hezo_json_free(c->reg);
 	c->reg = NULL;
+	free(c->members);
+	c->members = NULL;
 	pd_defer_free(c);
 }
 
@@ -130,15 +162,66 @@ static void state_name(const char *id, char *buf, size_t size)
 	snprintf(buf, size, "%s.json", id);
 }
 
+/* The state file of registration c: reg ({"id","project","egress"}) and its members. */
+static int write_state(const struct pd_container *c, const struct hezo_json *reg,
+		       char (*members)[PD_ID_MAX], size_t nmembers, struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *doc = hezo_json_clone(reg);
+	_cleanup_free_ char *text = NULL;
+	struct hezo_json *arr = hezo_json_new_array();
+	char name[PD_ID_MAX + 8];
+	size_t len;
+	int r;
+
+	if (!doc || hezo_json_set(doc, "members", arr) < 0)
+		return hezo_error_set(err, ENOMEM, "state file: out of memory");
+	for (size_t i = 0; i < nmembers; i++)
+		if (hezo_json_append(arr, hezo_json_new_string(members[i])) < 0)
+			return hezo_error_set(err, ENOMEM, "state file: out of memory");
+	state_name(c->id, name, sizeof(name));
+	r = hezo_json_dump(doc, false, &text, &len, err);
+	if (r >= 0)
+		r = hezo_write_state_file_at(containers_dir, name, text, len, 0600, err);
+	return r < 0 ? hezo_error_prefix(err, "state file") : 0;
+}
+
+/* members: ids of a state file's "members" (checked), or NULL for the registration's own id. */
+static int members_set(struct pd_container *c, const struct hezo_json *members,
+		       struct hezo_error **err)
+{
+	size_t n = members ? members->len : 1;
+
+	if (members && (members->type != HEZO_JSON_ARRAY || members->len == 0))
+		return hezo_error_set(err, EINVAL, "members: not a non-empty array");
+	c->members = calloc(n, sizeof(*c->members));
+	if (!c->members)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (!members) {
+		memcpy(c->members[0], c->id, sizeof(c->id));
+		c->nmembers = 1;
+		return 0;
+	}
+	HEZO_JSON_FOREACH (i, members) {
+		const char *id = hezo_json_string(members->items[i]);
+
+		if (!id || !pd_id_valid(id) || member_index(c, id) >= 0)
+			return hezo_error_set(err, EINVAL, "members[%zu]: not a new container id",
+					      i);
+		strcpy(c->members[c->nmembers++], id);
+	}
+	return 0;
+}
+
 /*
  * Bring up a registration that hezo_ctl_registration() accepted, moving its egress into the
- * container. persist: write the state file (false when restoring from it). Takes ownership of
- * netns_fd in every case.
+ * container. persist: write the state file (false when restoring from it, whose members are
+ * given; NULL: the registering container alone). Takes ownership of netns_fd in every case.
  */
 static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
-			struct hezo_error **err)
+			const struct hezo_json *members, struct hezo_error **err)
 {
 	_cleanup_close_ int nsfd = netns_fd;
+	const struct pd_container *o;
 	struct pd_container *c;
 	struct stat nst;
 	int fds[6], r;
@@ -147,23 +230,19 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 		return hezo_error_set(err, EINVAL,
 				      "no network namespace fd in SCM_RIGHTS (or not a netns)");
 	/*
-	 * The listener that accepts a connection is the container's identity, so one namespace
-	 * has one registration. A second container in it (a pod's, --network=container:) would
-	 * otherwise fail on a busy port; say what is wrong instead.
+	 * The listener that accepts a connection is the namespace's identity, so one namespace
+	 * has one registration (pd_register joins it); two state files naming one namespace
+	 * would otherwise fail on a busy port.
 	 */
 	if (fstat(nsfd, &nst) < 0)
 		return hezo_error_set_errno(err, errno, "network namespace");
-	for (const struct pd_container *o = pd_containers; o; o = o->next) {
-		struct stat ost;
-
-		if (fstat(o->netns_fd, &ost) == 0 && ost.st_dev == nst.st_dev &&
-		    ost.st_ino == nst.st_ino)
-			return hezo_error_set(err, EBUSY,
-					      "network namespace already registered for container "
-					      "%s: proxy mode does not support containers that "
-					      "share a network namespace",
-					      o->id);
-	}
+	if ((o = registration_of_netns(&nst)))
+		return hezo_error_set(err, EBUSY, "network namespace already registered for %s",
+				      o->id);
+	if (registration_named(q->id))
+		return hezo_error_set(err, EBUSY,
+				      "id %s names the registration of another network namespace",
+				      q->id);
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -185,6 +264,11 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	    hezo_json_set(c->reg, "egress", TAKE_PTR(q->egress)) < 0) {
 		container_free(c);
 		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	r = members_set(c, members, err);
+	if (r < 0) {
+		container_free(c);
+		return r;
 	}
 
 	r = pd_netns_listen(nsfd, fds, err);
@@ -212,23 +296,16 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 		return r;
 	}
 	if (persist) {
-		_cleanup_free_ char *doc = NULL;
-		char name[PD_ID_MAX + 8];
-		size_t len;
-
 		r = pd_netns_pin(nsfd, c->id, err);
 		if (r < 0) {
 			container_free(c);
 			return r;
 		}
-		state_name(c->id, name, sizeof(name));
-		r = hezo_json_dump(c->reg, false, &doc, &len, err);
-		if (r >= 0)
-			r = hezo_write_state_file_at(containers_dir, name, doc, len, 0600, err);
+		r = write_state(c, c->reg, c->members, c->nmembers, err);
 		if (r < 0) {
 			pd_netns_unpin(c->id);
 			container_free(c);
-			return hezo_error_prefix(err, "state file");
+			return r;
 		}
 	}
 	c->netns_fd = TAKE_FD(nsfd);
@@ -237,12 +314,118 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	return 0;
 }
 
+static void container_down(struct pd_container *c);
+static void forget_state(const char *id);
+
+/*
+ * id joins registration c (another container's namespace): same project, and the namespace
+ * keeps the intersection of both egress sections (hezo_egress_intersect), so no joiner widens
+ * what the namespace reaches. The state file is written before anything changes in memory.
+ */
+static int container_join(struct pd_container *c, struct hezo_ctl_request *q,
+			  struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *egress = NULL, *reg = NULL;
+	_cleanup_free_ char(*members)[PD_ID_MAX] = NULL;
+	struct hezo_egress eg = {0};
+	bool narrowed = false, already = member_index(c, q->id) >= 0;
+	size_t n = c->nmembers + (already ? 0 : 1);
+	char why[200];
+	int r;
+
+	if (strcmp(c->project, q->project) != 0)
+		return hezo_error_set(err, EPERM,
+				      "network namespace registered for container %s of project "
+				      "\"%s\": container %s of project \"%s\" cannot share it",
+				      c->id, c->project, q->id, q->project);
+	r = hezo_egress_intersect(hezo_json_get(c->reg, "egress"), q->egress, &egress, &narrowed,
+				  err);
+	if (r < 0)
+		return hezo_error_prefix(err,
+					 "joining the registration of %s (same network "
+					 "namespace)",
+					 c->id);
+	if (narrowed) {
+		r = hezo_egress_parse(egress, &eg, err);
+		if (r < 0)
+			return hezo_error_prefix(err, "the narrowed egress");
+	}
+	reg = hezo_json_clone(c->reg);
+	members = calloc(n, sizeof(*members));
+	if (!reg || !members || hezo_json_set(reg, "egress", TAKE_PTR(egress)) < 0) {
+		hezo_egress_clear(&eg);
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	memcpy(members, c->members, c->nmembers * sizeof(*members));
+	if (!already)
+		memcpy(members[n - 1], q->id, sizeof(q->id));
+	r = write_state(c, reg, members, n, err);
+	if (r < 0) {
+		hezo_egress_clear(&eg);
+		return r;
+	}
+
+	if (narrowed) {
+		hezo_egress_clear(&c->eg);
+		c->eg = eg;
+	}
+	hezo_json_free(c->reg);
+	c->reg = TAKE_PTR(reg);
+	free(c->members);
+	c->members = TAKE_PTR(members);
+	c->nmembers = n;
+	snprintf(why, sizeof(why), "%s the registration of %s, %zu member%s",
+		 already ? "again in" : "joined", c->id, n, n == 1 ? "" : "s");
+	pd_netlog_member(c, "join", q->id, narrowed ? "narrowed" : "allow",
+			 narrowed ? "its egress is narrower: the namespace keeps what both allow"
+				  : why);
+	return 0;
+}
+
+/* id leaves c; the last member to leave takes the registration down. */
+static void member_leave(struct pd_container *c, const char *id)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	ssize_t i = member_index(c, id);
+	char regid[PD_ID_MAX];
+
+	if (i < 0)
+		return;
+	memmove(c->members + i, c->members + i + 1,
+		(c->nmembers - (size_t)i - 1) * sizeof(*c->members));
+	c->nmembers--;
+	if (c->nmembers == 0) {
+		memcpy(regid, c->id, sizeof(regid));
+		container_down(c);
+		forget_state(regid);
+		return;
+	}
+	pd_netlog_member(c, "leave", id, "allow", "left; the registration stays for the others");
+	if (write_state(c, c->reg, c->members, c->nmembers, &err) < 0)
+		pd_log("warning", "registration %s: %s (a restart may keep %s a member)", c->id,
+		       err->msg, id);
+}
+
 int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **err)
 {
-	/* A second registration of an id (a retrying hook) replaces the first. */
-	if (pd_container_find(q->id))
-		pd_deregister(q->id);
-	return container_up(q, netns_fd, true, err);
+	_cleanup_close_ int nsfd = netns_fd;
+	struct pd_container *prev, *ns;
+	struct stat nst;
+
+	if (nsfd < 0 || !pd_netns_is_net(nsfd))
+		return hezo_error_set(err, EINVAL,
+				      "no network namespace fd in SCM_RIGHTS (or not a netns)");
+	if (fstat(nsfd, &nst) < 0)
+		return hezo_error_set_errno(err, errno, "network namespace");
+	ns = registration_of_netns(&nst);
+	/* A registration of an id from another namespace (a retrying hook, a re-created
+	 * container) ends its membership there first. */
+	prev = pd_container_find(q->id);
+	if (prev && prev != ns)
+		member_leave(prev, q->id);
+	if (ns)
+		return container_join(ns, q, err);
+	return container_up(q, TAKE_FD(nsfd), true, NULL, err);
 }
 
 static void container_down(struct pd_container *c)
@@ -272,9 +455,9 @@ void pd_deregister(const char *id)
 	struct pd_container *c = pd_container_find(id);
 
 	if (c)
-		container_down(c);
-	if (pd_id_valid(id))
-		forget_state(id);
+		member_leave(c, id);
+	else if (pd_id_valid(id) && !registration_named(id))
+		forget_state(id); /* a stale file of a registration that is not up */
 }
 
 void pd_registry_restore(void)
@@ -293,7 +476,7 @@ void pd_registry_restore(void)
 	}
 	while ((de = readdir(d))) {
 		_cleanup_error_ struct hezo_error *err = NULL;
-		_cleanup_json_ struct hezo_json *req = NULL;
+		_cleanup_json_ struct hezo_json *req = NULL, *members = NULL;
 		_cleanup_(hezo_ctl_request_clear) struct hezo_ctl_request q = {0};
 		_cleanup_free_ char *buf = NULL;
 		char id[PD_ID_MAX];
@@ -313,7 +496,10 @@ void pd_registry_restore(void)
 			forget_state(id);
 			continue;
 		}
-		/* Checked as a register request is, and it must be the file's own container. */
+		/* The members (none in a file of an older proxyd: the registration's own id), then
+		 * the rest checked as a register request is, and it must be the file's own. */
+		members = hezo_json_clone(hezo_json_get(req, "members"));
+		hezo_json_remove(req, "members");
 		if (hezo_ctl_registration(req, &q, &err) < 0 || strcmp(q.id, id) != 0) {
 			pd_log("warning", "state %s: %s: dropped", de->d_name,
 			       err ? err->msg : "names another id");
@@ -333,12 +519,14 @@ void pd_registry_restore(void)
 			forget_state(id);
 			continue;
 		}
-		if (container_up(&q, fd, false, &err) < 0) {
+		if (container_up(&q, fd, false, members, &err) < 0) {
 			pd_log("warning", "container %s: %s: dropped", id, err->msg);
 			forget_state(id);
 			continue;
 		}
-		pd_log("info", "container %s: listeners re-created", id);
+		pd_log("info", "container %s: listeners re-created (%zu member%s)", id,
+		       registration_named(id)->nmembers,
+		       registration_named(id)->nmembers == 1 ? "" : "s");
 	}
 	closedir(d);
 }

@@ -1,6 +1,7 @@
 /*
- * start, kill, ps and features: pass-through verbs for runc, with the work runsc needs around
- * them (no sandbox left behind after a failed start, host PIDs for ps, no features command).
+ * start, kill, state, ps and features: pass-through verbs for runc, with the work runsc needs
+ * around them (no sandbox left behind after a failed start, runc's answers for a stopped or
+ * missing sandbox, host PIDs for ps, no features command).
  */
 #include <errno.h>
 #include <signal.h>
@@ -73,6 +74,78 @@ static int destroy_if_created(struct shim_ctx *ctx, const struct shim_target *t,
 	return 0;
 }
 
+/*
+ * runc's answers where runsc's differ, for a container that is stopped or gone: containerd's
+ * runc v2 shim reads the runtime's stderr and takes a kill as done only on "container not
+ * running" or "does not exist", and a state as "stopped" only on "does not exist" (runsc says
+ * "sandbox is not running" and "loading container: file does not exist", exit 128). Without
+ * them StopPodSandbox fails for good on a pod whose sandbox died. Returns the exit status, or
+ * -EAGAIN when the container is there and running (the backend answers itself).
+ */
+static int runc_answer(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+		       const char *verb, bool all)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *status = NULL;
+	long pid = 0;
+	int r;
+
+	r = shim_runsc_state(ctx, t, id, &status, &pid, &err);
+	if (r == -ENOENT) {
+		hezo_error_free(TAKE_PTR(err));
+		hezo_error_set(&err, ENOENT, "container does not exist");
+		return shim_fail_stderr(ctx, err);
+	}
+	if (r < 0 || strcmp(verb, "kill") != 0 || strcmp(status, "stopped") != 0)
+		return -EAGAIN;
+	/* runc: a kill --all of a stopped container signals nothing and succeeds. */
+	if (all)
+		return 0;
+	hezo_error_set(&err, ESRCH, "container not running");
+	return shim_fail_stderr(ctx, err);
+}
+
+/* The same for an id with no record where runsc is the backend the policy would pick. */
+static int runc_answer_unrecorded(struct shim_ctx *ctx, const char *id, const char *verb, bool all)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct shim_target t = {0};
+	int r = -EAGAIN;
+
+	if (!id || shim_validate_id(id, NULL) < 0)
+		return -EAGAIN;
+	if (shim_resolve(ctx, id, &t, &rec, &err) == 0 && !rec && t.backend == HEZO_BACKEND_RUNSC)
+		r = runc_answer(ctx, &t, id, verb, all);
+	shim_target_done(&t);
+	return r;
+}
+
+int shim_cmd_state(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct shim_target t = {0};
+	struct shim_args a = {0};
+	const char *id;
+	int r;
+
+	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	if (r < 0)
+		return shim_fail(ctx, err);
+	id = a.help ? NULL : shim_args_positional(&a, 0);
+	r = runsc_container(ctx, id, &t, &rec, &err);
+	if (r > 0)
+		r = runc_answer(ctx, &t, id, verb, false);
+	else if (r == 0)
+		r = runc_answer_unrecorded(ctx, id, verb, false);
+	shim_args_done(&a);
+	shim_target_done(&t);
+	if (r == -EAGAIN)
+		return shim_cmd_passthrough(ctx, verb, argc, argv);
+	return r < 0 ? shim_fail(ctx, err) : r;
+}
+
 int shim_cmd_start(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -122,9 +195,19 @@ int shim_cmd_kill(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	sig = shim_args_positional(&a, 1);
 	r = runsc_container(ctx, id, &t, &rec, &err);
 	if (r <= 0) {
+		if (r == 0)
+			r = runc_answer_unrecorded(ctx, id, verb, shim_args_bool(&a, "all"));
 		shim_args_done(&a);
 		shim_target_done(&t);
-		return r < 0 ? shim_fail(ctx, err) : shim_cmd_passthrough(ctx, verb, argc, argv);
+		if (r == -EAGAIN)
+			return shim_cmd_passthrough(ctx, verb, argc, argv);
+		return r < 0 ? shim_fail(ctx, err) : r;
+	}
+	r = runc_answer(ctx, &t, id, verb, shim_args_bool(&a, "all"));
+	if (r != -EAGAIN) {
+		shim_args_done(&a);
+		shim_target_done(&t);
+		return r;
 	}
 	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
 	if (r == 0)

@@ -23,7 +23,7 @@ static const struct {
 	{"update", shim_cmd_update},   {"delete", shim_cmd_delete},
 	{"start", shim_cmd_start},     {"kill", shim_cmd_kill},
 	{"ps", shim_cmd_ps},	       {"features", shim_cmd_features},
-	{"inspect", shim_cmd_inspect},
+	{"inspect", shim_cmd_inspect}, {"state", shim_cmd_state},
 };
 
 /*

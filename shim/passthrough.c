@@ -31,7 +31,13 @@ int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, 
 		 why && why->msg ? why->msg : "unknown error");
 	if (strcmp(verb, "delete") == 0 && force)
 		return 0;
-	return shim_failf(ctx, "container \"%s\" does not exist", id);
+	{
+		/* On stderr too, as runc's: containerd's shim matches "does not exist" there. */
+		_cleanup_error_ struct hezo_error *err = NULL;
+
+		hezo_error_set(&err, ENOENT, "container \"%s\" does not exist", id);
+		return shim_fail_stderr(ctx, err);
+	}
 }
 
 int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char **argv)

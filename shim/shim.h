@@ -331,6 +331,7 @@ int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 int shim_cmd_start(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 int shim_cmd_kill(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+int shim_cmd_state(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 int shim_cmd_ps(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
 /* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
 int shim_cmd_ps_all(struct shim_ctx *ctx, bool json);

@@ -213,7 +213,9 @@ check "... and leaves the table of the container already in the namespace" has_t
 if [ ! -x "$PROXYD" ]; then
 	for d in "with proxyd: wire exits 0" "with proxyd: redirect rules installed" \
 		"with proxyd: the registration exists" "with proxyd: proxyd listens inside the namespace" \
-		"with proxyd: unwire removes the registration" "with proxyd: unwire removes the table" \
+		"with proxyd: a second container in the namespace joins" \
+		"with proxyd: the last member's unwire removes the registration" \
+		"with proxyd: unwire removes the table" \
 		"killed after register: no table" "killed after register: what proxyd keeps" \
 		"killed after register: the poststop unwire clears the registration"; do
 		skip "$d" "hezo-proxyd not built ($PROXYD)"
@@ -226,6 +228,7 @@ SOCK=$PSTATE/control.sock
 mkdir -p "$PSTATE/log"
 bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
 	--upstream 127.0.0.1:53 >"$WORK/proxyd.log" 2>&1
+PROXYD_PID=$!
 for _ in $(seq 50); do
 	[ -S "$SOCK" ] && break
 	sleep 0.1
@@ -242,21 +245,79 @@ TABLE=$(in_c nft list table inet hezo 2>&1)
 expect_match "$TABLE" 'meta l4proto tcp redirect to :15001' "with proxyd: redirect rules installed"
 check "with proxyd: the registration exists" registered wire-proxy
 expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "with proxyd: proxyd listens inside the namespace"
-# A second container in the same namespace: refused with one line saying why; the first keeps
-# its registration and its table.
+# A second container in the same namespace (a pod's, --network=container:) joins the first's
+# registration: one registration, two members, and the namespace keeps one table.
+members() { jq -c '.members' "$PSTATE/containers/$1.json" 2>/dev/null; }
+# Lines reach the file within 50 ms (proxyd batches them).
+nslog() { sleep 0.2; cat "$PSTATE/log/$1.jsonl" 2>/dev/null; }
 HEZO_PROXYD_SOCKET=$SOCK hook wire \
 	--egress '{"mode":"proxy","allow":["allowed.test"],"resolvers":[],"allowRanges":[],"project":"p"}' \
 	<<<"$(state "$CPID" wire-second)"
-one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *"share a network namespace"* ]] &&
-	ok "with proxyd: a second container in the namespace is refused with one line" ||
-	{ not_ok "with proxyd: a second container in the namespace is refused with one line"; diag "rc=$RC $ERR"; }
-check_fails "... it is not registered" registered wire-second
-check "... the first keeps its registration" registered wire-proxy
-expect_match "$(in_c nft list table inet hezo 2>&1)" 'redirect to :15001' "... and its table"
+expect_eq "$RC:$ERR" "0:" "with proxyd: a second container in the namespace joins (wire exits 0)"
+check_fails "... it has no registration of its own" registered wire-second
+expect_eq "$(members wire-proxy)" '["wire-proxy","wire-second"]' \
+	"... the namespace's registration lists both members"
+expect_match "$(in_c nft list table inet hezo 2>&1)" 'redirect to :15001' "... and the table is still there"
+expect_eq "$(in_c nft list tables | grep -c hezo)" 1 "... exactly one table"
+expect_match "$(nslog wire-proxy)" '"event":"join","member":"wire-second","verdict":"allow"' \
+	"... and the namespace's netlog says it joined"
+# A joiner of another project is refused with one line; the namespace is unchanged.
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"resolvers":[],"allowRanges":[],"project":"q"}' \
+	<<<"$(state "$CPID" wire-other)"
+one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *'project "q"'* ]] &&
+	ok "with proxyd: a joiner of another project is refused with one line" ||
+	{ not_ok "with proxyd: a joiner of another project is refused with one line"; diag "rc=$RC $ERR"; }
+expect_eq "$(members wire-proxy)" '["wire-proxy","wire-second"]' "... and is no member"
+# A wider joiner widens nothing; a narrower one narrows the namespace, and the netlog says so.
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test","denied.test","*.wide.test"],"resolvers":[],"allowRanges":["10.0.0.0/8"],"project":"p"}' \
+	<<<"$(state "$CPID" wire-wide)"
+expect_eq "$RC" 0 "with proxyd: a wider joiner joins"
+expect_eq "$(jq -c '[.egress.allow, .egress.allowRanges]' "$PSTATE/containers/wire-proxy.json")" \
+	'[["allowed.test"],[]]' "... and the namespace's egress is not widened"
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test:443"],"resolvers":[],"allowRanges":[],"project":"p"}' \
+	<<<"$(state "$CPID" wire-narrow)"
+expect_eq "$RC" 0 "with proxyd: a narrower joiner joins"
+expect_eq "$(jq -c '.egress.allow' "$PSTATE/containers/wire-proxy.json")" '["allowed.test:443"]' \
+	"... and the namespace keeps what both allow"
+expect_match "$(nslog wire-proxy)" '"member":"wire-narrow","verdict":"narrowed"' \
+	"... and the netlog says so"
+# A joiner whose resolvers differ cannot be narrowed to: refused with one line.
+HEZO_PROXYD_SOCKET=$SOCK hook wire \
+	--egress '{"mode":"proxy","allow":["allowed.test"],"resolvers":["10.202.0.2"],"allowRanges":[],"project":"p"}' \
+	<<<"$(state "$CPID" wire-resolv)"
+one_line "$ERR" && [ "$RC" = 1 ] && [[ $ERR == *resolvers* ]] &&
+	ok "with proxyd: a joiner with other resolvers is refused with one line" ||
+	{ not_ok "with proxyd: a joiner with other resolvers is refused with one line"; diag "rc=$RC $ERR"; }
 
-leave_c
+# Leaving: the first container's poststop leaves the registration to the others; the last one
+# takes it down. A restarted proxyd keeps the members.
 HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 wire-proxy)"
-check_fails "with proxyd: unwire removes the registration" registered wire-proxy
+check "with proxyd: the first container leaves, the registration stays" registered wire-proxy
+expect_eq "$(members wire-proxy)" '["wire-second","wire-wide","wire-narrow"]' "... without it"
+expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "... proxyd still listens in the namespace"
+kill "$PROXYD_PID"
+wait "$PROXYD_PID" 2>/dev/null
+bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
+	--upstream 127.0.0.1:53 >>"$WORK/proxyd.log" 2>&1
+PROXYD_PID=$!
+for _ in $(seq 50); do
+	"$PROXYD" --socket "$SOCK" --ctl list >/dev/null 2>&1 && break
+	sleep 0.1
+done
+expect_eq "$("$PROXYD" --socket "$SOCK" --ctl list 2>/dev/null | jq -c '[.containers[] | .members]')" \
+	'[["wire-second","wire-wide","wire-narrow"]]' "with proxyd restarted: the members are kept"
+expect_eq "$("$PROXYD" --socket "$SOCK" --ctl list 2>/dev/null | jq -c '[.containers[] | .allow]')" \
+	'[["allowed.test:443"]]' "... and the narrowed egress"
+for m in wire-second wire-wide; do
+	HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 $m)"
+done
+check "... two more leave, the registration stays for the last" registered wire-proxy
+leave_c
+HEZO_PROXYD_SOCKET=$SOCK hook unwire <<<"$(state 0 wire-narrow)"
+check_fails "with proxyd: the last member's unwire removes the registration" registered wire-proxy
 check_fails "with proxyd: unwire removes the table" has_table
 sleeper
 

@@ -134,7 +134,9 @@ cri_start()
 	tap_cleanup cri_stop
 	_cri_config "$shim" || bail_out "cannot write containerd's config: $(cat "$CRI_DIR/install.log")"
 	_cri_image "$CRI_DIR/img" || bail_out "cannot build the image"
-	setsid containerd --config "$CRI_DIR/config.toml" >"$CRI_DIR/containerd.log" 2>&1 </dev/null &
+	# Not holding the caller's descriptors (the engines lock's, when run under flock).
+	setsid containerd --config "$CRI_DIR/config.toml" >"$CRI_DIR/containerd.log" 2>&1 </dev/null \
+		3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&- &
 	CRI_PID=$!
 	for ((i = 0; i < 120; i++)); do
 		cri Version >/dev/null 2>&1 && break

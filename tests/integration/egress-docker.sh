@@ -290,13 +290,38 @@ run "$RT_B" -- "nslookup allowed.test 10.203.0.1"
 expect_match "$OUT" "NXDOMAIN|can't find" "B cannot resolve allowed.test, which only A may reach"
 
 # ---- C joins A's network namespace (--network=container:A) ----
-# One namespace has one registration, so C is refused; its failed start and removal (poststop
-# unwire) must leave A registered and jailed: A still runs in the namespace.
-OUT=$(timeout 90 "$HEZO_DOCKER" run --rm --runtime "$RT_A" --network "container:$A" "$IMG" true 2>&1) &&
-	RC=0 || RC=$?
-expect_ne "$RC" 0 "a container joining A's network namespace is refused"
-expect_match "$OUT" "share a network namespace" "... and docker shows why"
+# One namespace, one registration: C is a member of A's, served by A's listeners with A's egress,
+# its connections in A's netlog. C's removal (poststop unwire) leaves A registered and jailed.
+A_LOG=$E/netlog/$A_ID.jsonl
+lines_a() { sleep 0.2; wc -l <"$A_LOG" 2>/dev/null || echo 0; }
+members_a() { "$PROXYD" --socket "$E/proxyd/control.sock" --ctl list 2>/dev/null |
+	jq -r --arg id "$A_ID" '.containers[] | select(.id == $id) | .members | length'; }
+C=$(cname c)
+OUT=$(timeout 90 "$HEZO_DOCKER" run -d --name "$C" --runtime "$RT_A" --network "container:$A" \
+	"$IMG" sleep 3600 2>&1) && RC=0 || RC=$?
+expect_eq "$RC" 0 "a container C joining A's network namespace starts (proxy mode)"
+[ "$RC" = 0 ] || diag "$OUT"
+C_ID=$(hezo_docker inspect -f '{{.Id}}' "$C" 2>/dev/null)
+in_cc() { OUT=$(timeout 60 "$HEZO_DOCKER" exec "$C" sh -c "$1; echo __ran__" 2>&1) && RC=0 || RC=$?; }
+expect_eq "$(members_a)" 2 "... it is a member of A's registration (two members)"
+check_fails "... with no registration of its own" test -e "$E/proxyd/containers/$C_ID.json"
+n0=$(lines_a)
+in_cc "nslookup allowed.test 10.203.0.1 >/dev/null; $(http_get allowed.test)"
+expect_match "$OUT" hello-world "... C reaches allowed.test through A's registration"
+n1=$(lines_a)
+expect_ne "$n1" "$n0" "... and its connection is in A's netlog"
+expect_match "$(tail -n +$((n0 + 1)) "$A_LOG")" '"name":"allowed.test".*"verdict":"allow"' \
+	"... as an allowed connection to allowed.test"
+before=$(arrived tcp)
+in_cc "$FETCH http://10.203.0.11/index.html"
+refused "... C's direct connection to 10.203.0.11 is refused"
+expect_eq "$(arrived tcp)" "$before" "... and no packet of C's reached the internet namespace"
+in_cc "nslookup denied.test 10.203.0.1"
+expect_match "$OUT" "NXDOMAIN|can't find" "... C cannot resolve denied.test"
+expect_match "$(cat "$A_LOG")" '"event":"join","member":"'"$C_ID"'"' "... A's netlog says C joined"
+hezo_docker rm -f "$C" >/dev/null 2>&1
 sleep 1
+expect_eq "$(members_a)" 1 "after C's removal A's registration has one member"
 check "... A is still registered" registered "$A_ID"
 before=$(arrived tcp)
 in_a "$FETCH http://10.203.0.11/index.html"
@@ -304,6 +329,12 @@ refused "... A is still jailed: its direct connection is refused"
 expect_eq "$(arrived tcp)" "$before" "... and no packet of A's reached the internet namespace"
 in_a "$(http_get allowed.test)"
 expect_match "$OUT" hello-world "... and A's allowed traffic still works"
+# Another project cannot join A's namespace (nor widen it): refused with one line.
+OUT=$(timeout 90 "$HEZO_DOCKER" run --rm --runtime "$RT_B" --network "container:$A" "$IMG" \
+	sh -c "$(http_get other.test)" 2>&1) && RC=0 || RC=$?
+expect_ne "$RC" 0 "a container of project b joining A's network namespace is refused"
+expect_no_match "$OUT" hello-world "... and never reached other.test"
+expect_eq "$(members_a)" 1 "... A's registration is unchanged"
 
 # ---- deny: F joins D's namespace, runs and is removed; D stays jailed ----
 D=$(cname d)
@@ -354,9 +385,26 @@ expect_match "$LOG" 'rebind-lo\.test' "netlog: a line for the rebinding name"
 NETLOG=$(HEZO_NETLOG_DIR=$E/netlog timeout 20 "$E/hezo-shim" netlog --blocked "$A_ID" 2>&1)
 expect_match "$NETLOG" 'denied\.test' "hezo-shim netlog --blocked shows A's refusals"
 
-# ---- removal ----
+# ---- removal: the last member deregisters ----
+# G joins A, then A goes first: the namespace stays registered (and jailed) for G alone.
+G=$(cname g)
+OUT=$(timeout 90 "$HEZO_DOCKER" run -d --name "$G" --runtime "$RT_A" --network "container:$A" \
+	"$IMG" sleep 3600 2>&1) && RC=0 || RC=$?
+expect_eq "$RC" 0 "G joins A's network namespace"
+G_ID=$(hezo_docker inspect -f '{{.Id}}' "$G" 2>/dev/null)
 hezo_docker rm -f "$A" >/dev/null 2>&1
 sleep 1
-check_fails "after docker rm the registration is gone (poststop unwire)" registered "$A_ID"
+expect_eq "$("$PROXYD" --socket "$E/proxyd/control.sock" --ctl list 2>/dev/null |
+	jq -c --arg id "$A_ID" '[.containers[] | select(.id == $id) | .members[]]')" "[\"$G_ID\"]" \
+	"after A's removal the namespace's registration stays, G its only member"
+before=$(arrived tcp)
+OUT=$(timeout 60 "$HEZO_DOCKER" exec "$G" sh -c "$FETCH http://10.203.0.11/index.html; echo __ran__" 2>&1)
+refused "... G is still jailed: its direct connection is refused"
+expect_eq "$(arrived tcp)" "$before" "... and no packet of G's reached the internet namespace"
+hezo_docker rm -f "$G" >/dev/null 2>&1
+sleep 1
+check_fails "after the last member's removal the registration is gone (poststop unwire)" \
+	registered "$A_ID"
+check_fails "... and its state file" test -e "$E/proxyd/containers/$A_ID.json"
 
 tap_done

@@ -209,10 +209,78 @@ hezo_assert_creds "exec 38 caps" "$out" &&
 
 check "[life] kill KILL" hezo_shim --root "$ROOT" kill "$ID" KILL
 check "[life] state says stopped" hezo_wait_status "$ROOT" "$ID" stopped 20
+
+# runc's answers for a stopped or missing container, whatever the backend: containerd's runc v2
+# shim reads them on stderr (also with --log) and finishes a pod's teardown only on these words.
+# answer LABEL WANT_RC WANT_ERE VERB...: the shim's exit status and stderr, as containerd calls it.
+answer()
+{
+	local label=$1 want_rc=$2 want=$3 out rc
+	shift 3
+	out=$(hezo_shim --root "$ROOT" --log "$WORK/answer.log" --log-format json "$@" 2>&1 >/dev/null) &&
+		rc=0 || rc=$?
+	expect_eq "$rc" "$want_rc" "[answers] $label: exit $want_rc, as runc's"
+	[ -n "$want" ] && expect_match "$out" "$want" "[answers] $label: stderr says \"$want\""
+}
+answer "kill of a stopped container" 1 'container not running' kill "$ID" KILL
+answer "kill --all of a stopped container" 0 '' kill --all "$ID" KILL
 check "[life] delete" hezo_shim --root "$ROOT" delete "$ID"
 expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[life] container gone after delete"
 expect_eq "$(hezo_state_records "$ID")" "" "[life] state record removed by delete"
+answer "state of an unknown container" 1 'does not exist' state "$ID"
+answer "kill of an unknown container" 1 'does not exist' kill "$ID" KILL
+answer "delete --force of an unknown container" 0 '' delete --force "$ID"
+LIFE_ID=$ID
+# The backend lost a container under the shim's record (a sandbox that died and was cleaned up).
+new_id lost
+hezo_make_bundle "$WORK/lost" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/lost" "$ID" >/dev/null 2>"$WORK/lost.err" </dev/null ||
+	diag "create: $(cat "$WORK/lost.err")"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+expect_ne "$(hezo_state_records "$ID")" "" "[answers] the shim still has the lost container's record"
+answer "state of a container the backend lost" 1 'does not exist' state "$ID"
+answer "kill of a container the backend lost" 1 'does not exist' kill "$ID" KILL
+answer "delete --force of a container the backend lost" 0 '' delete --force "$ID"
+expect_eq "$(hezo_state_records "$ID")" "" "[answers] ... and its record goes with it"
+hezo_bundle_cleanup "$ROOT" "$ID"
+ID=$LIFE_ID
 check_fails "[life] memory cgroup removed" test -d "$(hezo_cgroup_dir memory "/hezo-test/$ID")"
+
+# --- a pod's sandbox: a refused app container leaves it running; killed from outside, the
+# teardown containerd sends (kill, kill --all, delete) succeeds and leaves nothing ---------------
+new_id sandbox
+SB=$ID
+POD_ANN='.annotations = {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": $sb}'
+hezo_make_bundle "$WORK/sb" "$SB" '["sleep", "600"]' "$(printf '%s' "$POD_ANN" | sed "s/\$sb/\"$SB\"/")" ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/sb" "$SB" >/dev/null 2>"$WORK/sb.err" </dev/null &&
+	hezo_shim --root "$ROOT" start "$SB" 2>>"$WORK/sb.err" && rc=0 || rc=$?
+expect_eq "$rc" 0 "[pod] the sandbox starts" || diag "$(cat "$WORK/sb.err")"
+check "[pod] the sandbox runs" hezo_wait_status "$ROOT" "$SB" running 10
+SPID=$(hezo_backend --root "$ROOT" state "$SB" 2>/dev/null | jq -r .pid)
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	new_id app
+	hezo_make_bundle "$WORK/app" "$ID" '["sleep", "600"]' \
+		".annotations = {\"io.kubernetes.cri.container-type\": \"container\", \"io.kubernetes.cri.sandbox-id\": \"$SB\"}" ||
+		bail_out "cannot make bundle"
+	out=$(hezo_shim --root "$ROOT" create -b "$WORK/app" "$ID" 2>&1 >/dev/null </dev/null) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[pod] runsc: the pod's app container is refused"
+	expect_eq "$(grep -c 'hezo-shim: ' <<<"$out"):$(grep -c . <<<"$out")" 1:1 "[pod] ... in one line"
+	expect_match "$out" "runsc cannot run a pod's app container" "[pod] ... saying why"
+	answer "delete --force of the refused app container" 0 '' delete --force "$ID"
+	sleep 1
+	check "[pod] the sandbox still runs after the refusal" kill -0 "$SPID"
+	expect_eq "$(hezo_backend_status "$ROOT" "$SB")" running "[pod] ... and its backend says running"
+fi
+kill -KILL "$SPID"
+check "[pod] the sandbox killed from outside is stopped" hezo_wait_status "$ROOT" "$SB" stopped 10
+answer "kill of the killed sandbox" 1 'container not running' kill "$SB" KILL
+answer "kill --all of the killed sandbox" 0 '' kill --all "$SB" KILL
+answer "delete of the killed sandbox" 0 '' delete "$SB"
+expect_eq "$(hezo_backend_status "$ROOT" "$SB")" absent "[pod] the backend has no container left"
+expect_eq "$(hezo_state_records "$SB")" "" "[pod] the shim has no record left"
+expect_eq "$(pgrep -f -- "$SB" | wc -l)" 0 "[pod] no process of the sandbox left"
+expect_eq "$(grep -cF -- "$SB" /proc/mounts)" 0 "[pod] no mount of the sandbox left"
 
 # --- resources: the stricter of request and policy wins ---------------------------------------
 new_id greedy

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
+#include "hezo-cleanup.h"
 #include "hezo-egress.h"
 #include "hezo-policy.h"
 
@@ -180,6 +182,132 @@ static void test_placeholder(void **state)
 	assert_false(hezo_placeholder_valid("hzphABCDEFGHIJ0123456789abcdefghijklmnopqrst"));
 }
 
+/* A namespace's section (a), a joiner's (b), and what the namespace keeps. */
+struct join_case {
+	const char *a, *b;
+	int r;
+	bool narrowed;
+	const char *allow; /* the result's allow and allowRanges, as compact JSON */
+	const char *ranges;
+};
+
+static const struct join_case joins[] = {
+	{"{\"mode\":\"proxy\",\"allow\":[\"api.test\"]}",
+	 "{\"mode\":\"proxy\",\"allow\":[\"api.test\"]}", 0, false, "[\"api.test\"]", NULL},
+	/* wider: the namespace keeps its own */
+	{"{\"allow\":[\"api.test\"]}", "{\"allow\":[\"api.test\",\"evil.test\",\"*.test.org\"]}", 0,
+	 false, "[\"api.test\"]", NULL},
+	{"{\"allow\":[\"api.test\",\"*.ok.test\"]}", "{\"allow\":[\"api.test\"]}", 0, true,
+	 "[\"api.test\"]", "[]"},
+	{"{\"allow\":[\"*.ok.test\"]}", "{\"allow\":[\"x.ok.test:443\",\"ok.test\"]}", 0, true,
+	 "[\"x.ok.test:443\"]", "[]"},
+	{"{\"allow\":[\"*.ok.test\"]}", "{\"allow\":[\"*.a.ok.test\"]}", 0, true,
+	 "[\"*.a.ok.test\"]", "[]"},
+	/* no port is 80 and 443: one of them is narrower */
+	{"{\"allow\":[\"x.test\"]}", "{\"allow\":[\"X.test.:443\"]}", 0, true, "[\"x.test:443\"]",
+	 "[]"},
+	{"{\"allow\":[\"x.test:443\"]}", "{\"allow\":[\"x.test\"]}", 0, false, "[\"x.test:443\"]",
+	 NULL},
+	{"{\"allow\":[\"x.test:8443\"]}", "{\"allow\":[\"x.test\"]}", 0, true, "[]", "[]"},
+	{"{\"allow\":[\"10.0.0.0/8:5432\"]}",
+	 "{\"allow\":[\"10.1.0.0/16:5432\",\"10.2.0.0/16:22\"]}", 0, true, "[\"10.1.0.0/16:5432\"]",
+	 "[]"},
+	{"{\"allow\":[\"10.1.0.0/16\"]}", "{\"allow\":[\"10.0.0.0/8\"]}", 0, false,
+	 "[\"10.1.0.0/16\"]", NULL},
+	{"{\"allow\":[\"a.test\"],\"allowRanges\":[\"10.0.0.0/8\"]}",
+	 "{\"allow\":[\"a.test\"],\"allowRanges\":[\"10.9.0.0/16\"]}", 0, true, "[\"a.test\"]",
+	 "[\"10.9.0.0/16\"]"},
+	{"{\"allow\":[\"a.test\"],\"allowRanges\":[\"10.0.0.0/8\"]}", "{\"allow\":[\"a.test\"]}", 0,
+	 true, "[\"a.test\"]", "[]"},
+	{"{\"allow\":[\"a.test\"]}", "{\"allow\":[]}", 0, true, "[]", "[]"},
+	{"{\"allow\":[\"a.test\"],\"resolvers\":[\"10.0.0.53\"]}",
+	 "{\"allow\":[\"a.test\"],\"resolvers\":[\"10.0.0.54\"]}", -EPERM, false, NULL, NULL},
+	{"{\"allow\":[\"a.test\"],\"resolvers\":[\"10.0.0.53:53\"]}",
+	 "{\"allow\":[],\"resolvers\":[\"10.0.0.53\"]}", 0, true, "[]", "[]"},
+	{"{\"allow\":[\"a.test\"]}", "{\"mode\":\"deny\"}", -EPERM, false, NULL, NULL},
+	{"{\"allow\":[\"a.test\"]}", "{\"allow\":[\"*.com\"]}", -EINVAL, false, NULL, NULL},
+};
+
+static void check_list(const struct hezo_json *v, const char *want, const char *what)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	if (!want) {
+		assert_null(v);
+		return;
+	}
+	assert_non_null(v);
+	assert_int_equal(hezo_json_dump(v, false, &text, &len, &err), 0);
+	if (strcmp(text, want) != 0)
+		fail_msg("%s: got %s, want %s", what, text, want);
+}
+
+/* What the result allows, both sections allow: probed with names, ports and addresses. */
+static void check_never_wider(const struct hezo_json *res, const struct hezo_json *a,
+			      const struct hezo_json *b)
+{
+	static const char *const names[] = {"api.test", "evil.test", "x.ok.test",   "a.x.ok.test",
+					    "ok.test",	"x.test",    "b.a.ok.test", "a.test"};
+	static const uint16_t ports[] = {22, 80, 443, 5432, 8443};
+	static const uint8_t addrs[][4] = {
+		{10, 1, 2, 3}, {10, 2, 0, 1}, {10, 9, 1, 1}, {10, 200, 0, 1}};
+	struct hezo_egress er, ea, eb;
+
+	assert_int_equal(hezo_egress_parse_section(res, &er, NULL), 0);
+	assert_int_equal(hezo_egress_parse_section(a, &ea, NULL), 0);
+	assert_int_equal(hezo_egress_parse_section(b, &eb, NULL), 0);
+	for (size_t p = 0; p < HEZO_ARRAY_SIZE(ports); p++) {
+		for (size_t n = 0; n < HEZO_ARRAY_SIZE(names); n++)
+			if (hezo_egress_name_allowed(&er, names[n], ports[p]))
+				assert_true(hezo_egress_name_allowed(&ea, names[n], ports[p]) &&
+					    hezo_egress_name_allowed(&eb, names[n], ports[p]));
+		for (size_t k = 0; k < HEZO_ARRAY_SIZE(addrs); k++) {
+			if (hezo_egress_cidr_allowed(&er, AF_INET, addrs[k], ports[p]))
+				assert_true(
+					hezo_egress_cidr_allowed(&ea, AF_INET, addrs[k],
+								 ports[p]) &&
+					hezo_egress_cidr_allowed(&eb, AF_INET, addrs[k], ports[p]));
+			if (hezo_egress_range_allowed(&er, AF_INET, addrs[k]))
+				assert_true(hezo_egress_range_allowed(&ea, AF_INET, addrs[k]) &&
+					    hezo_egress_range_allowed(&eb, AF_INET, addrs[k]));
+		}
+	}
+	hezo_egress_clear(&er);
+	hezo_egress_clear(&ea);
+	hezo_egress_clear(&eb);
+}
+
+static void test_intersect(void **state)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(joins); i++) {
+		const struct join_case *c = &joins[i];
+		_cleanup_json_ struct hezo_json *a = NULL, *b = NULL, *res = NULL;
+		_cleanup_error_ struct hezo_error *err = NULL;
+		bool narrowed = true;
+		int r;
+
+		assert_int_equal(hezo_json_parse(c->a, strlen(c->a), &a, NULL), 0);
+		assert_int_equal(hezo_json_parse(c->b, strlen(c->b), &b, NULL), 0);
+		r = hezo_egress_intersect(a, b, &res, &narrowed, &err);
+		if (r != c->r)
+			fail_msg("join %zu: %d (%s), want %d", i, r, err ? err->msg : "-", c->r);
+		if (r < 0) {
+			assert_null(res);
+			assert_non_null(err);
+			continue;
+		}
+		if (narrowed != c->narrowed)
+			fail_msg("join %zu: narrowed %d, want %d", i, narrowed, c->narrowed);
+		check_list(hezo_json_get(res, "allow"), c->allow, "allow");
+		check_list(hezo_json_get(res, "allowRanges"), c->ranges, "allowRanges");
+		if (!narrowed)
+			assert_true(hezo_json_equal(res, a));
+		check_never_wider(res, a, b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +315,7 @@ int main(void)
 		cmocka_unit_test(test_canonical),
 		cmocka_unit_test(test_secrets_section),
 		cmocka_unit_test(test_placeholder),
+		cmocka_unit_test(test_intersect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

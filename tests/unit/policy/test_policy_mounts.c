@@ -694,6 +694,36 @@ static void test_kubelet_volumes(void **state)
 	KUBELET("container", UID_A, "/etc/config", cm, "no app container of a running pod sandbox");
 	owners = (struct owners){.fail = -EIO};
 	KUBELET("container", UID_A, "/etc/config", cm, "cannot tell who holds net");
+	owners = (struct owners){.net = ID_A, .ipc = ID_A, .uts = ID_A};
+
+	/* Below the policy's /var/run tmpfs the token is kept and mounted after the tmpfs; any
+	 * other mount below it is still dropped, and another pod's volume there refused. */
+	spec = pod_spec(f, "container", UID_A);
+	add(spec, "/var/run/secrets/kubernetes.io/serviceaccount", "bind", token, "rbind,rprivate");
+	add(spec, "/var/run/engine", "bind", f->root, "rbind");
+	expect_ok(p, spec, &env);
+	{
+		const struct hezo_json *mounts = hezo_json_get(spec, "mounts");
+		ssize_t tmpfs_at = -1, token_at = -1, engine_at = -1;
+
+		HEZO_JSON_FOREACH (i, mounts) {
+			const char *d =
+				hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
+
+			if (strcmp(d, "/var/run") == 0)
+				tmpfs_at = (ssize_t)i;
+			else if (strcmp(d, "/var/run/secrets/kubernetes.io/serviceaccount") == 0)
+				token_at = (ssize_t)i;
+			else if (strcmp(d, "/var/run/engine") == 0)
+				engine_at = (ssize_t)i;
+		}
+		assert_true(tmpfs_at >= 0);
+		assert_true(token_at > tmpfs_at);
+		assert_int_equal(engine_at, -1);
+	}
+	hezo_json_free(spec);
+	KUBELET("container", UID_A, "/var/run/s", other,
+		"is pod " UID_B "'s, not this container's pod " UID_A);
 #undef KUBELET
 }
 
