@@ -3,11 +3,11 @@
 /*
  * Rules beyond docs/policy.md, for the reader: mounts at a policy tmpfs, and those below it but
  * binds, are dropped (the tmpfs replaces them; binds below it are mounted on it), bind sources are
- * resolved with realpath() and rewritten to the resolved path, which is then opened without following
- * symlinks and held (env->held) for the shim. Mount options are read as
- * runc 1.1.5's parseMountOptions reads them: a word in its flag, propagation, recursive-attribute
- * or extension table is a flag, anything else is filesystem data joined with commas, so a data
- * option is judged by type and its value may hold no comma.
+ * resolved with realpath() and rewritten to the resolved path, which is then opened without
+ * following symlinks and held (env->held) for the shim. Mount options are read as runc 1.1.5's
+ * parseMountOptions reads them: a word in its flag, propagation, recursive-attribute or extension
+ * table is a flag, anything else is filesystem data joined with commas, so a data option is judged
+ * by type and its value may hold no comma.
  */
 #include <errno.h>
 #include <inttypes.h>

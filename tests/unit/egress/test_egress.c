@@ -311,10 +311,8 @@ static void test_intersect(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decided_cases),
-		cmocka_unit_test(test_canonical),
-		cmocka_unit_test(test_secrets_section),
-		cmocka_unit_test(test_placeholder),
+		cmocka_unit_test(test_decided_cases),	cmocka_unit_test(test_canonical),
+		cmocka_unit_test(test_secrets_section), cmocka_unit_test(test_placeholder),
 		cmocka_unit_test(test_intersect),
 	};
 
