@@ -37,6 +37,19 @@ void hezo_held_done(struct hezo_held *h)
 	free(h->binds);
 	h->binds = NULL;
 	h->nbinds = 0;
+	for (size_t i = 0; i < h->nnss; i++)
+		held_path_done(&h->nss[i]);
+	free(h->nss);
+	h->nss = NULL;
+	h->nnss = 0;
+}
+
+const struct hezo_held_path *hezo_held_ns(const struct hezo_held *h, const char *path)
+{
+	for (size_t i = 0; h && i < h->nnss; i++)
+		if (strcmp(h->nss[i].path, path) == 0)
+			return &h->nss[i];
+	return NULL;
 }
 
 const struct hezo_held_path *hezo_held_bind(const struct hezo_held *h, const char *path)

@@ -74,11 +74,20 @@ struct hezo_held {
 	struct hezo_held_path root;   /* root.path; fd -1 until held */
 	struct hezo_held_path *binds; /* every bind source that passed, one per distinct path */
 	size_t nbinds;
+	/*
+	 * Every linux.namespaces[].path that names another container's namespace (or one the engine
+	 * made), opened when checked: /proc/PID/ns/KIND would name another process's namespace once
+	 * PID is reused, so the backend is handed the namespace held here, never the path again.
+	 */
+	struct hezo_held_path *nss;
+	size_t nnss;
 };
 void hezo_held_init(struct hezo_held *h);
 void hezo_held_done(struct hezo_held *h);
 /* The held bind source written as path, or NULL. */
 const struct hezo_held_path *hezo_held_bind(const struct hezo_held *h, const char *path);
+/* The held namespace of linux.namespaces[] written as path, or NULL. */
+const struct hezo_held_path *hezo_held_ns(const struct hezo_held *h, const char *path);
 /*
  * Open path (absolute, already resolved) as O_PATH without following a symlink on any component
  * (openat2 RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS; a component-by-component O_NOFOLLOW walk

@@ -161,7 +161,8 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
  * process's box, or none, and the egress rules would be installed in it too.
  */
 static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char *type,
-			  const char *kind, const char *path, struct hezo_error **err)
+			  const char *kind, const char *path, const char *held,
+			  struct hezo_error **err)
 {
 	_cleanup_error_ struct hezo_error *e = NULL;
 	_cleanup_free_ char *owner = NULL;
@@ -172,7 +173,8 @@ static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char
 				      "linux.namespaces[%zu] (%s): path %s: whose namespace it is "
 				      "cannot be told here, so it is not joined",
 				      i, type, path);
-	r = env->ns_owner(env->data, kind, path, &owner, &e);
+	/* Asked of the namespace held open (held: /proc/self/fd/N), not of the path again. */
+	r = env->ns_owner(env->data, kind, held, &owner, &e);
 	if (r == -ESRCH)
 		return hezo_error_set(err, EPERM,
 				      "linux.namespaces[%zu] (%s): path %s is a namespace that "
@@ -182,6 +184,31 @@ static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char
 		return hezo_error_set(err, r == -ENOMEM ? ENOMEM : -r,
 				      "linux.namespaces[%zu] (%s): path %s: %s", i, type, path,
 				      e && e->msg ? e->msg : "cannot tell whose namespace it is");
+	return 0;
+}
+
+/* Keep *fd (the namespace at path, as checked) for the backend; env without held: nothing kept. */
+static int hold_ns(const struct hezo_apply_env *env, const char *path, int *fd,
+		   const struct stat *st, struct hezo_error **err)
+{
+	struct hezo_held *h = env ? env->held : NULL;
+	struct hezo_held_path *v;
+
+	if (!h || hezo_held_ns(h, path))
+		return 0;
+	v = realloc(h->nss, (h->nnss + 1) * sizeof(*v));
+	if (!v)
+		return hezo_policy_nomem(err);
+	h->nss = v;
+	v[h->nnss] = (struct hezo_held_path){.path = strdup(path),
+					     .fd = -1,
+					     .dev = (uint64_t)st->st_dev,
+					     .ino = (uint64_t)st->st_ino};
+	if (!v[h->nnss].path)
+		return hezo_policy_nomem(err);
+	v[h->nnss].fd = *fd;
+	*fd = -1;
+	h->nnss++;
 	return 0;
 }
 
@@ -216,7 +243,8 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 		}
 		if (pathv && pathv->type != HEZO_JSON_NULL) {
 			const char *path = hezo_json_string(pathv);
-			char self[64], resolved[PATH_MAX];
+			char self[64], resolved[PATH_MAX], held[64];
+			_cleanup_close_ int nsfd = -1;
 			struct stat a, b;
 
 			if (!path)
@@ -246,18 +274,26 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 					path = hezo_json_string(
 						hezo_json_get(nss->items[i], "path"));
 				}
-				/* Joining the shim's own namespace is joining the host's. */
-				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
-				if (stat(path, &a) < 0)
+				/*
+				 * Opened once: the namespace judged is the one held, whatever PID
+				 * the path names by the time the backend would open it again.
+				 */
+				nsfd = open(path, O_RDONLY | O_CLOEXEC);
+				if (nsfd < 0 || fstat(nsfd, &a) < 0)
 					return hezo_error_set_errno(
 						err, errno, "linux.namespaces[%zu] (%s): path %s",
 						i, type, path);
+				snprintf(held, sizeof(held), "/proc/self/fd/%d", nsfd);
+				/* Joining the shim's own namespace is joining the host's. */
+				snprintf(self, sizeof(self), "/proc/self/ns/%s", ns_kinds[k].proc);
 				if (stat(self, &b) == 0 && a.st_dev == b.st_dev &&
 				    a.st_ino == b.st_ino)
 					host = true;
 				else
 					r = check_ns_owner(env, i, type, ns_kinds[k].proc, path,
-							   err);
+							   held, err);
+				if (r == 0 && !host)
+					r = hold_ns(env, path, &nsfd, &a, err);
 				if (r < 0)
 					return r;
 			}

@@ -79,7 +79,10 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
 	if (mount(NULL, target, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
 		return hezo_error_set_errno(err, errno, "%s: making it private", target);
-	/* What the backend will find there is the object judged, by device and inode. */
+	/*
+	 * What the backend will find there is the object judged, by device and inode (a namespace
+	 * file is looked up as the backend opens it: its bind mount is of nsfs, not a path).
+	 */
 	check = openat(mdir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (check < 0 || fstat(check, &st) < 0)
 		return hezo_error_set_errno(err, errno, "%s", target);
@@ -144,6 +147,27 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 			return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
 		}
 		if (hezo_json_set(m, "source", hezo_json_new_string(staged)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	/*
+	 * Namespaces joined by path: /proc/PID/ns/KIND names whatever process has PID when the
+	 * backend opens it, so the backend gets the namespace the check held, bound at mnt/ns-N.
+	 */
+	struct hezo_json *nss =
+		hezo_json_get_type(hezo_json_get(spec, "linux"), "namespaces", HEZO_JSON_ARRAY);
+	HEZO_JSON_FOREACH (i, nss) {
+		struct hezo_json *n = nss->items[i];
+		const char *path = hezo_json_string(hezo_json_get(n, "path"));
+		const struct hezo_held_path *h;
+		char name[32];
+
+		if (!path || !(h = hezo_held_ns(held, path)))
+			continue;
+		snprintf(name, sizeof(name), "ns-%zu", (size_t)(h - held->nss));
+		r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+		if (r < 0)
+			return hezo_error_prefix(err, "linux.namespaces[%zu] (path %s)", i, path);
+		if (hezo_json_set(n, "path", hezo_json_new_string(staged)) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	return 0;

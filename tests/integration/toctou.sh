@@ -221,10 +221,13 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	# Structure: the path written for the backend is the resolved one.
 	cp "$WORK/swapns.orig" "$B/config.json"
 	ln -sfn "/run/netns/$NSA" "$LINK"
-	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null && rc=0 || rc=$?
+	hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null && rc=0 || rc=$?
 	expect_eq "$rc" 0 "[netns resolved] create exits 0" || diag "stderr: $(cat "$WORK/swapns.err")"
-	expect_eq "$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
-		"/run/netns/$NSA" "[netns resolved] the backend is handed the link's target, not the link"
+	# ... and held: what the backend opens is the namespace checked, bound in its bundle (race 6).
+	expect_match "$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
+		"^$(priv_bundle "$ID")/mnt/ns-[0-9]+\$" "[netns resolved] the backend is handed the namespace held at the check, not the link"
+	expect_eq "$(stat -L -c %i "/proc/$(cat "$WORK/swapns.pid" 2>/dev/null)/ns/net" 2>&1)" "$ina" \
+		"[netns resolved] the container is in the link's target"
 	hezo_bundle_cleanup "$ROOT" "$ID"
 	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 	kill "$FPID" 2>/dev/null
@@ -376,6 +379,64 @@ expect_eq "$RACE_RC:$RACE_OUT" "0:good end " "[root swap] the container's root i
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 expect_eq "$(staged_mounts)" 0 "[root swap] nothing of the state directory left in the mount table"
+
+# Race 6 (red team rt12 pass 3): /proc/P/ns/ipc of a process P in container A, checked as A's; while
+# the create waits, P exits and a host process is given P (ns_last_pid). runc opening the path again
+# would join the host's IPC namespace; the backend must get the namespace the check held.
+# (runc only: runsc keeps its own IPC namespace whatever path it is given.)
+if [ "$HEZO_TEST_BACKEND" = runc ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
+	hezo_write_policy bundle '.admission = {maxActive: 2, wait: 60}'
+	AID=hezo-it-nsown-$(hezo_rand)
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$AID'; hezo_shim --root '$ROOT' delete --force '$AID' >/dev/null 2>&1"
+	hezo_make_bundle "$WORK/nsown" "$AID" '["sh", "-c", "sleep 600 & wait; exec sleep 601"]' || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$WORK/nsown" "$AID" >/dev/null 2>"$WORK/nsown.err" </dev/null ||
+		diag "$(cat "$WORK/nsown.err")"
+	hezo_shim --root "$ROOT" start "$AID" >/dev/null 2>&1
+	P=
+	for ((w = 0; w < 100; w++)); do
+		[ -z "$P" ] || break
+		for q in $(cat "/sys/fs/cgroup/pids/hezo-test/$AID/cgroup.procs" 2>/dev/null); do
+			# The background one: killed, it is reaped by sh, and A runs on (in its slot).
+			[ "$(tr '\0' ' ' <"/proc/$q/cmdline" 2>/dev/null)" = "sleep 600 " ] && P=$q
+		done
+		sleep 0.05
+	done
+	A_IPC=$(readlink "/proc/$P/ns/ipc" 2>/dev/null)
+	HOST_IPC=$(readlink /proc/self/ns/ipc)
+	new_id nsreuse
+	hezo_make_bundle "$WORK/nsreuse" "$ID" '["sh", "-c", "readlink /proc/self/ns/ipc; echo end"]' \
+		'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$P"'/ns/ipc" else . end)' ||
+		bail_out "cannot make bundle"
+	# The turn: P exits, and the next pid the kernel hands out is P, to a host process.
+	reuse()
+	{
+		local t
+		kill -KILL "$P"
+		for ((t = 0; t < 100; t++)); do [ -e "/proc/$P" ] || break; sleep 0.02; done
+		for ((t = 0; t < 20; t++)); do
+			echo $((P - 1)) >/proc/sys/kernel/ns_last_pid
+			sleep 600 &
+			HPID=$!
+			[ "$HPID" = "$P" ] && break
+			kill "$HPID"
+		done
+		tap_cleanup "kill $HPID"
+	}
+	race_run nsreuse "$WORK/nsreuse" reuse
+	expect_eq "$HPID:$(readlink "/proc/$HPID/ns/ipc" 2>&1)" "$P:$HOST_IPC" \
+		"[ns reuse] while create waited, pid $P (A's, checked) went to a host process in the host's IPC namespace"
+	expect_eq "$RACE_RC:$RACE_OUT" "0:$A_IPC end " \
+		"[ns reuse] the container joined A's IPC namespace as checked ($A_IPC), not the host's ($HOST_IPC)" ||
+		diag "stderr: $(cat "$WORK/nsreuse.err")"
+	kill "$HPID" 2>/dev/null
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+	hezo_shim --root "$ROOT" delete --force "$AID" >/dev/null 2>&1
+	expect_eq "$(staged_mounts)" 0 "[ns reuse] nothing of the state directory left in the mount table"
+else
+	skip "[ns reuse] the container joined A's IPC namespace as checked" \
+		"runsc keeps its own IPC namespace whatever path it is given"
+fi
 hezo_write_policy bundle
 HEZO_TEST_STATE=$MAIN_STATE
 

@@ -944,7 +944,8 @@ static void test_namespace_other_container(void **state)
 			 path);
 		ns_case(p, doc, want);
 		assert_string_equal(owner_answer.kind, "net");
-		assert_string_equal(owner_answer.path, path);
+		/* Asked of the namespace the check holds open, not of the path again. */
+		assert_true(strncmp(owner_answer.path, "/proc/self/fd/", 14) == 0);
 		owner_answer.ret = 0;
 		owner_answer.owner = "other-container";
 		ns_case(p, doc, NULL);
