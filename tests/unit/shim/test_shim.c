@@ -1836,6 +1836,37 @@ static void test_alive(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* An exec's process file goes when its backend (the pid in the name) no longer runs. */
+static void test_tidy_execs(void **state)
+{
+	const char *keep[] = {"exec-2147483632.json.tmp", "exec-2147483632x.json", "exec-.json",
+			      "other-2147483632.json"};
+	char dir[] = "/tmp/hezo-shim-execs-XXXXXX", live[64], path[256];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	snprintf(live, sizeof(live), "exec-%d.json", (int)getpid());
+	close(openat(fd, live, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	close(openat(fd, "exec-2147483632.json", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		close(openat(fd, keep[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	assert_int_equal(shim_bundle_tidy_execs(fd), 1);
+	assert_int_equal(fstatat(fd, "exec-2147483632.json", &st, 0), -1);
+	assert_int_equal(fstatat(fd, live, &st, 0), 0);
+	unlinkat(fd, live, 0);
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		assert_int_equal(fstatat(fd, keep[i], &st, 0), 0);
+		unlinkat(fd, keep[i], 0);
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s", dir);
+	assert_int_equal(rmdir(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1882,6 +1913,7 @@ int main(void)
 		cmocka_unit_test(test_runsc_seccomp_enosys),
 		cmocka_unit_test(test_backend_runsc_aliases),
 		cmocka_unit_test(test_alive),
+		cmocka_unit_test(test_tidy_execs),
 	};
 
 	return cmocka_run_group_tests_name("shim", tests, NULL, NULL);
