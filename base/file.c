@@ -190,19 +190,13 @@ int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size
 	return write_atomic(dirfd, name, data, len, mode, false, err);
 }
 
-int hezo_clean_stale_temps_at(int dir, const char *name)
+int hezo_remove_dead_pid_files_at(int dir, const char *prefix, const char *tail, bool whole)
 {
-	char prefix[512];
+	size_t plen = strlen(prefix), tlen = strlen(tail);
 	struct dirent *de;
 	int fd, removed = 0;
-	size_t plen;
 	DIR *d;
 
-	if (strchr(name, '/'))
-		return 0;
-	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.hezo-", name);
-	if (plen >= sizeof(prefix))
-		return 0;
 	fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -218,9 +212,9 @@ int hezo_clean_stale_temps_at(int dir, const char *name)
 		if (strncmp(de->d_name, prefix, plen) != 0)
 			continue;
 		pid = strtol(de->d_name + plen, &end, 10);
-		if (end == de->d_name + plen || *end != '-' || pid <= 0)
+		if (pid <= 0 || (whole ? strcmp(end, tail) : strncmp(end, tail, tlen)) != 0)
 			continue;
-		/* A writer that still runs owns its file; only the dead leave litter. */
+		/* A process that still runs owns its file; only the dead leave litter. */
 		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		if (unlinkat(dir, de->d_name, 0) == 0)
@@ -228,6 +222,19 @@ int hezo_clean_stale_temps_at(int dir, const char *name)
 	}
 	closedir(d);
 	return removed;
+}
+
+int hezo_clean_stale_temps_at(int dir, const char *name)
+{
+	char prefix[512];
+	size_t plen;
+
+	if (strchr(name, '/'))
+		return 0;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), ".%s.hezo-", name);
+	if (plen >= sizeof(prefix))
+		return 0;
+	return hezo_remove_dead_pid_files_at(dir, prefix, "-", false);
 }
 
 int hezo_mkdir_p(const char *path, mode_t parents, mode_t mode)

@@ -2,6 +2,7 @@
 #ifndef HEZO_FILE_H
 #define HEZO_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -41,6 +42,12 @@ int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size
  * was killed (".NAME.hezo-PID-N" whose PID no longer runs). Returns how many were removed.
  */
 int hezo_clean_stale_temps_at(int dirfd, const char *name);
+
+/*
+ * Remove the files in dirfd named PREFIX<pid>TAIL (whole) or PREFIX<pid>TAIL... (not whole) whose
+ * pid no longer runs (kill says ESRCH): what a process left when it died. Returns how many.
+ */
+int hezo_remove_dead_pid_files_at(int dirfd, const char *prefix, const char *tail, bool whole);
 
 /* write() all of buf, retrying on EINTR and short writes. Returns 0 or -errno. */
 int hezo_write_all(int fd, const void *buf, size_t len);

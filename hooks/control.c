@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "hezo-fdpass.h"
 #include "hezo-hook.h"
 #include "hezo-proc.h"
 
@@ -124,27 +125,14 @@ int hezo_hook_control_connect(const char *path, int *out, struct hezo_error **er
 int hezo_hook_control_call(int fd, const char *req, size_t reqlen, int fd_to_pass, int timeout_ms,
 			   struct hezo_hook_reply *reply, struct hezo_error **err)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl = {0};
+	union hezo_fd_cmsg ctl;
 	struct iovec iov = {.iov_base = (void *)req, .iov_len = reqlen};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	_cleanup_free_ char *buf = NULL;
 	long long deadline = (long long)hezo_now_ms() + timeout_ms;
 	ssize_t n;
 
-	if (fd_to_pass >= 0) {
-		struct cmsghdr *c;
-
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = sizeof(ctl.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd_to_pass, sizeof(int));
-	}
+	hezo_fdpass_attach(&mh, &ctl, fd_to_pass);
 	do
 		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);

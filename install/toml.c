@@ -4,12 +4,12 @@
  * and removing the blocks gives back the original bytes.
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hezo-install.h"
+#include "hezo-str.h"
 
 /*
  * Tags on the BEGIN line say what the block did besides adding its own lines:
@@ -55,15 +55,9 @@ static int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format
 static int buf_printf(struct buf *b, const char *fmt, ...)
 {
 	_cleanup_free_ char *s = NULL;
-	va_list ap;
-	int n;
+	int n = HEZO_VASPRINTF(&s, fmt);
 
-	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	return buf_add(b, s, (size_t)n);
+	return n < 0 ? n : buf_add(b, s, (size_t)n);
 }
 
 /* Length of the line at p (up to, not including, '\n'), within end. */

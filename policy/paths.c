@@ -33,27 +33,6 @@ static const struct {
 	{"time", "time", false, 0},
 };
 
-/* The list at key, created when absent or null; a value of another type is an error. */
-static struct hezo_json *want_array(struct hezo_json *parent, const char *key, const char *field,
-				    struct hezo_error **err)
-{
-	struct hezo_json *v = hezo_json_get(parent, key);
-
-	if (v && v->type == HEZO_JSON_NULL) {
-		hezo_json_remove(parent, key);
-		v = NULL;
-	}
-	if (v && v->type != HEZO_JSON_ARRAY) {
-		hezo_error_set(err, EINVAL, "%s: expected a list, got %s", field,
-			       hezo_json_type_name(v->type));
-		return NULL;
-	}
-	v = hezo_json_ensure_array(parent, key);
-	if (!v)
-		hezo_error_set(err, ENOMEM, "out of memory");
-	return v;
-}
-
 /* /proc/<pid>/ns or /proc/<pid>/task/<tid>/ns: the kernel's, nobody renames in it. */
 static bool proc_ns_dir(const char *dir)
 {
@@ -80,7 +59,7 @@ static int check_ns_components(const char *path, struct hezo_error **err)
 	struct stat st;
 
 	if (!p)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+		return hezo_policy_nomem(err);
 	for (char *s = p;; s++) {
 		bool last = *s == '\0';
 		char c = *s;
@@ -126,7 +105,7 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
 			return check_ns_components(out, err);
 		slash = strrchr(cur, '/');
 		if (!slash || cur[0] != '/')
-			return hezo_error_set(err, EINVAL, "not an absolute path");
+			return hezo_policy_ferr(err, "not an absolute path");
 		*slash = '\0';
 		base = slash + 1;
 		if (!realpath(cur[0] ? cur : "/", dir))
@@ -136,7 +115,7 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
 		if (lstat(out, &st) < 0)
 			return -errno;
 		if (!S_ISLNK(st.st_mode))
-			return hezo_error_set(err, EINVAL, "%s: cannot be resolved", out);
+			return hezo_policy_ferr(err, "%s: cannot be resolved", out);
 		if (proc_ns_dir(dir))
 			return 0;
 		/* A link on the way is as good as the directory it sits in. */
@@ -215,7 +194,8 @@ static int hold_ns(const struct hezo_apply_env *env, const char *path, int *fd,
 int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
 				 const struct hezo_apply_env *env, struct hezo_error **err)
 {
-	struct hezo_json *nss = want_array(linux_, "namespaces", "linux.namespaces", err);
+	struct hezo_json *nss =
+		hezo_policy_want_array(linux_, "namespaces", "linux.namespaces", err);
 	bool own[HEZO_ARRAY_SIZE(ns_kinds)] = {0};
 
 	if (!nss)
@@ -229,17 +209,16 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 		int r = 0;
 
 		if (!type)
-			return hezo_error_set(err, EINVAL,
-					      "linux.namespaces[%zu]: type: expected a string", i);
+			return hezo_policy_ferr(
+				err, "linux.namespaces[%zu]: type: expected a string", i);
 		for (k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++)
 			if (strcmp(type, ns_kinds[k].type) == 0)
 				break;
 		if (k == HEZO_ARRAY_SIZE(ns_kinds)) {
 			char q[256];
 			hezo_policy_quote(q, sizeof(q), type);
-			return hezo_error_set(err, EINVAL,
-					      "linux.namespaces[%zu]: unknown namespace type %s", i,
-					      q);
+			return hezo_policy_ferr(
+				err, "linux.namespaces[%zu]: unknown namespace type %s", i, q);
 		}
 		if (pathv && pathv->type != HEZO_JSON_NULL) {
 			const char *path = hezo_json_string(pathv);
@@ -248,10 +227,9 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 			struct stat a, b;
 
 			if (!path)
-				return hezo_error_set(
-					err, EINVAL,
-					"linux.namespaces[%zu] (%s): path: expected a string", i,
-					type);
+				return hezo_policy_ferr(
+					err, "linux.namespaces[%zu] (%s): path: expected a string",
+					i, type);
 			if (path[0]) {
 				_cleanup_error_ struct hezo_error *e = NULL;
 
@@ -270,7 +248,7 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 					struct hezo_json *nv = hezo_json_new_string(resolved);
 
 					if (!nv || hezo_json_set(nss->items[i], "path", nv) < 0)
-						return hezo_error_set(err, ENOMEM, "out of memory");
+						return hezo_policy_nomem(err);
 					path = hezo_json_string(
 						hezo_json_get(nss->items[i], "path"));
 				}
@@ -303,9 +281,9 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 			if (!ns_kinds[k].required && !ns_kinds[k].host_bit)
 				continue;
 			if (!(ns_kinds[k].host_bit & p->allow_host_ns))
-				return hezo_error_set(
-					err, EINVAL,
-					"linux.namespaces: host %s namespace not allowed", type);
+				return hezo_policy_ferr(
+					err, "linux.namespaces: host %s namespace not allowed",
+					type);
 			continue;
 		}
 		own[k] = true;
@@ -314,12 +292,12 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 		if (own[k])
 			continue;
 		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns))
-			return hezo_error_set(err, EINVAL,
-					      "linux.namespaces: host %s namespace not allowed",
-					      ns_kinds[k].type);
+			return hezo_policy_ferr(err,
+						"linux.namespaces: host %s namespace not allowed",
+						ns_kinds[k].type);
 		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user)
-			return hezo_error_set(err, EINVAL,
-					      "linux.namespaces: a user namespace is required");
+			return hezo_policy_ferr(err,
+						"linux.namespaces: a user namespace is required");
 	}
 	return 0;
 }
@@ -479,7 +457,7 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
 			continue;
 		if (asprintf(&dir, "%s%s", mnt, rel) < 0) {
 			dir = NULL;
-			return hezo_error_set(err, ENOMEM, "out of memory");
+			return hezo_policy_nomem(err);
 		}
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
@@ -543,17 +521,17 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 		return 0;
 	cg = hezo_json_string(v);
 	if (!cg)
-		return hezo_error_set(err, EINVAL, "linux.cgroupsPath: expected a string, got %s",
-				      hezo_json_type_name(v->type));
+		return hezo_policy_ferr(err, "linux.cgroupsPath: expected a string, got %s",
+					hezo_json_type_name(v->type));
 	if (!cg[0])
 		return 0; /* runc and runsc take "" as absent */
 	hezo_policy_quote(q, sizeof(q), cg);
 	r = hezo_policy_cgroup_path(cg, rel, sizeof(rel));
 	if (r < 0)
-		return hezo_error_set(err, EINVAL,
-				      "linux.cgroupsPath %s: not a clean absolute path (or "
-				      "slice:prefix:name) below the root",
-				      q);
+		return hezo_policy_ferr(err,
+					"linux.cgroupsPath %s: not a clean absolute path (or "
+					"slice:prefix:name) below the root",
+					q);
 	last = strrchr(rel, '/');
 	if (!env || !env->id || !cgroup_name_is_id(last + 1, env->id))
 		return hezo_error_set(
@@ -678,7 +656,7 @@ static int hold_root(struct hezo_held *h, const char *resolved, struct hezo_erro
 	int r;
 
 	if (h->root.fd >= 0)
-		return hezo_error_set(err, EINVAL, "root.path: checked twice");
+		return hezo_policy_ferr(err, "root.path: checked twice");
 	r = hezo_policy_hold(&h->root, resolved, "root.path", err);
 	if (r == 0 && !h->root.dir)
 		return hezo_error_set(err, ENOTDIR, "root.path %s: not a directory", resolved);
@@ -720,7 +698,7 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 	int r;
 
 	if (!path || !path[0])
-		return hezo_error_set(err, EINVAL, "root.path: expected a non-empty string");
+		return hezo_policy_ferr(err, "root.path: expected a non-empty string");
 	if (!env || !env->bundle) {
 		/* Nothing to resolve against: only a plain relative path is believed. */
 		if (path[0] == '/' || asprintf(&joined, "/%s", path) < 0 ||
@@ -733,7 +711,7 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 		return 0;
 	}
 	if (path[0] != '/' && asprintf(&joined, "%s/%s", env->bundle, path) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+		return hezo_policy_nomem(err);
 	if (!realpath(joined ? joined : path, resolved))
 		return hezo_error_set_errno(err, errno, "root.path %s", path);
 	if (!realpath(env->bundle, bundle))
@@ -879,8 +857,8 @@ int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json 
 	if (!hooks || hooks->type == HEZO_JSON_NULL)
 		return 0;
 	if (hooks->type != HEZO_JSON_OBJECT)
-		return hezo_error_set(err, EINVAL, "hooks: expected an object, got %s",
-				      hezo_json_type_name(hooks->type));
+		return hezo_policy_ferr(err, "hooks: expected an object, got %s",
+					hezo_json_type_name(hooks->type));
 	HEZO_JSON_FOREACH (s, hooks) {
 		const struct hezo_json *list = hooks->items[s];
 		const char *stage = hooks->keys[s];
@@ -892,19 +870,18 @@ int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json 
 				known = true;
 		hezo_policy_quote(q, sizeof(q), stage);
 		if (!known)
-			return hezo_error_set(err, EINVAL, "hooks: unknown hook stage %s", q);
+			return hezo_policy_ferr(err, "hooks: unknown hook stage %s", q);
 		if (list->type == HEZO_JSON_NULL)
 			continue;
 		if (list->type != HEZO_JSON_ARRAY)
-			return hezo_error_set(err, EINVAL, "hooks.%s: expected a list, got %s",
-					      stage, hezo_json_type_name(list->type));
+			return hezo_policy_ferr(err, "hooks.%s: expected a list, got %s", stage,
+						hezo_json_type_name(list->type));
 		HEZO_JSON_FOREACH (i, list) {
 			const char *path = hezo_json_string(hezo_json_get(list->items[i], "path"));
 
 			if (!path)
-				return hezo_error_set(err, EINVAL,
-						      "hooks.%s[%zu]: path: expected a string",
-						      stage, i);
+				return hezo_policy_ferr(
+					err, "hooks.%s[%zu]: path: expected a string", stage, i);
 			if (hezo_strv_contains(&p->allowed_hooks, path))
 				continue;
 			if (strcmp(stage, "prestart") == 0 &&

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hezo-fdpass.h"
 #include "proxyd.h"
 
 static int usage(void)
@@ -55,10 +56,7 @@ static int send_request(int fd, struct hezo_json *req, int nsfd)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *msg = NULL;
-	union {
-		char b[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
+	union hezo_fd_cmsg cbuf;
 	struct iovec iov;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	size_t len;
@@ -69,17 +67,7 @@ static int send_request(int fd, struct hezo_json *req, int nsfd)
 	}
 	iov.iov_base = msg;
 	iov.iov_len = len;
-	if (nsfd >= 0) {
-		struct cmsghdr *cm;
-
-		mh.msg_control = cbuf.b;
-		mh.msg_controllen = sizeof(cbuf.b);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &nsfd, sizeof(int));
-	}
+	hezo_fdpass_attach(&mh, &cbuf, nsfd);
 	if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0) {
 		fprintf(stderr, "hezo-proxyd: send: %s\n", strerror(errno));
 		return -1;

@@ -33,40 +33,6 @@ static void closedirp(DIR **d)
 }
 #define _cleanup_dir_ _cleanup_(closedirp)
 
-int shim_proc_start_time(long pid, uint64_t *out)
-{
-	char path[64], buf[1024], *p;
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* comm may hold anything: the fields start after its last ')'. Start time is field 22. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EIO;
-	for (int field = 2; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EIO;
-	}
-	*out = strtoull(p + 1, NULL, 10);
-	return 0;
-}
-
-static bool proc_alive(long pid, uint64_t start)
-{
-	uint64_t now;
-
-	return pid > 0 && shim_proc_start_time(pid, &now) == 0 && now == start;
-}
-
 int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size)
 {
 	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
@@ -119,7 +85,7 @@ bool shim_record_live(const struct hezo_json *rec)
 	/* Being created: the create (the shim, then the backend it became) still runs. */
 	if (hezo_json_get_int64(hezo_json_get(adm, "creator"), &pid) == 0 &&
 	    hezo_json_get_uint64(hezo_json_get(adm, "creatorStart"), &start) == 0 &&
-	    proc_alive((long)pid, start))
+	    shim_proc_alive((long)pid, start))
 		return true;
 	r = cgroup_populated(rec);
 	if (r == -EINVAL) {
@@ -248,7 +214,8 @@ static int queue_scan(int qfd, struct queue *q)
 			continue;
 		f = openat(qfd, e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (f < 0 || read(f, buf, sizeof(buf) - 1) <= 0 ||
-		    sscanf(buf, "%ld %" SCNu64, &pid, &start) != 2 || !proc_alive(pid, start)) {
+		    sscanf(buf, "%ld %" SCNu64, &pid, &start) != 2 ||
+		    !shim_proc_alive(pid, start)) {
 			/* A create that was killed while it waited: its place is free. */
 			(void)unlinkat(qfd, e->d_name, 0);
 			continue;

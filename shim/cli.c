@@ -3,13 +3,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hezo-log.h"
+#include "hezo-str.h"
 
 int shim_argv_push(struct shim_argv *a, const char *s)
 {
@@ -34,17 +34,9 @@ int shim_argv_push(struct shim_argv *a, const char *s)
 int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
 {
 	_cleanup_free_ char *s = NULL;
-	va_list ap;
-	int r;
+	int r = HEZO_VASPRINTF(&s, fmt);
 
-	va_start(ap, fmt);
-	r = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (r < 0) {
-		s = NULL;
-		return -ENOMEM;
-	}
-	return shim_argv_push(a, s);
+	return r < 0 ? r : shim_argv_push(a, s);
 }
 
 int shim_argv_push_all(struct shim_argv *a, const char *const *v)

@@ -109,46 +109,12 @@ static long pidfile_alive(const char *path)
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM ? pid : 0;
 }
 
-/* The number at key in obj, or 0. */
-static uint64_t json_u64(const struct hezo_json *obj, const char *key)
-{
-	uint64_t v = 0;
-
-	return hezo_json_get_uint64(hezo_json_get(obj, key), &v) == 0 ? v : 0;
-}
-
 /* runc's ROOT/ID/state.json, its init process alive (pid and start time); runsc's state file. */
 bool shim_backend_state_alive(const char *root, const char *id)
 {
-	_cleanup_free_ char *path = NULL, *data = NULL;
-	_cleanup_json_ struct hezo_json *st = NULL;
-	uint64_t start = 0;
-	size_t len;
+	int r = shim_runc_alive(root, id, NULL);
 
-	if (asprintf(&path, "%s/%s/state.json", root, id) < 0)
-		return false;
-	if (hezo_read_file_at(AT_FDCWD, path, ENGINE_CONF_MAX, &data, &len, NULL) == 0 &&
-	    hezo_json_parse(data, len, &st, NULL) == 0)
-		return json_u64(st, "init_process_pid") &&
-		       shim_proc_start_time((long)json_u64(st, "init_process_pid"), &start) == 0 &&
-		       start == json_u64(st, "init_process_start");
-	free(path);
-	free(data);
-	data = NULL;
-	if (asprintf(&path, "%s/%s_sandbox:%s.state", root, id, id) < 0) {
-		path = NULL;
-		return false;
-	}
-	if (hezo_read_file_at(AT_FDCWD, path, 16 * ENGINE_CONF_MAX, &data, &len, NULL) < 0 ||
-	    hezo_json_parse(data, len, &st, NULL) < 0)
-		return false;
-	{
-		const char *status = hezo_json_string(hezo_json_get(st, "status")) ?: "";
-		long pid = (long)json_u64(hezo_json_get(st, "sandbox"), "pid");
-
-		return (strcmp(status, "created") == 0 || strcmp(status, "running") == 0) &&
-		       pid > 0 && kill((pid_t)pid, 0) == 0;
-	}
+	return r >= 0 ? r > 0 : shim_runsc_alive(root, id, NULL, false);
 }
 
 struct in_use {

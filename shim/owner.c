@@ -103,64 +103,6 @@ static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
 	return 0;
 }
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or 0. */
-static unsigned long long start_time(pid_t pid)
-{
-	_cleanup_free_ char *data = NULL;
-	unsigned long long t = 0;
-	char path[64], *p;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (hezo_read_file_at(AT_FDCWD, path, 4096, &data, &len, NULL) < 0)
-		return 0;
-	p = strrchr(data, ')'); /* comm may hold spaces and parentheses */
-	if (!p || sscanf(p + 1,
-			 " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-			 "%*d %*d %*d %llu",
-			 &t) != 1)
-		return 0;
-	return t;
-}
-
-static int process_cgroup(pid_t pid, char *buf, size_t size);
-
-/* pid runs, sits in exactly cgroup, and (when given) started at start. */
-static bool pid_is(pid_t pid, unsigned long long start, const char *cgroup)
-{
-	char cg[PATH_MAX];
-
-	if (pid <= 0 || (start && start_time(pid) != start))
-		return false;
-	return process_cgroup(pid, cg, sizeof(cg)) == 0 && strcmp(cg, cgroup) == 0;
-}
-
-/* The number at key in obj, or 0. */
-static unsigned long long json_u64(const struct hezo_json *obj, const char *key)
-{
-	const struct hezo_json *v = hezo_json_get(obj, key);
-
-	return v && v->type == HEZO_JSON_NUMBER ? strtoull(v->str, NULL, 10) : 0;
-}
-
-/* runsc's state file name in dir: container id, created or running, its sandbox's pid in cgroup. */
-static bool runsc_state_alive(int dir, const char *name, const char *id, const char *cgroup)
-{
-	_cleanup_free_ char *data = NULL;
-	_cleanup_json_ struct hezo_json *st = NULL;
-	const char *status;
-	size_t len;
-
-	if (hezo_read_file_at(dir, name, 16 * OWNER_FILE_MAX, &data, &len, NULL) < 0 ||
-	    hezo_json_parse(data, len, &st, NULL) < 0)
-		return false;
-	status = hezo_json_string(hezo_json_get(st, "status")) ?: "";
-	if (strcmp(hezo_json_string(hezo_json_get(st, "id")) ?: "", id) != 0 ||
-	    (strcmp(status, "created") != 0 && strcmp(status, "running") != 0))
-		return false;
-	return pid_is((pid_t)json_u64(hezo_json_get(st, "sandbox"), "pid"), 0, cgroup);
-}
-
 /*
  * Is the recorded container alive by its backend's own state, its init (runc) or sandbox (runsc)
  * process in the recorded cgroup? A record a failed run left, or one planted, is not. runc:
@@ -171,53 +113,13 @@ static bool container_alive(const struct hezo_json *rec, const char *id, const c
 {
 	const char *backend = hezo_json_string(hezo_json_get(rec, "backend")) ?: "";
 	const char *root = hezo_json_string(hezo_json_get(rec, "root"));
-	_cleanup_free_ char *path = NULL, *data = NULL, *suffix = NULL;
-	_cleanup_json_ struct hezo_json *st = NULL;
-	size_t len;
 
 	if (strchr(id, '/') || id[0] == '.')
 		return false;
-	if (strcmp(backend, "runc") == 0) {
-		if (asprintf(&path, "%s/%s/state.json", root ?: "/run/runc", id) < 0) {
-			path = NULL;
-			return false;
-		}
-		if (hezo_read_file_at(AT_FDCWD, path, OWNER_FILE_MAX, &data, &len, NULL) < 0 ||
-		    hezo_json_parse(data, len, &st, NULL) < 0)
-			return false;
-		return json_u64(st, "init_process_start") &&
-		       pid_is((pid_t)json_u64(st, "init_process_pid"),
-			      json_u64(st, "init_process_start"), cgroup);
-	}
-	if (strcmp(backend, "runsc") == 0) {
-		DIR *d = opendir(root ?: "/var/run/runsc");
-		struct dirent *e;
-		bool alive;
-		size_t sn;
-
-		if (!d)
-			return false;
-		if (asprintf(&suffix, "_sandbox:%s.state", id) < 0)
-			suffix = NULL;
-		else if (asprintf(&path, "%s%s", id, suffix) < 0)
-			path = NULL;
-		if (!path) {
-			closedir(d);
-			return false;
-		}
-		/* A sandbox's own container first (Docker, ctr), then a pod's others. */
-		alive = runsc_state_alive(dirfd(d), path, id, cgroup);
-		sn = strlen(suffix);
-		while (!alive && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-
-			if (n > sn && strcmp(e->d_name + n - sn, suffix) == 0 &&
-			    strcmp(e->d_name, path) != 0)
-				alive = runsc_state_alive(dirfd(d), e->d_name, id, cgroup);
-		}
-		closedir(d);
-		return alive;
-	}
+	if (strcmp(backend, "runc") == 0)
+		return shim_runc_alive(root ?: "/run/runc", id, cgroup) > 0;
+	if (strcmp(backend, "runsc") == 0)
+		return shim_runsc_alive(root ?: "/var/run/runsc", id, cgroup, true);
 	return false;
 }
 
@@ -293,48 +195,11 @@ static bool same_box(const struct shim_owner_query *q, const struct cgroup_owner
 	return true;
 }
 
-/*
- * The process's cgroup in the pids hierarchy (the one runc and runsc both place a container in on
- * this cgroup v1 machine), else in the unified one.
- */
-static int process_cgroup(pid_t pid, char *buf, size_t size)
-{
-	_cleanup_free_ char *data = NULL;
-	char path[64];
-	bool found = false;
-	size_t len;
-	int r;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	r = hezo_read_file_at(AT_FDCWD, path, OWNER_FILE_MAX, &data, &len, NULL);
-	if (r < 0)
-		return r;
-	for (char *line = data, *next; line && *line; line = next) {
-		char *c1, *c2;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		c1 = strchr(line, ':');
-		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		if (!c2)
-			continue;
-		*c2 = '\0';
-		if (strcmp(c1 + 1, "pids") == 0 || (!found && strcmp(line, "0:") == 0 && !c1[1])) {
-			snprintf(buf, size, "%s", c2 + 1);
-			found = true;
-			if (strcmp(c1 + 1, "pids") == 0)
-				return 0;
-		}
-	}
-	return found ? 0 : -ENOENT;
-}
-
 static int visit(pid_t pid, void *data)
 {
 	struct owner_scan *s = data;
 	char cg[PATH_MAX];
-	int r = process_cgroup(pid, cg, sizeof(cg));
+	int r = shim_proc_cgroup(pid, cg, sizeof(cg));
 
 	if (r == -ENOENT || r == -ESRCH)
 		return 0; /* gone meanwhile */

@@ -271,35 +271,8 @@ static void bundle_remove(int kdir, const char *id)
 
 int shim_bundle_tidy_execs(int bundle)
 {
-	struct dirent *de;
-	int fd, removed = 0;
-	DIR *d;
-
-	fd = openat(bundle, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		char *end;
-		long pid;
-
-		if (strncmp(de->d_name, SHIM_EXEC_PREFIX, strlen(SHIM_EXEC_PREFIX)) != 0)
-			continue;
-		pid = strtol(de->d_name + strlen(SHIM_EXEC_PREFIX), &end, 10);
-		if (pid <= 0 || strcmp(end, ".json") != 0)
-			continue;
-		/* The backend that was handed the file runs as that pid (the shim exec()ed it). */
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		if (unlinkat(bundle, de->d_name, 0) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
+	/* The backend that was handed the file runs as that pid (the shim exec()ed it). */
+	return hezo_remove_dead_pid_files_at(bundle, SHIM_EXEC_PREFIX, ".json", true);
 }
 
 int shim_record_remove(const struct shim_ctx *ctx, const char *id)

@@ -125,6 +125,32 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		 struct hezo_error **err);
 
 /*
+ * alive.c: is a process, or a backend's container, alive. One reading of /proc and of runc's and
+ * runsc's state files for owner.c, engines.c and admission.c.
+ */
+/* Start time of pid (field 22 of /proc/PID/stat), to tell a live process from a reused PID. */
+int shim_proc_start_time(long pid, uint64_t *out);
+/* pid runs and started at start. */
+bool shim_proc_alive(long pid, uint64_t start);
+/*
+ * The process's cgroup in the pids hierarchy (the one runc and runsc both place a container in on
+ * this cgroup v1 machine), else in the unified one, relative to the hierarchy's root.
+ */
+int shim_proc_cgroup(long pid, char *buf, size_t size);
+/*
+ * runc's ROOT/ID/state.json: its init process alive by pid and start time and, when cgroup is
+ * given, in exactly that cgroup (then a state without a start time is not alive). 1 alive, 0 not,
+ * -ENOENT no state.json to read, -ENOMEM.
+ */
+int shim_runc_alive(const char *root, const char *id, const char *cgroup);
+/*
+ * runsc's ROOT/ID_sandbox:ID.state (with pod, also any other ROOT/<sandbox>_sandbox:ID.state, a
+ * pod's container): for container id, created or running, its sandbox process alive (cgroup NULL)
+ * or in exactly cgroup.
+ */
+bool shim_runsc_alive(const char *root, const char *id, const char *cgroup, bool pod);
+
+/*
  * engines.c: the storage roots the engines' own configuration names (Docker's data-root from
  * /etc/docker/daemon.json, podman's graphroot from storage.conf), resolved ("" when missing).
  */
@@ -295,8 +321,6 @@ struct hezo_json *shim_secrets_public(const struct hezo_json *secrets);
  * admission.c: at most admission.maxActive live boxes, the rest waiting in a FIFO queue under
  * STATE_DIR/admission-queue, decided under a flock on STATE_DIR/admission.lock.
  */
-/* Start time of pid (field 22 of /proc/PID/stat), to tell a live process from a reused PID. */
-int shim_proc_start_time(long pid, uint64_t *out);
 /* The host cgroup directory of controller for a record's cgroupsPath (v1, else unified). */
 int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size);
 /* Is the record's container live: its create still running, or its cgroup holding a process? */

@@ -12,16 +12,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "hezo-error.h"
+#include "hezo-fdpass.h"
 #include "hezo-file.h"
 #include "hezo-log.h"
 #include "hezo-netns.h"
 #include "hezo-proc.h"
+#include "hezo-str.h"
 
 static char tmpdir[64];
 
@@ -358,6 +361,64 @@ static void test_spawn_capture(void **state)
 	}
 }
 
+/* One descriptor over a socketpair arrives as a descriptor of the same pipe; fd < 0 sends none. */
+static void test_fdpass(void **state)
+{
+	int sv[2], p[2], got = -1;
+	union hezo_fd_cmsg room, in;
+	char byte = 'x', rbyte = 0;
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct iovec riov = {.iov_base = &rbyte, .iov_len = 1};
+	struct msghdr rh = {.msg_iov = &riov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	hezo_fdpass_attach(&mh, &room, -1);
+	assert_null(mh.msg_control);
+	assert_int_equal(mh.msg_controllen, 0);
+	hezo_fdpass_attach(&mh, &room, p[1]);
+	assert_int_equal(sendmsg(sv[0], &mh, MSG_NOSIGNAL), 1);
+	rh.msg_control = in.buf;
+	rh.msg_controllen = sizeof(in.buf);
+	assert_int_equal(recvmsg(sv[1], &rh, MSG_CMSG_CLOEXEC), 1);
+	c = CMSG_FIRSTHDR(&rh);
+	assert_non_null(c);
+	assert_int_equal(c->cmsg_level, SOL_SOCKET);
+	assert_int_equal(c->cmsg_type, SCM_RIGHTS);
+	memcpy(&got, CMSG_DATA(c), sizeof(int));
+	assert_true(got >= 0);
+	assert_int_equal(write(got, "y", 1), 1);
+	assert_int_equal(read(p[0], &rbyte, 1), 1);
+	assert_int_equal(rbyte, 'y');
+	close(got);
+	close(p[0]);
+	close(p[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static int fmt_into(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fmt_into(char **out, const char *fmt, ...)
+{
+	return HEZO_VASPRINTF(out, fmt);
+}
+
+static void test_vasprintf(void **state)
+{
+	char *s = NULL;
+
+	(void)state;
+	assert_int_equal(fmt_into(&s, "%s-%d", "a", 42), 4);
+	assert_string_equal(s, "a-42");
+	free(s);
+	assert_int_equal(fmt_into(&s, "%s", ""), 0);
+	assert_string_equal(s, "");
+	free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -374,6 +435,8 @@ int main(void)
 		cmocka_unit_test(test_mkdir_p),
 		cmocka_unit_test(test_now_ms),
 		cmocka_unit_test(test_spawn_capture),
+		cmocka_unit_test(test_fdpass),
+		cmocka_unit_test(test_vasprintf),
 	};
 	return cmocka_run_group_tests_name("base", tests, setup, teardown);
 }

@@ -1753,6 +1753,120 @@ static void test_backend_runsc_aliases(void **state)
 	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNC, "frobnicate"));
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* alive.c: runc's and runsc's state files, by pid, start time and (when asked) cgroup. */
+static void test_alive(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-alive-XXXXXX", path[256], text[512], cg[4096];
+	uint64_t start = 0;
+	long pid = (long)getpid();
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(shim_proc_start_time(pid, &start), 0);
+	assert_true(start > 0);
+	assert_true(shim_proc_alive(pid, start));
+	assert_false(shim_proc_alive(pid, start + 1));
+	assert_false(shim_proc_alive(0, start));
+	assert_int_equal(shim_proc_cgroup(pid, cg, sizeof(cg)), 0);
+
+	/* runc */
+	assert_int_equal(shim_runc_alive(dir, "c1", NULL), -ENOENT);
+	snprintf(path, sizeof(path), "%s/c1", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/c1/state.json", dir);
+	snprintf(text, sizeof(text),
+		 "{\"init_process_pid\": %ld, \"init_process_start\": %" PRIu64 "}", pid, start);
+	write_text(path, text);
+	assert_int_equal(shim_runc_alive(dir, "c1", NULL), 1);
+	assert_int_equal(shim_runc_alive(dir, "c1", cg), 1);
+	assert_int_equal(shim_runc_alive(dir, "c1", "/not/its/cgroup"), 0);
+	assert_true(shim_backend_state_alive(dir, "c1"));
+	snprintf(text, sizeof(text),
+		 "{\"init_process_pid\": %ld, \"init_process_start\": %" PRIu64 "}", pid,
+		 start + 1);
+	write_text(path, text);
+	assert_int_equal(shim_runc_alive(dir, "c1", NULL), 0);
+	assert_int_equal(shim_runc_alive(dir, "c1", cg), 0);
+	assert_false(shim_backend_state_alive(dir, "c1"));
+	/* No start time: a pid alone is not enough where the cgroup is asked. */
+	snprintf(text, sizeof(text), "{\"init_process_pid\": %ld}", pid);
+	write_text(path, text);
+	assert_int_equal(shim_runc_alive(dir, "c1", cg), 0);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/c1", dir);
+	rmdir(path);
+
+	/* runsc: the sandbox's own container, then a pod's other sandbox */
+	assert_false(shim_runsc_alive(dir, "c2", NULL, true));
+	snprintf(path, sizeof(path), "%s/c2_sandbox:c2.state", dir);
+	snprintf(text, sizeof(text),
+		 "{\"id\": \"c2\", \"status\": \"running\", \"sandbox\": {\"pid\": %ld}}", pid);
+	write_text(path, text);
+	assert_true(shim_runsc_alive(dir, "c2", NULL, false));
+	assert_true(shim_runsc_alive(dir, "c2", cg, false));
+	assert_false(shim_runsc_alive(dir, "c2", "/not/its/cgroup", true));
+	assert_true(shim_backend_state_alive(dir, "c2"));
+	snprintf(text, sizeof(text),
+		 "{\"id\": \"c2\", \"status\": \"stopped\", \"sandbox\": {\"pid\": %ld}}", pid);
+	write_text(path, text);
+	assert_false(shim_runsc_alive(dir, "c2", NULL, true));
+	assert_false(shim_backend_state_alive(dir, "c2"));
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/pod1_sandbox:c2.state", dir);
+	snprintf(text, sizeof(text),
+		 "{\"id\": \"c2\", \"status\": \"created\", \"sandbox\": {\"pid\": %ld}}", pid);
+	write_text(path, text);
+	assert_false(shim_runsc_alive(dir, "c2", cg, false));
+	assert_true(shim_runsc_alive(dir, "c2", cg, true));
+	assert_false(shim_backend_state_alive(dir, "c2"));
+	snprintf(text, sizeof(text),
+		 "{\"id\": \"c3\", \"status\": \"created\", \"sandbox\": {\"pid\": %ld}}", pid);
+	write_text(path, text);
+	assert_false(shim_runsc_alive(dir, "c2", cg, true));
+	unlink(path);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/* An exec's process file goes when its backend (the pid in the name) no longer runs. */
+static void test_tidy_execs(void **state)
+{
+	const char *keep[] = {"exec-2147483632.json.tmp", "exec-2147483632x.json", "exec-.json",
+			      "other-2147483632.json"};
+	char dir[] = "/tmp/hezo-shim-execs-XXXXXX", live[64], path[256];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	snprintf(live, sizeof(live), "exec-%d.json", (int)getpid());
+	close(openat(fd, live, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	close(openat(fd, "exec-2147483632.json", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		close(openat(fd, keep[i], O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	assert_int_equal(shim_bundle_tidy_execs(fd), 1);
+	assert_int_equal(fstatat(fd, "exec-2147483632.json", &st, 0), -1);
+	assert_int_equal(fstatat(fd, live, &st, 0), 0);
+	unlinkat(fd, live, 0);
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		assert_int_equal(fstatat(fd, keep[i], &st, 0), 0);
+		unlinkat(fd, keep[i], 0);
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "%s", dir);
+	assert_int_equal(rmdir(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1798,6 +1912,8 @@ int main(void)
 		cmocka_unit_test(test_prepare_exec),
 		cmocka_unit_test(test_runsc_seccomp_enosys),
 		cmocka_unit_test(test_backend_runsc_aliases),
+		cmocka_unit_test(test_alive),
+		cmocka_unit_test(test_tidy_execs),
 	};
 
 	return cmocka_run_group_tests_name("shim", tests, NULL, NULL);
