@@ -57,9 +57,20 @@ machine_verify()
 test_dir=${HEZO_TEST_DIR:-/run/hezo-test}
 test_dir_made=no
 [ -e "$test_dir" ] || test_dir_made=yes
+# The parent cgroups the tests' containers live in (cgroupsPath /hezo-test/ID, and containerd
+# namespaces hezo-test and hezo-engines): the backends make them and remove only their own leaf.
+test_cgroups()
+{
+	local d
+	for d in /sys/fs/cgroup/*/hezo-test /sys/fs/cgroup/*/hezo-engines; do
+		[ -d "$d" ] && echo "$d"
+	done
+	return 0
+}
+cgroups_before=$(test_cgroups)
 tidy_test_dir()
 {
-	local left
+	local left d rc=0
 	left=$(findmnt -rn -o TARGET | grep -F "$test_dir/" || true)
 	if [ -n "$left" ]; then
 		echo "run.sh: FAIL: mounts left under $test_dir:" >&2
@@ -67,6 +78,16 @@ tidy_test_dir()
 		return 1
 	fi
 	[ "$test_dir_made" = no ] || rm -rf --one-file-system "$test_dir"
+	# Those the run made go again; one that cannot (a process still in it) is a leftover.
+	while read -r d; do
+		[ -n "$d" ] || continue
+		grep -qxF "$d" <<<"$cgroups_before" && continue
+		if ! find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; then
+			echo "run.sh: FAIL: cgroup $d could not be removed (a process left in it?)" >&2
+			rc=1
+		fi
+	done < <(test_cgroups)
+	return $rc
 }
 machine_verified=0
 # An interrupted or failed run still gets the check (and the restore).
