@@ -33,7 +33,7 @@ void dnsq_detach(struct pd_dnsq *d)
 	d->idnext = NULL;
 }
 
-struct pd_dnsq *upstream_lookup(struct upstream *up, uint16_t id)
+static struct pd_dnsq *upstream_lookup(struct upstream *up, uint16_t id)
 {
 	for (struct pd_dnsq *d = up->byid[id % DNS_UP_BUCKETS]; d; d = d->idnext)
 		if (d->upid == id)
@@ -59,15 +59,6 @@ static uint16_t random_id(void)
 		left = HEZO_ARRAY_SIZE(ids);
 	}
 	return ids[--left];
-}
-
-static const struct hezo_resolver *resolver_for(struct pd_container *c, unsigned attempt)
-{
-	if (c->eg.nresolvers)
-		return &c->eg.resolvers[attempt % c->eg.nresolvers];
-	if (pd_cfg.upstream.family)
-		return &pd_cfg.upstream;
-	return NULL;
 }
 
 static int resolver_addr(const struct hezo_resolver *r, struct sockaddr_storage *ss)
@@ -130,16 +121,12 @@ static struct upstream *upstream_get(const struct hezo_resolver *r)
 	return up;
 }
 
-/* (Re)send d to resolver number d->attempt under a fresh id. */
-int dnsq_send(struct pd_dnsq *d)
+int dnsq_send(struct pd_dnsq *d, const struct hezo_resolver *r, pd_dns_answer_fn answer)
 {
-	const struct hezo_resolver *r = resolver_for(d->c, d->attempt);
 	uint8_t msg[HEZO_DNS_HEADER + 256 + 4 + 16];
 	struct upstream *up;
 	int n;
 
-	if (!r)
-		return -ENOENT;
 	dnsq_detach(d);
 	up = upstream_get(r);
 	if (!up)
@@ -160,11 +147,25 @@ int dnsq_send(struct pd_dnsq *d)
 			return -errno;
 	}
 	d->up = up;
+	d->answer = answer;
 	d->idnext = up->byid[d->upid % DNS_UP_BUCKETS];
 	up->byid[d->upid % DNS_UP_BUCKETS] = d;
 	up->inflight++;
 	d->sent_ms = up->last_ms = pd_now_ms();
 	return 0;
+}
+
+/* A datagram from up: the answer to the query its id names, if one waits for it. */
+static void upstream_answer(struct upstream *up, const uint8_t *in, size_t n)
+{
+	struct pd_dnsq *d;
+
+	if (n < HEZO_DNS_HEADER)
+		return;
+	d = upstream_lookup(up, (uint16_t)(in[0] << 8 | in[1]));
+	if (!d)
+		return; /* not in flight (late, duplicate or forged): dropped */
+	d->answer(d, in, n);
 }
 
 static void upstream_error(struct upstream *up)

@@ -148,27 +148,30 @@ static void dnsq_fail(struct pd_dnsq *d, const char *reason)
 	struct hezo_dns_result res = {.rcode = HEZO_DNS_SERVFAIL};
 	int n = hezo_dns_build_empty(d->query, &d->q, HEZO_DNS_SERVFAIL, out, sizeof(out));
 
-	d->c->st.dns_failed++;
-	pd_stats.dns_failed++;
+	PD_COUNT(d->c, dns_failed);
 	if (n < 0)
 		n = 0;
 	dnsq_finish(d, out, (size_t)n, "error", reason, &res);
 }
 
-void upstream_answer(struct upstream *up, const uint8_t *in, size_t n)
+static const struct hezo_resolver *resolver_for(struct pd_container *c, unsigned attempt)
+{
+	if (c->eg.nresolvers)
+		return &c->eg.resolvers[attempt % c->eg.nresolvers];
+	if (pd_cfg.upstream.family)
+		return &pd_cfg.upstream;
+	return NULL;
+}
+
+/* The answer to d from its resolver (pd_dns_answer_fn): filtered, pinned, sent on. */
+static void on_answer(struct pd_dnsq *d, const uint8_t *in, size_t n)
 {
 	uint8_t out[DNS_OUT_MAX];
 	struct hezo_dns_result res;
-	struct pd_dnsq *d;
 	size_t limit;
 	uint64_t now_s = pd_now_ms() / 1000;
 	int r;
 
-	if (n < HEZO_DNS_HEADER)
-		return;
-	d = upstream_lookup(up, (uint16_t)(in[0] << 8 | in[1]));
-	if (!d)
-		return; /* not in flight (late, duplicate or forged): dropped */
 	if (d->tc)
 		limit = DNS_OUT_MAX;
 	else if (d->q.edns_size)
@@ -186,11 +189,20 @@ void upstream_answer(struct upstream *up, const uint8_t *in, size_t n)
 	for (size_t i = 0; i < res.naddrs; i++)
 		hezo_pin_add(&d->c->pins, res.addrs[i].family, res.addrs[i].addr, d->q.name,
 			     res.addrs[i].ttl, now_s);
-	d->c->st.dns_allowed++;
-	pd_stats.dns_allowed++;
+	PD_COUNT(d->c, dns_allowed);
 	dnsq_finish(d, out, (size_t)r, "allow",
 		    res.nremoved ? "forwarded; private or host addresses removed" : "forwarded",
 		    &res);
+}
+
+/* (Re)send d to resolver number d->attempt. */
+static int send_query(struct pd_dnsq *d)
+{
+	const struct hezo_resolver *r = resolver_for(d->c, d->attempt);
+
+	if (!r)
+		return -ENOENT;
+	return dnsq_send(d, r, on_answer);
 }
 
 /* ---- queries from the container ---- */
@@ -220,11 +232,9 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	struct pd_dnsq *d;
 	int r;
 
-	c->st.dns_queries++;
-	pd_stats.dns_queries++;
+	PD_COUNT(c, dns_queries);
 	if (!rate_ok(c, now)) {
-		c->st.dns_ratelimited++;
-		pd_stats.dns_ratelimited++;
+		PD_COUNT(c, dns_ratelimited);
 		/* One line per second is enough to show a flood. */
 		if (c->ratelimit_logged_s != now / 1000) {
 			c->ratelimit_logged_s = now / 1000;
@@ -244,8 +254,7 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 
 			send_answer(udp, client, clen, tc, out, sizeof(out));
 		}
-		c->st.dns_refused++;
-		pd_stats.dns_refused++;
+		PD_COUNT(c, dns_refused);
 		log_query(c, proto, client, NULL, NULL, "deny", "malformed query", NULL, now);
 		return;
 	}
@@ -253,16 +262,14 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	if (q.opcode != 0 || q.qclass != HEZO_DNS_CLASS_IN) {
 		res.rcode = q.opcode ? HEZO_DNS_NOTIMP : HEZO_DNS_REFUSED;
 		answer_empty(udp, client, clen, tc, msg, &q, res.rcode);
-		c->st.dns_refused++;
-		pd_stats.dns_refused++;
+		PD_COUNT(c, dns_refused);
 		log_query(c, proto, client, NULL, &q, "deny", "only standard IN queries", &res,
 			  now);
 		return;
 	}
 	if (!q.name[0] || !hezo_egress_name_listed(&c->eg, q.name)) {
 		answer_empty(udp, client, clen, tc, msg, &q, HEZO_DNS_NXDOMAIN);
-		c->st.dns_refused++;
-		pd_stats.dns_refused++;
+		PD_COUNT(c, dns_refused);
 		log_query(c, proto, client, NULL, &q, "deny", "name not allowed", &res, now);
 		return;
 	}
@@ -301,7 +308,7 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	c->ndnsq++;
 	if (tc)
 		tc->pending = d;
-	r = dnsq_send(d);
+	r = send_query(d);
 	if (r == -ENOENT)
 		dnsq_fail(d, "no resolver configured");
 	else if (r < 0)
@@ -485,7 +492,7 @@ void pd_dns_tick(struct pd_container *c, uint64_t now)
 			dnsq_fail(d, "resolver did not answer");
 		} else if (now - d->sent_ms >= DNS_RETRY_MS || !d->up) {
 			d->attempt++;
-			if (dnsq_send(d) < 0)
+			if (send_query(d) < 0)
 				d->sent_ms = now;
 		}
 	}

@@ -49,11 +49,17 @@ struct pd_dnsconn {
 	uint64_t last_ms;
 };
 
+struct pd_dnsq;
+/* Where an upstream's answer goes: d is the query its id names (still waiting), msg the answer
+ * as it came. */
+typedef void (*pd_dns_answer_fn)(struct pd_dnsq *d, const uint8_t *msg, size_t len);
+
 struct pd_dnsq {
 	struct pd_dnsq *next, **pprev;
 	struct pd_container *c;
 	struct upstream *up; /* where it waits for an answer; NULL: to be (re)sent at the tick */
 	struct pd_dnsq *idnext;
+	pd_dns_answer_fn answer;
 	struct pd_listener *udp; /* UDP client: the listener it came to */
 	struct sockaddr_storage client;
 	socklen_t clen;
@@ -80,11 +86,9 @@ void udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_stor
 int rx_batch(int fd, bool want_from);
 
 /* dnsproxy-upstream.c */
+/* Take d off the resolver it waits on, if any. */
 void dnsq_detach(struct pd_dnsq *d);
-struct pd_dnsq *upstream_lookup(struct upstream *up, uint16_t id);
-int dnsq_send(struct pd_dnsq *d);
-
-/* dnsproxy.c */
-void upstream_answer(struct upstream *up, const uint8_t *in, size_t n);
+/* (Re)send d to r under a fresh id; its answer reaches answer(). */
+int dnsq_send(struct pd_dnsq *d, const struct hezo_resolver *r, pd_dns_answer_fn answer);
 
 #endif

@@ -20,17 +20,6 @@
 #include "proxyd.h"
 #include "tls.h"
 
-struct pd_config pd_cfg = {
-	.state_dir = "/run/hezo-proxyd",
-	.log_dir = "/var/log/hezo-proxyd",
-	.socket = HEZO_PROXYD_SOCKET,
-	.conn_cap = 256,
-	.dns_rate = 200,
-	.idle_timeout_s = 300,
-	.head_timeout_s = 10,
-	.connect_timeout_s = 10,
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -247,7 +236,10 @@ int main(int argc, char **argv)
 	}
 	pd_log("info", "hezo-proxyd %s serving on %s (state %s, netlog %s)", HEZO_VERSION,
 	       pd_cfg.socket, pd_cfg.state_dir, pd_cfg.log_dir);
-	r = pd_loop_run(tick);
+	/* Queued netlog lines bound the loop's wait, so they reach the file within their delay;
+	 * what is queued when it ends is written before proxyd exits. */
+	r = pd_loop_run(tick, pd_netlog_poll);
+	pd_netlog_flush_all();
 	if (r < 0) {
 		pd_log("error", "event loop: %s", strerror(-r));
 		return 1;

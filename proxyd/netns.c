@@ -316,12 +316,12 @@ static __attribute__((noreturn)) void helper_main(int sock)
 			}
 			break;
 		case OP_PIN:
-			p.r = nsfd < 0 || !pd_id_valid(q.id)
+			p.r = nsfd < 0 || !hezo_id_valid(q.id)
 				      ? hezo_error_set(&e, EINVAL, "bad pin request")
 				      : do_pin(nsfd, q.id, &e);
 			break;
 		case OP_UNPIN:
-			if (pd_id_valid(q.id))
+			if (hezo_id_valid(q.id))
 				do_unpin(q.id);
 			break;
 		default:

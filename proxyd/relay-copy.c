@@ -46,7 +46,7 @@ static void head_put(uint8_t *buf)
 		free(buf);
 }
 
-int pipe_get(struct dir *d)
+static int pipe_get(struct dir *d)
 {
 	int r;
 
@@ -97,24 +97,6 @@ void dir_release(struct dir *d)
 	d->off = d->len = 0;
 }
 
-static void log_conn(struct pd_conn *k, const char *verdict, const char *reason)
-{
-	struct pd_netlog l = {
-		.proto = "tcp",
-		.src = &k->src,
-		.dst = &k->dst,
-		.name = k->name,
-		.verdict = verdict,
-		.reason = reason,
-		.bytes_out = k->up.bytes,
-		.bytes_in = k->down.bytes,
-		.has_bytes = true,
-		.duration_ms = pd_now_ms() - k->start_ms,
-	};
-
-	pd_netlog_write(k->c, &l);
-}
-
 /* Close both sides (with a reset if rst), log, and free at the end of the batch. */
 void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst)
 {
@@ -125,15 +107,7 @@ void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool r
 		k->next->pprev = k->pprev;
 	c->nconns--;
 	nactive--;
-	log_conn(k, verdict, reason);
-	c->st.bytes_out += k->up.bytes;
-	c->st.bytes_in += k->down.bytes;
-	pd_stats.bytes_out += k->up.bytes;
-	pd_stats.bytes_in += k->down.bytes;
-	if (strcmp(verdict, "deny") == 0) {
-		c->st.conns_refused++;
-		pd_stats.conns_refused++;
-	}
+	pd_tcp_end(c, &k->t, k->up.bytes, k->down.bytes, false, verdict, reason);
 	/* Both sockets are this process's alone: close() also takes them out of epoll. A peer
 	 * that reset its side needs no reset back. */
 	pd_watch_drop_later(&k->cw, rst && !k->c_dead);
@@ -145,12 +119,12 @@ void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool r
 
 /* ---- copying ---- */
 
-bool dir_has_data(const struct dir *d)
+static bool dir_has_data(const struct dir *d)
 {
 	return d->len > 0 || d->inpipe > 0;
 }
 
-bool dir_can_fill(const struct dir *d)
+static bool dir_can_fill(const struct dir *d)
 {
 	if (d->eof)
 		return false;
@@ -159,23 +133,36 @@ bool dir_can_fill(const struct dir *d)
 	return !d->buf || d->off + d->len < PD_HEAD_MAX || d->off > 0;
 }
 
-/* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had.
- * *want: how much was asked for. */
-static ssize_t dir_fill(struct dir *d, int src, size_t *want)
+static bool conn_can_fill(const struct pd_conn *k, const struct dir *d)
+{
+	uint64_t max;
+
+	if (!http_followed(k, d))
+		return dir_can_fill(d);
+	return http_fill_mode(k, &max) != 0;
+}
+
+/* Splice what src has, at most max bytes, into d's pipe. *want: how much was asked for. */
+static ssize_t pipe_fill(struct dir *d, int src, uint64_t max, size_t *want)
 {
 	ssize_t n;
 
-	if (d->pipe[0] < 0)
-		pipe_get(d);
-	if (d->pipe[0] >= 0) {
-		*want = d->pipe_cap - d->inpipe;
-		n = splice(src, NULL, d->pipe[1], NULL, *want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (n > 0)
-			d->inpipe += (size_t)n;
-		else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
-			d->pipe_full = true; /* out of pipe slots, not of data */
-		return n;
-	}
+	*want = d->pipe_cap - d->inpipe;
+	if (*want > max)
+		*want = (size_t)max;
+	n = splice(src, NULL, d->pipe[1], NULL, *want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+	if (n > 0)
+		d->inpipe += (size_t)n;
+	else if (n < 0 && errno == EAGAIN && d->inpipe > 0)
+		d->pipe_full = true; /* out of pipe slots, not of data */
+	return n;
+}
+
+/* Read what src has into d's buffer (borrowed from the pool if need be). */
+static ssize_t buf_fill(struct dir *d, int src, size_t *want)
+{
+	ssize_t n;
+
 	if (!d->buf) {
 		d->buf = head_get();
 		if (!d->buf) {
@@ -192,6 +179,42 @@ static ssize_t dir_fill(struct dir *d, int src, size_t *want)
 	n = read(src, d->buf + d->off + d->len, *want);
 	if (n > 0)
 		d->len += (size_t)n;
+	return n;
+}
+
+/* Read what src has into d: into a pipe from the pool, or into a buffer when none can be had.
+ * *want: how much was asked for. */
+static ssize_t dir_fill(struct dir *d, int src, size_t *want)
+{
+	if (d->pipe[0] < 0)
+		pipe_get(d);
+	if (d->pipe[0] >= 0)
+		return pipe_fill(d, src, UINT64_MAX, want);
+	return buf_fill(d, src, want);
+}
+
+/* dir_fill for a followed client: body bytes spliced as they are, the rest read and checked. */
+static ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want)
+{
+	uint64_t max = 0;
+	int mode = http_fill_mode(k, &max);
+	ssize_t n;
+
+	if (mode == 0) {
+		*want = 1;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (mode == 1 && d->pipe[0] < 0)
+		pipe_get(d);
+	if (mode == 1 && d->pipe[0] >= 0) {
+		n = pipe_fill(d, src, max, want);
+		if (n > 0)
+			http_body_passed(k, (uint64_t)n);
+		return n;
+	}
+	n = buf_fill(d, src, want);
+	http_read(k, n);
 	return n;
 }
 

@@ -3,7 +3,6 @@
  * read before it is passed, and each must name the host the connection was allowed for.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,7 +74,7 @@ void http_advance(struct pd_conn *k)
 				return;
 			}
 			if (hezo_name_normalize(req.host, strlen(req.host), name) < 0 ||
-			    strcmp(name, k->name) != 0) {
+			    strcmp(name, k->t.name) != 0) {
 				http_refuse(k, "a later request's Host names another host than the "
 					       "connection was allowed for");
 				return;
@@ -151,7 +150,7 @@ void http_upgrade_answer(struct pd_conn *k)
  * (at most *max: body bytes need no look), 2 into the buffer to be checked. Buffer and pipe never
  * both hold bytes, so the order they leave in is the order they came.
  */
-static int http_fill_mode(const struct pd_conn *k, uint64_t *max)
+int http_fill_mode(const struct pd_conn *k, uint64_t *max)
 {
 	const struct dir *d = &k->up;
 	uint64_t body = 0;
@@ -175,69 +174,28 @@ static int http_fill_mode(const struct pd_conn *k, uint64_t *max)
 	return 2;
 }
 
-bool conn_can_fill(const struct pd_conn *k, const struct dir *d)
+/* n body bytes of the request went by without a look (spliced). */
+void http_body_passed(struct pd_conn *k, uint64_t n)
 {
-	uint64_t max;
-
-	if (!http_followed(k, d))
-		return dir_can_fill(d);
-	return http_fill_mode(k, &max) != 0;
+	if (k->h.st == H_LENGTH) {
+		k->h.left -= n;
+		if (k->h.left == 0)
+			k->h.st = H_HEAD;
+	} else {
+		hezo_http_chunked_skip(&k->h.ch, n);
+	}
 }
 
-/* dir_fill for a followed client: body bytes spliced as they are, the rest read and checked. */
-ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want)
+/* The client's bytes were read into the buffer (n as read() returned): check them. */
+void http_read(struct pd_conn *k, ssize_t n)
 {
-	uint64_t max = 0;
-	int mode = http_fill_mode(k, &max);
-	ssize_t n;
+	struct dir *d = &k->up;
 
-	if (mode == 0) {
-		*want = 1;
-		errno = EAGAIN;
-		return -1;
-	}
-	if (mode == 1 && d->pipe[0] < 0)
-		pipe_get(d);
-	if (mode == 1 && d->pipe[0] >= 0) {
-		*want = d->pipe_cap - d->inpipe;
-		if (*want > max)
-			*want = (size_t)max;
-		n = splice(src, NULL, d->pipe[1], NULL, *want, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
-		if (n > 0) {
-			d->inpipe += (size_t)n;
-			if (k->h.st == H_LENGTH) {
-				k->h.left -= (uint64_t)n;
-				if (k->h.left == 0)
-					k->h.st = H_HEAD;
-			} else {
-				hezo_http_chunked_skip(&k->h.ch, (uint64_t)n);
-			}
-		} else if (n < 0 && errno == EAGAIN && d->inpipe > 0) {
-			d->pipe_full = true;
-		}
-		return n;
-	}
-	if (!d->buf) {
-		d->buf = head_get();
-		if (!d->buf) {
-			errno = ENOMEM;
-			return -1;
-		}
-		d->off = d->len = 0;
-	}
-	if (d->off + d->len == PD_HEAD_MAX && d->off > 0) {
-		memmove(d->buf, d->buf + d->off, d->len);
-		d->off = 0;
-	}
-	*want = PD_HEAD_MAX - d->off - d->len;
-	n = read(src, d->buf + d->off + d->len, *want);
 	if (n > 0) {
-		d->len += (size_t)n;
 		http_advance(k);
 	} else if (n == 0) {
 		d->len = k->h.ok; /* a request cut short is not passed */
 		if (d->len == 0)
 			d->off = 0;
 	}
-	return n;
 }

@@ -62,22 +62,21 @@ static void connect_failed(struct pd_conn *k, int e)
 
 static void connect_upstream(struct pd_conn *k, const char *reason)
 {
-	socklen_t len = k->dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						    : sizeof(struct sockaddr_in6);
+	socklen_t len = k->t.dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						      : sizeof(struct sockaddr_in6);
 	bool cfail = false, ufail = false;
 	int fd, r, one = 1;
 
 	if (k->h.st != H_REFUSED) /* a pipelined request already refused keeps its reason */
 		k->reason = reason;
-	k->c->st.conns_allowed++;
-	pd_stats.conns_allowed++;
+	PD_COUNT(k->c, conns_allowed);
 	/* This socket is created in proxyd's own (host) namespace. */
-	fd = socket(k->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(k->t.dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		conn_end(k, "error", "cannot create upstream socket", true);
 		return;
 	}
-	if (connect(fd, (struct sockaddr *)&k->dst, len) < 0 && errno != EINPROGRESS) {
+	if (connect(fd, (struct sockaddr *)&k->t.dst, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		conn_end(k, "error", "upstream connect failed", true);
 		return;
@@ -144,7 +143,7 @@ static void intercept_handoff(struct pd_conn *k)
 		k->next->pprev = k->pprev;
 	nactive--;
 	fd = pd_watch_release(&k->cw);
-	pd_intercept_start(k->c, fd, k->up.buf, k->up.len, &k->src, &k->dst, k->name);
+	pd_intercept_start(k->c, fd, k->up.buf, k->up.len, &k->t.src, &k->t.dst, k->t.name);
 	dir_release(&k->up);
 	pd_defer_free(k);
 }
@@ -153,7 +152,7 @@ static void read_head(struct pd_conn *k)
 {
 	char raw[HEZO_NAME_MAX];
 	uint16_t port, hport = 0;
-	const uint8_t *addr = sa_addr(&k->dst, &port);
+	const uint8_t *addr = sa_addr(&k->t.dst, &port);
 	const char *kind;
 	ssize_t n;
 	int r;
@@ -200,25 +199,25 @@ static void read_head(struct pd_conn *k)
 				    "framing");
 		return;
 	}
-	if (hezo_name_normalize(raw, strlen(raw), k->name) < 0) {
-		snprintf(k->name, sizeof(k->name), "%s", raw);
+	if (hezo_name_normalize(raw, strlen(raw), k->t.name) < 0) {
+		snprintf(k->t.name, sizeof(k->t.name), "%s", raw);
 		refuse(k, kind[0] == 's' ? "SNI is not a valid host name"
 					 : "Host is not a valid host name");
 		return;
 	}
-	if (!hezo_egress_name_allowed(&k->c->eg, k->name, port)) {
-		refuse(k, hezo_egress_name_listed(&k->c->eg, k->name)
+	if (!hezo_egress_name_allowed(&k->c->eg, k->t.name, port)) {
+		refuse(k, hezo_egress_name_listed(&k->c->eg, k->t.name)
 				  ? "port not allowed for this name"
 				  : (kind[0] == 's' ? "SNI names a host not allowed"
 						    : "Host names a host not allowed"));
 		return;
 	}
-	if (!hezo_pin_match(&k->c->pins, k->dst.ss_family, addr, k->name, pd_now_ms() / 1000)) {
+	if (!hezo_pin_match(&k->c->pins, k->t.dst.ss_family, addr, k->t.name, pd_now_ms() / 1000)) {
 		refuse(k, "destination is not an address proxyd resolved for this name");
 		return;
 	}
 	/* A secret's host: proxyd ends the TLS itself (intercept.c) and takes the socket. */
-	if (kind[0] == 's' && pd_intercept_wanted(k->c, k->name, port)) {
+	if (kind[0] == 's' && pd_intercept_wanted(k->c, k->t.name, port)) {
 		intercept_handoff(k);
 		return;
 	}
@@ -272,8 +271,8 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 		return;
 	}
 	k->c = c;
-	k->src = *src;
-	k->start_ms = now;
+	k->t.src = *src;
+	k->t.start_ms = now;
 	k->uw.fd = -1;
 	k->up.pipe[0] = k->up.pipe[1] = k->down.pipe[0] = k->down.pipe[1] = -1;
 	/* Not in epoll until something is wanted from it: an address-allowed relay first waits
@@ -286,34 +285,33 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 	c->conns = k;
 	c->nconns++;
 	nactive++;
-	c->st.conns_accepted++;
-	pd_stats.conns_accepted++;
+	PD_COUNT(c, conns_accepted);
 	if (c->nconns > pd_cfg.conn_cap) {
 		refuse(k, "connection limit reached");
 		return;
 	}
 	if (getsockopt(fd, family == AF_INET ? SOL_IP : SOL_IPV6,
-		       family == AF_INET ? SO_ORIGINAL_DST : IP6T_SO_ORIGINAL_DST_, &k->dst,
+		       family == AF_INET ? SO_ORIGINAL_DST : IP6T_SO_ORIGINAL_DST_, &k->t.dst,
 		       &dlen) < 0) {
 		refuse(k, "no original destination (connected to proxyd directly)");
 		return;
 	}
-	addr = sa_addr(&k->dst, &port);
-	if (is_loopback(k->dst.ss_family, addr)) {
+	addr = sa_addr(&k->t.dst, &port);
+	if (is_loopback(k->t.dst.ss_family, addr)) {
 		refuse(k, "loopback destination");
 		return;
 	}
-	if (hezo_egress_cidr_allowed(&c->eg, k->dst.ss_family, addr, port)) {
+	if (hezo_egress_cidr_allowed(&c->eg, k->t.dst.ss_family, addr, port)) {
 		connect_upstream(k, "cidr");
 		return;
 	}
-	if (!hezo_pin_any(&c->pins, k->dst.ss_family, addr, now / 1000)) {
+	if (!hezo_pin_any(&c->pins, k->t.dst.ss_family, addr, now / 1000)) {
 		refuse(k, "destination was not resolved through proxyd");
 		return;
 	}
 	/* No name this address was resolved for is allowed on this port (port 0 included): no
 	 * request could be allowed, so none is waited for. */
-	if (!hezo_pin_any_allowed(&c->pins, k->dst.ss_family, addr, now / 1000, &c->eg, port)) {
+	if (!hezo_pin_any_allowed(&c->pins, k->t.dst.ss_family, addr, now / 1000, &c->eg, port)) {
 		refuse(k, "port not allowed for any name resolved to this address");
 		return;
 	}

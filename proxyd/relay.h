@@ -52,10 +52,9 @@ struct pd_conn {
 	enum conn_state st;
 	/* A side whose peer already reset it: no SO_LINGER needed there. */
 	bool c_dead, u_dead;
-	struct sockaddr_storage src, dst;
-	char name[HEZO_NAME_MAX];
+	struct pd_tcp t;
 	const char *reason;
-	uint64_t start_ms, deadline_ms, last_ms;
+	uint64_t deadline_ms, last_ms;
 	struct dir up, down;
 	struct {
 		uint8_t st;    /* enum http_state */
@@ -72,11 +71,8 @@ struct pd_conn {
 /* relay-copy.c */
 extern unsigned nactive;
 uint8_t *head_get(void);
-int pipe_get(struct dir *d);
 void dir_release(struct dir *d);
 void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst);
-bool dir_has_data(const struct dir *d);
-bool dir_can_fill(const struct dir *d);
 int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
 	 bool *dst_failed);
 void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev);
@@ -89,7 +85,10 @@ bool conn_has_data(const struct pd_conn *k, const struct dir *d);
 const char *conn_verdict(const struct pd_conn *k);
 void http_advance(struct pd_conn *k);
 void http_upgrade_answer(struct pd_conn *k);
-bool conn_can_fill(const struct pd_conn *k, const struct dir *d);
-ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want);
+/* How the client's next bytes may be read: 0 not now, 1 into the pipe (at most *max), 2 into
+ * the buffer to be checked. */
+int http_fill_mode(const struct pd_conn *k, uint64_t *max);
+void http_body_passed(struct pd_conn *k, uint64_t n);
+void http_read(struct pd_conn *k, ssize_t n);
 
 #endif
