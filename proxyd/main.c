@@ -59,6 +59,15 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 	return 0;
 }
 
+/* --flag N (optarg) within min..max into *out, or a line saying what was expected. */
+static bool uint_opt(const char *flag, unsigned min, unsigned max, unsigned *out)
+{
+	if (parse_uint(optarg, min, max, out) == 0)
+		return true;
+	fprintf(stderr, "hezo-proxyd: %s %s: expected %u..%u\n", flag, optarg, min, max);
+	return false;
+}
+
 static int parse_upstream(const char *s)
 {
 	/* Same syntax as egress.resolvers: the one grammar (egress/). */
@@ -142,26 +151,16 @@ int main(int argc, char **argv)
 			ctl = true;
 			break;
 		case OPT_CONNS:
-			if (parse_uint(optarg, 1, 65536, &pd_cfg.conn_cap) < 0) {
-				fprintf(stderr, "hezo-proxyd: --conn-limit %s: expected 1..65536\n",
-					optarg);
+			if (!uint_opt("--conn-limit", 1, 65536, &pd_cfg.conn_cap))
 				return 2;
-			}
 			break;
 		case OPT_RATE:
-			if (parse_uint(optarg, 1, 1000000, &pd_cfg.dns_rate) < 0) {
-				fprintf(stderr, "hezo-proxyd: --dns-rate %s: expected 1..1000000\n",
-					optarg);
+			if (!uint_opt("--dns-rate", 1, 1000000, &pd_cfg.dns_rate))
 				return 2;
-			}
 			break;
 		case OPT_IDLE:
-			if (parse_uint(optarg, 1, 86400, &pd_cfg.idle_timeout_s) < 0) {
-				fprintf(stderr,
-					"hezo-proxyd: --idle-timeout %s: expected 1..86400\n",
-					optarg);
+			if (!uint_opt("--idle-timeout", 1, 86400, &pd_cfg.idle_timeout_s))
 				return 2;
-			}
 			break;
 		case OPT_METRICS:
 			metrics = optarg;

@@ -76,6 +76,9 @@ struct pd_config {
 
 extern struct pd_config pd_cfg;
 
+/* STATE_DIR/name, made (0700) if need be, opened as a directory: an fd or -errno. */
+int pd_state_subdir(const char *name, struct hezo_error **err);
+
 /* ---- stats.c: the traffic counters (`--ctl stats`, docs/metrics.md) ---- */
 
 struct pd_stats {
@@ -250,6 +253,19 @@ void pd_netlog_flush_all(void);
 /* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. The
  * loop's deadline (main.c registers it). */
 int pd_netlog_poll(uint64_t now_ms);
+
+/* ---- server.c: what control.c and metrics.c share ---- */
+
+/* Bind fd to sa (a unix socket's file made 0600, never open to others meanwhile) and listen.
+ * -errno of the call that failed. */
+int pd_server_bind(int fd, const struct sockaddr *sa, socklen_t len, int backlog);
+/*
+ * Accept what waits on listener w (8 at most), each into a new zeroed object of size bytes that
+ * starts with its struct pd_watch, watched for EPOLLIN with fn. root_only: a peer other than
+ * uid 0 is sent refusal (unless NULL) and closed.
+ */
+void pd_server_accept(struct pd_watch *w, size_t size, bool root_only, const char *refusal,
+		      pd_handler fn);
 
 /* ---- control.c ---- */
 

@@ -66,14 +66,9 @@ static struct pd_container *registration_of_netns(const struct stat *nst)
 
 int pd_registry_init(struct hezo_error **err)
 {
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/containers", pd_cfg.state_dir);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return hezo_error_set_errno(err, errno, "%s", path);
-	containers_dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	containers_dir = pd_state_subdir("containers", err);
 	if (containers_dir < 0)
-		return hezo_error_set_errno(err, errno, "%s", path);
+		return containers_dir;
 	pd_host_addrs_refresh();
 	return 0;
 }
