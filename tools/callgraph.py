@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Which object file uses which other's symbols (functions and data), from `nm`, and any cycle.
 
-callgraph.py [--check] [--symbols] FILE.o...   One line per edge "a -> b", then one line per
-cycle (a strongly connected set of two or more files). --symbols lists the symbols of each edge.
---check: exit 1 when there is a cycle. Names are the object files' with ".c.o"/".o" dropped.
+callgraph.py [--check] [--symbols] FILE.o|DIR...   One line per edge "a -> b", then one line
+per cycle (a strongly connected set of two or more files). A DIR stands for the *.o in it (a
+meson target's private directory). --symbols lists the symbols of each edge. --check: exit 1
+when there is a cycle. Names are the object files' with ".c.o"/".o" dropped.
 """
+import glob
 import os
 import subprocess
 import sys
@@ -63,7 +65,11 @@ def cycles(nodes, edges):
 def main(argv):
     check = "--check" in argv
     show = "--symbols" in argv
-    files = [a for a in argv if not a.startswith("--")]
+    files = []
+    for a in argv:
+        if a.startswith("--"):
+            continue
+        files += sorted(glob.glob(os.path.join(a, "*.o"))) if os.path.isdir(a) else [a]
     if not files:
         print(__doc__.strip(), file=sys.stderr)
         return 2
