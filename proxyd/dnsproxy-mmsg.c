@@ -20,7 +20,7 @@
 enum { MMSG_UNKNOWN, MMSG_YES, MMSG_NO };
 static int mmsg_state;
 
-bool mmsg_ok(void)
+bool dns_mmsg_ok(void)
 {
 	if (mmsg_state == MMSG_UNKNOWN) {
 		/* On an invalid fd the kernel says EBADF; a filter that forbids the call says
@@ -42,11 +42,11 @@ static struct {
 	uint8_t buf[DNS_BATCH][DNS_TX_SLOT];
 } tx;
 
-struct dns_rx rx;
+struct dns_rx dns_rx;
 
 /* Send the queued answers, a run of the same listener per sendmmsg(). A datagram that cannot
  * be sent is lost, as a single sendto() would lose it. */
-void tx_flush(void)
+void dns_tx_flush(void)
 {
 	unsigned i = 0;
 
@@ -64,17 +64,17 @@ void tx_flush(void)
 	tx.n = 0;
 }
 
-void udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_storage *to,
-	      socklen_t tolen)
+void dns_udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_storage *to,
+		  socklen_t tolen)
 {
 	unsigned i;
 
-	if (len > DNS_TX_SLOT || tolen > sizeof(tx.to[0]) || !mmsg_ok()) {
+	if (len > DNS_TX_SLOT || tolen > sizeof(tx.to[0]) || !dns_mmsg_ok()) {
 		sendto(fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)to, tolen);
 		return;
 	}
 	if (tx.n == DNS_BATCH)
-		tx_flush();
+		dns_tx_flush();
 	i = tx.n++;
 	memcpy(tx.buf[i], msg, len);
 	memcpy(&tx.to[i], to, tolen);
@@ -86,16 +86,17 @@ void udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_stor
 						.msg_iovlen = 1}};
 }
 
-/* Receive up to DNS_BATCH datagrams into rx; returns how many, or -1 with errno. */
-int rx_batch(int fd, bool want_from)
+/* Receive up to DNS_BATCH datagrams into dns_rx; returns how many, or -1 with errno. */
+int dns_rx_batch(int fd, bool want_from)
 {
 	for (unsigned i = 0; i < DNS_BATCH; i++) {
-		rx.iov[i] = (struct iovec){.iov_base = rx.buf[i], .iov_len = sizeof(rx.buf[i])};
-		rx.mh[i] = (struct mmsghdr){
-			.msg_hdr = {.msg_name = want_from ? &rx.from[i] : NULL,
-				    .msg_namelen = want_from ? sizeof(rx.from[i]) : 0,
-				    .msg_iov = &rx.iov[i],
+		dns_rx.iov[i] =
+			(struct iovec){.iov_base = dns_rx.buf[i], .iov_len = sizeof(dns_rx.buf[i])};
+		dns_rx.mh[i] = (struct mmsghdr){
+			.msg_hdr = {.msg_name = want_from ? &dns_rx.from[i] : NULL,
+				    .msg_namelen = want_from ? sizeof(dns_rx.from[i]) : 0,
+				    .msg_iov = &dns_rx.iov[i],
 				    .msg_iovlen = 1}};
 	}
-	return recvmmsg(fd, rx.mh, DNS_BATCH, MSG_DONTWAIT, NULL);
+	return recvmmsg(fd, dns_rx.mh, DNS_BATCH, MSG_DONTWAIT, NULL);
 }

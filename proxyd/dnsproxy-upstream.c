@@ -181,9 +181,9 @@ static void on_upstream_readable(struct pd_watch *w, uint32_t events)
 {
 	struct upstream *up = pd_container_of(w, struct upstream, w);
 
-	if (mmsg_ok()) {
+	if (dns_mmsg_ok()) {
 		for (int i = 0; i < DNS_UP_PER_WAKEUP; i += DNS_BATCH) {
-			int n = rx_batch(w->fd, false);
+			int n = dns_rx_batch(w->fd, false);
 
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				break;
@@ -192,18 +192,18 @@ static void on_upstream_readable(struct pd_watch *w, uint32_t events)
 				continue;
 			}
 			for (int j = 0; j < n; j++)
-				upstream_answer(up, rx.buf[j], rx.mh[j].msg_len);
+				upstream_answer(up, dns_rx.buf[j], dns_rx.mh[j].msg_len);
 			if (n < DNS_BATCH)
 				break; /* drained: no EAGAIN call needed to learn it */
 		}
-		tx_flush();
+		dns_tx_flush();
 		return;
 	}
 	for (int i = 0; i < DNS_UP_PER_WAKEUP; i++) {
-		ssize_t n = recv(w->fd, rx.buf[0], sizeof(rx.buf[0]), 0);
+		ssize_t n = recv(w->fd, dns_rx.buf[0], sizeof(dns_rx.buf[0]), 0);
 
 		if (n >= 0) {
-			upstream_answer(up, rx.buf[0], (size_t)n);
+			upstream_answer(up, dns_rx.buf[0], (size_t)n);
 			continue;
 		}
 		if (errno == EAGAIN || errno == EINTR)

@@ -86,7 +86,7 @@ static void send_answer(struct pd_listener *udp, const struct sockaddr_storage *
 	if (tc)
 		tcp_queue(tc, msg, len);
 	else if (udp && udp->w.fd >= 0)
-		udp_send(udp->w.fd, msg, len, client, clen);
+		dns_udp_send(udp->w.fd, msg, len, client, clen);
 }
 
 static void answer_empty(struct pd_listener *udp, const struct sockaddr_storage *client,
@@ -319,24 +319,24 @@ void pd_dns_udp(struct pd_watch *w, uint32_t events)
 {
 	struct pd_listener *l = pd_container_of(w, struct pd_listener, w);
 
-	if (mmsg_ok()) {
-		int n = rx_batch(w->fd, true);
+	if (dns_mmsg_ok()) {
+		int n = dns_rx_batch(w->fd, true);
 
 		for (int i = 0; i < n && w->fd >= 0; i++)
-			handle_query(l->c, rx.buf[i], rx.mh[i].msg_len, l, &rx.from[i],
-				     rx.mh[i].msg_hdr.msg_namelen, NULL);
-		tx_flush();
+			handle_query(l->c, dns_rx.buf[i], dns_rx.mh[i].msg_len, l, &dns_rx.from[i],
+				     dns_rx.mh[i].msg_hdr.msg_namelen, NULL);
+		dns_tx_flush();
 		return;
 	}
 	for (int i = 0; i < DNS_UDP_PER_WAKEUP && w->fd >= 0; i++) {
 		struct sockaddr_storage client;
 		socklen_t clen = sizeof(client);
-		ssize_t n = recvfrom(w->fd, rx.buf[0], sizeof(rx.buf[0]), 0,
+		ssize_t n = recvfrom(w->fd, dns_rx.buf[0], sizeof(dns_rx.buf[0]), 0,
 				     (struct sockaddr *)&client, &clen);
 
 		if (n < 0)
 			return;
-		handle_query(l->c, rx.buf[0], (size_t)n, l, &client, clen, NULL);
+		handle_query(l->c, dns_rx.buf[0], (size_t)n, l, &client, clen, NULL);
 	}
 }
 
@@ -496,7 +496,7 @@ void pd_dns_tick(struct pd_container *c, uint64_t now)
 				d->sent_ms = now;
 		}
 	}
-	tx_flush();
+	dns_tx_flush();
 	for (t = c->dnsconns; t; t = tn) {
 		tn = t->next;
 		if (!t->pending && now - t->last_ms >= DNS_TCP_IDLE_MS)

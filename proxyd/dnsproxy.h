@@ -78,12 +78,12 @@ struct dns_rx {
 	struct sockaddr_storage from[DNS_BATCH];
 	uint8_t buf[DNS_BATCH][DNS_MSG_MAX];
 };
-extern struct dns_rx rx;
-bool mmsg_ok(void);
-void tx_flush(void);
-void udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_storage *to,
-	      socklen_t tolen);
-int rx_batch(int fd, bool want_from);
+extern struct dns_rx dns_rx;
+bool dns_mmsg_ok(void);
+void dns_tx_flush(void);
+void dns_udp_send(int fd, const uint8_t *msg, size_t len, const struct sockaddr_storage *to,
+		  socklen_t tolen);
+int dns_rx_batch(int fd, bool want_from);
 
 /* dnsproxy-upstream.c */
 /* Take d off the resolver it waits on, if any. */

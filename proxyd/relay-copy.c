@@ -12,11 +12,11 @@
 
 #include "relay.h"
 
-unsigned nactive;
+unsigned relay_nactive;
 
 unsigned pd_relay_active(void)
 {
-	return nactive;
+	return relay_nactive;
 }
 
 /* ---- pools ---- */
@@ -29,7 +29,7 @@ static struct {
 } pipe_pool[PIPE_POOL];
 static unsigned npipe_pool;
 
-uint8_t *head_get(void)
+uint8_t *relay_head_get(void)
 {
 	if (nhead_pool)
 		return head_pool[--nhead_pool];
@@ -89,7 +89,7 @@ static void pipe_put(struct dir *d)
 	d->pipe_full = false;
 }
 
-void dir_release(struct dir *d)
+void relay_dir_release(struct dir *d)
 {
 	pipe_put(d);
 	head_put(d->buf);
@@ -98,7 +98,7 @@ void dir_release(struct dir *d)
 }
 
 /* Close both sides (with a reset if rst), log, and free at the end of the batch. */
-void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst)
+void relay_conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst)
 {
 	struct pd_container *c = k->c;
 
@@ -106,14 +106,14 @@ void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool r
 	if (k->next)
 		k->next->pprev = k->pprev;
 	c->nconns--;
-	nactive--;
+	relay_nactive--;
 	pd_tcp_end(c, &k->t, k->up.bytes, k->down.bytes, false, verdict, reason);
 	/* Both sockets are this process's alone: close() also takes them out of epoll. A peer
 	 * that reset its side needs no reset back. */
 	pd_watch_drop_later(&k->cw, rst && !k->c_dead);
 	pd_watch_drop_later(&k->uw, rst && !k->u_dead);
-	dir_release(&k->up);
-	dir_release(&k->down);
+	relay_dir_release(&k->up);
+	relay_dir_release(&k->down);
 	pd_defer_free(k);
 }
 
@@ -137,9 +137,9 @@ static bool conn_can_fill(const struct pd_conn *k, const struct dir *d)
 {
 	uint64_t max;
 
-	if (!http_followed(k, d))
+	if (!relay_http_followed(k, d))
 		return dir_can_fill(d);
-	return http_fill_mode(k, &max) != 0;
+	return relay_http_fill_mode(k, &max) != 0;
 }
 
 /* Splice what src has, at most max bytes, into d's pipe. *want: how much was asked for. */
@@ -164,7 +164,7 @@ static ssize_t buf_fill(struct dir *d, int src, size_t *want)
 	ssize_t n;
 
 	if (!d->buf) {
-		d->buf = head_get();
+		d->buf = relay_head_get();
 		if (!d->buf) {
 			errno = ENOMEM;
 			return -1;
@@ -197,7 +197,7 @@ static ssize_t dir_fill(struct dir *d, int src, size_t *want)
 static ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want)
 {
 	uint64_t max = 0;
-	int mode = http_fill_mode(k, &max);
+	int mode = relay_http_fill_mode(k, &max);
 	ssize_t n;
 
 	if (mode == 0) {
@@ -210,11 +210,11 @@ static ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want
 	if (mode == 1 && d->pipe[0] >= 0) {
 		n = pipe_fill(d, src, max, want);
 		if (n > 0)
-			http_body_passed(k, (uint64_t)n);
+			relay_http_body_passed(k, (uint64_t)n);
 		return n;
 	}
 	n = buf_fill(d, src, want);
-	http_read(k, n);
+	relay_http_read(k, n);
 	return n;
 }
 
@@ -225,8 +225,8 @@ static ssize_t http_fill(struct pd_conn *k, struct dir *d, int src, size_t *want
  * says so, which saves the EAGAIN call each would cost. Returns -errno on a fatal error (and
  * marks the side that failed), else 0.
  */
-int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
-	 bool *dst_failed)
+int relay_pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
+	       bool *dst_failed)
 {
 	bool moved = false, writable = true;
 
@@ -239,11 +239,11 @@ int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool
 		ssize_t n;
 
 		/* Drain first: the buffer (the request head) goes before anything in the pipe. */
-		if (dir_sendable(k, d) > 0 && writable) {
-			want = dir_sendable(k, d);
+		if (relay_dir_sendable(k, d) > 0 && writable) {
+			want = relay_dir_sendable(k, d);
 			n = write(dst, d->buf + d->off, want);
 			if (n > 0) {
-				if (http_followed(k, d))
+				if (relay_http_followed(k, d))
 					k->h.ok -= (size_t)n;
 				d->off += (size_t)n;
 				d->len -= (size_t)n;
@@ -279,8 +279,8 @@ int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool
 			}
 		}
 		if (readable && conn_can_fill(k, d)) {
-			n = http_followed(k, d) ? http_fill(k, d, src, &want)
-						: dir_fill(d, src, &want);
+			n = relay_http_followed(k, d) ? http_fill(k, d, src, &want)
+						      : dir_fill(d, src, &want);
 			if (n > 0) {
 				progress = true;
 				if ((size_t)n < want)
@@ -329,10 +329,10 @@ static void relay_interest(struct pd_conn *k)
 		ce |= EPOLLOUT;
 	if (dir_can_fill(&k->down))
 		ue |= EPOLLIN | EPOLLRDHUP;
-	if (conn_has_data(k, &k->up))
+	if (relay_conn_has_data(k, &k->up))
 		ue |= EPOLLOUT;
 	if (pd_watch_set(&k->cw, ce) < 0 || pd_watch_set(&k->uw, ue) < 0)
-		conn_end(k, "error", "epoll", true);
+		relay_conn_end(k, "error", "epoll", true);
 }
 
 #define EV_READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
@@ -354,35 +354,36 @@ void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 	int r;
 
 	if (k->h.st == H_HOLD && uread) {
-		http_upgrade_answer(k);
+		relay_http_upgrade_answer(k);
 		/* Undecided: leave the answer unread until more of it has come. */
 		uread = k->h.st != H_HOLD;
 	}
-	r = pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
+	r = relay_pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
 	if (r == 0)
-		r = pump(k, &k->down, k->uw.fd, k->cw.fd, uread, &ufail, &cfail);
+		r = relay_pump(k, &k->down, k->uw.fd, k->cw.fd, uread, &ufail, &cfail);
 	if (r < 0) {
 		k->c_dead = cfail && r == -ECONNRESET;
 		k->u_dead = ufail && r == -ECONNRESET;
-		conn_end(k, conn_verdict(k), k->reason, true);
+		relay_conn_end(k, relay_conn_verdict(k), k->reason, true);
 		return;
 	}
 	if (k->h.st == H_REFUSED && k->down.eof && !dir_has_data(&k->down)) {
 		refused_answer(k);
-		conn_end(k, "deny", k->reason, false);
+		relay_conn_end(k, "deny", k->reason, false);
 		return;
 	}
 	if (k->up.shut && k->down.shut) {
-		conn_end(k, "allow", k->reason, false);
+		relay_conn_end(k, "allow", k->reason, false);
 		return;
 	}
 	/* A side that hung up or failed while we want nothing from it would spin the loop. */
 	if ((cev & (EPOLLERR | EPOLLHUP)) && !conn_can_fill(k, &k->up) && !dir_has_data(&k->down)) {
-		conn_end(k, conn_verdict(k), k->reason, true);
+		relay_conn_end(k, relay_conn_verdict(k), k->reason, true);
 		return;
 	}
-	if ((uev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->down) && !conn_has_data(k, &k->up)) {
-		conn_end(k, conn_verdict(k), k->reason, true);
+	if ((uev & (EPOLLERR | EPOLLHUP)) && !dir_can_fill(&k->down) &&
+	    !relay_conn_has_data(k, &k->up)) {
+		relay_conn_end(k, relay_conn_verdict(k), k->reason, true);
 		return;
 	}
 	relay_interest(k);

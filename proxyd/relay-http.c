@@ -12,23 +12,23 @@
 
 /* ---- following plain HTTP (the client's direction only) ---- */
 
-bool http_followed(const struct pd_conn *k, const struct dir *d)
+bool relay_http_followed(const struct pd_conn *k, const struct dir *d)
 {
 	return d == &k->up && k->h.st != H_NONE && k->h.st != H_OPAQUE;
 }
 
 /* Buffered bytes that may be written: on a followed connection only the checked ones. */
-size_t dir_sendable(const struct pd_conn *k, const struct dir *d)
+size_t relay_dir_sendable(const struct pd_conn *k, const struct dir *d)
 {
-	return http_followed(k, d) ? k->h.ok : d->len;
+	return relay_http_followed(k, d) ? k->h.ok : d->len;
 }
 
-bool conn_has_data(const struct pd_conn *k, const struct dir *d)
+bool relay_conn_has_data(const struct pd_conn *k, const struct dir *d)
 {
-	return dir_sendable(k, d) > 0 || d->inpipe > 0;
+	return relay_dir_sendable(k, d) > 0 || d->inpipe > 0;
 }
 
-const char *conn_verdict(const struct pd_conn *k)
+const char *relay_conn_verdict(const struct pd_conn *k)
 {
 	return k->h.st == H_REFUSED ? "deny" : "allow";
 }
@@ -49,7 +49,7 @@ static void http_refuse(struct pd_conn *k, const char *reason)
 }
 
 /* Check what has arrived after the bytes already checked, request by request. */
-void http_advance(struct pd_conn *k)
+void relay_http_advance(struct pd_conn *k)
 {
 	struct dir *d = &k->up;
 
@@ -126,7 +126,7 @@ void http_advance(struct pd_conn *k)
  * connection's first request, before any response byte was passed, makes the rest opaque;
  * anything else means the connection stays HTTP, and the client's next bytes are a request.
  */
-void http_upgrade_answer(struct pd_conn *k)
+void relay_http_upgrade_answer(struct pd_conn *k)
 {
 	static const char sw[] = "HTTP/1.1 101";
 	uint8_t peek[sizeof(sw) - 1];
@@ -137,12 +137,12 @@ void http_upgrade_answer(struct pd_conn *k)
 	if (n > 0 && memcmp(peek, sw, (size_t)n) == 0 && (size_t)n < sizeof(peek))
 		return; /* not enough to tell yet */
 	if ((size_t)n == sizeof(peek) && memcmp(peek, sw, sizeof(peek)) == 0 && k->h.nreq == 1 &&
-	    k->down.bytes == 0 && !conn_has_data(k, &k->down)) {
+	    k->down.bytes == 0 && !relay_conn_has_data(k, &k->down)) {
 		k->h.st = H_OPAQUE;
 		return;
 	}
 	k->h.st = H_HEAD;
-	http_advance(k);
+	relay_http_advance(k);
 }
 
 /*
@@ -150,7 +150,7 @@ void http_upgrade_answer(struct pd_conn *k)
  * (at most *max: body bytes need no look), 2 into the buffer to be checked. Buffer and pipe never
  * both hold bytes, so the order they leave in is the order they came.
  */
-int http_fill_mode(const struct pd_conn *k, uint64_t *max)
+int relay_http_fill_mode(const struct pd_conn *k, uint64_t *max)
 {
 	const struct dir *d = &k->up;
 	uint64_t body = 0;
@@ -175,7 +175,7 @@ int http_fill_mode(const struct pd_conn *k, uint64_t *max)
 }
 
 /* n body bytes of the request went by without a look (spliced). */
-void http_body_passed(struct pd_conn *k, uint64_t n)
+void relay_http_body_passed(struct pd_conn *k, uint64_t n)
 {
 	if (k->h.st == H_LENGTH) {
 		k->h.left -= n;
@@ -187,12 +187,12 @@ void http_body_passed(struct pd_conn *k, uint64_t n)
 }
 
 /* The client's bytes were read into the buffer (n as read() returned): check them. */
-void http_read(struct pd_conn *k, ssize_t n)
+void relay_http_read(struct pd_conn *k, ssize_t n)
 {
 	struct dir *d = &k->up;
 
 	if (n > 0) {
-		http_advance(k);
+		relay_http_advance(k);
 	} else if (n == 0) {
 		d->len = k->h.ok; /* a request cut short is not passed */
 		if (d->len == 0)

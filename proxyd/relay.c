@@ -43,7 +43,7 @@ static void rst_close(int fd)
 
 static void refuse(struct pd_conn *k, const char *reason)
 {
-	conn_end(k, "deny", reason, true);
+	relay_conn_end(k, "deny", reason, true);
 }
 
 /* ---- connecting ---- */
@@ -53,11 +53,11 @@ static void on_client(struct pd_watch *w, uint32_t events);
 
 static void connect_failed(struct pd_conn *k, int e)
 {
-	conn_end(k, "error",
-		 e == ECONNREFUSED ? "upstream refused the connection"
-		 : e == ETIMEDOUT  ? "upstream timed out"
-				   : "upstream connect failed",
-		 true);
+	relay_conn_end(k, "error",
+		       e == ECONNREFUSED ? "upstream refused the connection"
+		       : e == ETIMEDOUT	 ? "upstream timed out"
+					 : "upstream connect failed",
+		       true);
 }
 
 static void connect_upstream(struct pd_conn *k, const char *reason)
@@ -73,12 +73,12 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 	/* This socket is created in proxyd's own (host) namespace. */
 	fd = socket(k->t.dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		conn_end(k, "error", "cannot create upstream socket", true);
+		relay_conn_end(k, "error", "cannot create upstream socket", true);
 		return;
 	}
 	if (connect(fd, (struct sockaddr *)&k->t.dst, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
-		conn_end(k, "error", "upstream connect failed", true);
+		relay_conn_end(k, "error", "upstream connect failed", true);
 		return;
 	}
 	pd_watch_init(&k->uw, fd, on_upstream);
@@ -90,11 +90,11 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 	 * instead of a loop turn later. A send that gets EAGAIN means "still connecting"; the
 	 * bytes then wait in the pipe or buffer for EPOLLOUT.
 	 */
-	r = pump(k, &k->up, k->cw.fd, fd, k->up.len == 0, &cfail, &ufail);
+	r = relay_pump(k, &k->up, k->cw.fd, fd, k->up.len == 0, &cfail, &ufail);
 	if (r < 0) {
 		k->c_dead = cfail && r == -ECONNRESET;
 		if (cfail)
-			conn_end(k, "allow", "client left while connecting", true);
+			relay_conn_end(k, "allow", "client left while connecting", true);
 		else
 			connect_failed(k, -r);
 		return;
@@ -109,7 +109,7 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 		return;
 	}
 	if (pd_watch_set(&k->uw, EPOLLOUT) < 0 || pd_watch_set(&k->cw, 0) < 0)
-		conn_end(k, "error", "epoll", true);
+		relay_conn_end(k, "error", "epoll", true);
 }
 
 static void on_upstream(struct pd_watch *w, uint32_t events)
@@ -141,10 +141,10 @@ static void intercept_handoff(struct pd_conn *k)
 	*k->pprev = k->next;
 	if (k->next)
 		k->next->pprev = k->pprev;
-	nactive--;
+	relay_nactive--;
 	fd = pd_watch_release(&k->cw);
 	pd_intercept_start(k->c, fd, k->up.buf, k->up.len, &k->t.src, &k->t.dst, k->t.name);
-	dir_release(&k->up);
+	relay_dir_release(&k->up);
 	pd_defer_free(k);
 }
 
@@ -225,7 +225,7 @@ static void read_head(struct pd_conn *k)
 		/* Follow every request: this first one passes the check again, what the client
 		 * sent after it is checked before it goes. */
 		k->h.st = H_HEAD;
-		http_advance(k);
+		relay_http_advance(k);
 	}
 	connect_upstream(k, kind[0] == 's' ? "sni" : "host");
 }
@@ -240,7 +240,7 @@ static void on_client(struct pd_watch *w, uint32_t events)
 		break;
 	case ST_CONNECTING:
 		if (events & (EPOLLERR | EPOLLHUP))
-			conn_end(k, "allow", "client left while connecting", true);
+			relay_conn_end(k, "allow", "client left while connecting", true);
 		break;
 	case ST_RELAY:
 		relay_run(k, events, 0);
@@ -284,7 +284,7 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 		c->conns->pprev = &k->next;
 	c->conns = k;
 	c->nconns++;
-	nactive++;
+	relay_nactive++;
 	PD_COUNT(c, conns_accepted);
 	if (c->nconns > pd_cfg.conn_cap) {
 		refuse(k, "connection limit reached");
@@ -316,13 +316,13 @@ static void accept_one(struct pd_container *c, int fd, const struct sockaddr_sto
 		return;
 	}
 	/* The head buffer is borrowed only while the head is read and forwarded. */
-	k->up.buf = head_get();
+	k->up.buf = relay_head_get();
 	if (!k->up.buf) {
-		conn_end(k, "error", "out of memory", true);
+		relay_conn_end(k, "error", "out of memory", true);
 		return;
 	}
 	if (pd_watch_set(&k->cw, EPOLLIN | EPOLLRDHUP) < 0) {
-		conn_end(k, "error", "epoll", true);
+		relay_conn_end(k, "error", "epoll", true);
 		return;
 	}
 	k->st = ST_HEAD;
@@ -353,7 +353,7 @@ void pd_tcp_accept(struct pd_watch *w, uint32_t events)
 void pd_conn_abort_all(struct pd_container *c)
 {
 	while (c->conns)
-		conn_end(c->conns, "deny", "container deregistered", true);
+		relay_conn_end(c->conns, "deny", "container deregistered", true);
 	pd_intercept_abort_all(c);
 }
 
@@ -367,11 +367,12 @@ void pd_relay_tick(struct pd_container *c, uint64_t now)
 		if (k->st == ST_HEAD && now >= k->deadline_ms)
 			refuse(k, "no ClientHello or request head within the time limit");
 		else if (k->st == ST_CONNECTING && now >= k->deadline_ms)
-			conn_end(k, "error", "upstream connect timed out", true);
+			relay_conn_end(k, "error", "upstream connect timed out", true);
 		else if (k->st == ST_RELAY && k->h.st == H_REFUSED &&
 			 now - k->h.refused_ms >= pd_cfg.head_timeout_s * 1000ull)
-			conn_end(k, "deny", k->reason, true); /* the upstream never finished */
+			relay_conn_end(k, "deny", k->reason,
+				       true); /* the upstream never finished */
 		else if (k->st == ST_RELAY && now - k->last_ms >= pd_cfg.idle_timeout_s * 1000ull)
-			conn_end(k, "allow", "idle timeout", true);
+			relay_conn_end(k, "allow", "idle timeout", true);
 	}
 }

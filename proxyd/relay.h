@@ -69,26 +69,26 @@ struct pd_conn {
 };
 
 /* relay-copy.c */
-extern unsigned nactive;
-uint8_t *head_get(void);
-void dir_release(struct dir *d);
-void conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst);
-int pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
-	 bool *dst_failed);
+extern unsigned relay_nactive;
+uint8_t *relay_head_get(void);
+void relay_dir_release(struct dir *d);
+void relay_conn_end(struct pd_conn *k, const char *verdict, const char *reason, bool rst);
+int relay_pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable, bool *src_failed,
+	       bool *dst_failed);
 void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev);
 void relay_start(struct pd_conn *k);
 
 /* relay-http.c */
-bool http_followed(const struct pd_conn *k, const struct dir *d);
-size_t dir_sendable(const struct pd_conn *k, const struct dir *d);
-bool conn_has_data(const struct pd_conn *k, const struct dir *d);
-const char *conn_verdict(const struct pd_conn *k);
-void http_advance(struct pd_conn *k);
-void http_upgrade_answer(struct pd_conn *k);
+bool relay_http_followed(const struct pd_conn *k, const struct dir *d);
+size_t relay_dir_sendable(const struct pd_conn *k, const struct dir *d);
+bool relay_conn_has_data(const struct pd_conn *k, const struct dir *d);
+const char *relay_conn_verdict(const struct pd_conn *k);
+void relay_http_advance(struct pd_conn *k);
+void relay_http_upgrade_answer(struct pd_conn *k);
 /* How the client's next bytes may be read: 0 not now, 1 into the pipe (at most *max), 2 into
  * the buffer to be checked. */
-int http_fill_mode(const struct pd_conn *k, uint64_t *max);
-void http_body_passed(struct pd_conn *k, uint64_t n);
-void http_read(struct pd_conn *k, ssize_t n);
+int relay_http_fill_mode(const struct pd_conn *k, uint64_t *max);
+void relay_http_body_passed(struct pd_conn *k, uint64_t n);
+void relay_http_read(struct pd_conn *k, ssize_t n);
 
 #endif
