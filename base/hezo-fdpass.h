@@ -14,4 +14,8 @@ union hezo_fd_cmsg {
 /* Attach fd to mh as SCM_RIGHTS, its control data in room; fd < 0 attaches nothing. */
 void hezo_fdpass_attach(struct msghdr *mh, union hezo_fd_cmsg *room, int fd);
 
+/* The descriptors a received mh carries (SCM_RIGHTS): the first max into fds, the rest closed.
+ * Returns how many it carried. */
+int hezo_fdpass_take(struct msghdr *mh, int *fds, int max);
+
 #endif

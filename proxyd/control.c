@@ -11,13 +11,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hezo-fdpass.h"
 #include "proxyd.h"
 
 #define CTL_MSG_MAX (64 * 1024)
 
 struct ctl_conn {
-	struct pd_watch w;
+	struct pd_watch w; /* first: pd_server_accept() makes it */
 };
+_Static_assert(offsetof(struct ctl_conn, w) == 0, "ctl_conn");
 
 static struct pd_watch listener = {.fd = -1};
 
@@ -281,9 +283,8 @@ static void on_conn(struct pd_watch *w, uint32_t events)
 			    .msg_iovlen = 1,
 			    .msg_control = cbuf.b,
 			    .msg_controllen = sizeof(cbuf.b)};
-	struct cmsghdr *cm;
 	_cleanup_close_ int fd = -1;
-	bool extra = false;
+	bool extra;
 	ssize_t n;
 
 	if (!buf)
@@ -296,21 +297,7 @@ static void on_conn(struct pd_watch *w, uint32_t events)
 		pd_defer_free(k);
 		return;
 	}
-	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (fd < 0) {
-				fd = f;
-			} else {
-				close(f);
-				extra = true;
-			}
-		}
-	}
+	extra = hezo_fdpass_take(&mh, &fd, 1) > 1;
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 		reply(w->fd, error_reply("message too long or too many fds"));
 	else if (extra)
@@ -321,36 +308,13 @@ static void on_conn(struct pd_watch *w, uint32_t events)
 
 static void on_accept(struct pd_watch *w, uint32_t events)
 {
-	for (int i = 0; i < 8; i++) {
-		struct ucred cred;
-		socklen_t len = sizeof(cred);
-		struct ctl_conn *k;
-		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0) {
-			/* Mode 0600 already keeps others out; this also covers a chmod by mistake.
-			 */
-			send(fd, "{\"ok\":false,\"error\":\"permission denied: uid 0 only\"}", 52,
-			     MSG_NOSIGNAL);
-			close(fd);
-			continue;
-		}
-		k = calloc(1, sizeof(*k));
-		if (!k) {
-			close(fd);
-			continue;
-		}
-		if (pd_watch_add(&k->w, fd, EPOLLIN, on_conn) < 0)
-			free(k);
-	}
+	pd_server_accept(w, sizeof(struct ctl_conn), true,
+			 "{\"ok\":false,\"error\":\"permission denied: uid 0 only\"}", on_conn);
 }
 
 int pd_control_init(struct hezo_error **err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	mode_t old;
 	int fd, r;
 
 	if (strlen(pd_cfg.socket) >= sizeof(sa.sun_path))
@@ -360,11 +324,9 @@ int pd_control_init(struct hezo_error **err)
 	if (fd < 0)
 		return hezo_error_set_errno(err, errno, "socket");
 	unlink(pd_cfg.socket);
-	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
-	umask(old);
-	if (r < 0 || chmod(pd_cfg.socket, 0600) < 0 || listen(fd, 64) < 0) {
-		r = hezo_error_set_errno(err, errno, "control socket %s", pd_cfg.socket);
+	r = pd_server_bind(fd, (struct sockaddr *)&sa, sizeof(sa), 64);
+	if (r < 0) {
+		r = hezo_error_set_errno(err, -r, "control socket %s", pd_cfg.socket);
 		close(fd);
 		return r;
 	}

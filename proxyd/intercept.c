@@ -38,9 +38,8 @@ struct pd_icpt {
 	enum phase ph;
 	SSL *cs, *us;
 	BIO *crb, *cwb; /* the client's TLS bytes in and out (owned by cs) */
-	struct sockaddr_storage src, dst;
-	char name[HEZO_NAME_MAX];
-	uint64_t start_ms, deadline_ms, last_ms;
+	struct pd_tcp t;
+	uint64_t deadline_ms, last_ms;
 	bool c_eof, c_closed, u_eof, u_shut, u_want_write;
 	uint8_t *in, *pend;
 	size_t inlen, pendoff, pendlen;
@@ -72,33 +71,11 @@ static void icpt_free_values(struct pd_icpt *k)
 
 static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 {
-	struct pd_netlog l = {
-		.proto = "tcp",
-		.src = &k->src,
-		.dst = &k->dst,
-		.name = k->name,
-		.verdict = verdict,
-		.reason = reason,
-		.bytes_out = k->bytes_out,
-		.bytes_in = k->bytes_in,
-		.has_bytes = true,
-		.duration_ms = pd_now_ms() - k->start_ms,
-		.intercepted = true,
-	};
-
 	*k->pprev = k->next;
 	if (k->next)
 		k->next->pprev = k->pprev;
 	k->c->nconns--;
-	k->c->st.bytes_out += k->bytes_out;
-	k->c->st.bytes_in += k->bytes_in;
-	pd_stats.bytes_out += k->bytes_out;
-	pd_stats.bytes_in += k->bytes_in;
-	if (strcmp(verdict, "deny") == 0) {
-		k->c->st.conns_refused++;
-		pd_stats.conns_refused++;
-	}
-	pd_netlog_write(k->c, &l);
+	pd_tcp_end(k->c, &k->t, k->bytes_out, k->bytes_in, true, verdict, reason);
 	SSL_free(k->cs);
 	SSL_free(k->us);
 	icpt_free_values(k);
@@ -196,7 +173,7 @@ static int load_values(struct pd_icpt *k)
 			.placeholder = s->placeholder,
 			.value = v,
 			.value_len = n > 0 ? (size_t)n : 0,
-			.here = hezo_secret_names_host(s, k->name, 443),
+			.here = hezo_secret_names_host(s, k->t.name, 443),
 			.pass = s->pass_elsewhere,
 		};
 		k->nsv = i + 1;
@@ -216,9 +193,9 @@ static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
 	size_t o = 0;
 	struct pd_netlog l = {
 		.proto = "https",
-		.src = &k->src,
-		.dst = &k->dst,
-		.name = k->name,
+		.src = &k->t.src,
+		.dst = &k->t.dst,
+		.name = k->t.name,
 		.verdict = verdict,
 		.reason = reason,
 		.duration_ms = 0,
@@ -286,7 +263,7 @@ static bool take_head(struct pd_icpt *k)
 		return false;
 	}
 	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
-	    strcmp(host, k->name) != 0 || (req.port && req.port != 443)) {
+	    strcmp(host, k->t.name) != 0 || (req.port && req.port != 443)) {
 		answer_and_end(k, 403, "deny", "Host does not match the TLS server name");
 		return false;
 	}
@@ -457,15 +434,15 @@ static void on_upstream(struct pd_watch *w, uint32_t events);
 
 static void start_connect(struct pd_icpt *k)
 {
-	socklen_t len = k->dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						    : sizeof(struct sockaddr_in6);
-	int fd = socket(k->dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	socklen_t len = k->t.dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						      : sizeof(struct sockaddr_in6);
+	int fd = socket(k->t.dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
 
 	if (fd < 0) {
 		answer_and_end(k, 502, "error", "cannot create upstream socket");
 		return;
 	}
-	if (connect(fd, (struct sockaddr *)&k->dst, len) < 0 && errno != EINPROGRESS) {
+	if (connect(fd, (struct sockaddr *)&k->t.dst, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		answer_and_end(k, 502, "error", "upstream connect failed");
 		return;
@@ -474,8 +451,7 @@ static void start_connect(struct pd_icpt *k)
 	pd_watch_init(&k->uw, fd, on_upstream);
 	k->ph = P_CONNECT;
 	k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.connect_timeout_s * 1000;
-	k->c->st.conns_allowed++;
-	pd_stats.conns_allowed++;
+	PD_COUNT(k->c, conns_allowed);
 }
 
 /* Read the client's socket into its TLS. */
@@ -540,7 +516,7 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 							 : "upstream connect failed");
 			return;
 		}
-		k->us = pd_tls_client_new(k->name, k->uw.fd);
+		k->us = pd_tls_client_new(k->t.name, k->uw.fd);
 		if (!k->us) {
 			answer_and_end(k, 502, "error", "upstream TLS setup failed");
 			return;
@@ -723,11 +699,11 @@ void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, si
 		return;
 	}
 	k->c = c;
-	k->src = *src;
-	k->dst = *dst;
-	snprintf(k->name, sizeof(k->name), "%s", name);
-	k->start_ms = k->last_ms = pd_now_ms();
-	k->deadline_ms = k->start_ms + (uint64_t)pd_cfg.head_timeout_s * 1000;
+	k->t.src = *src;
+	k->t.dst = *dst;
+	snprintf(k->t.name, sizeof(k->t.name), "%s", name);
+	k->t.start_ms = k->last_ms = pd_now_ms();
+	k->deadline_ms = k->t.start_ms + (uint64_t)pd_cfg.head_timeout_s * 1000;
 	k->uw.fd = -1;
 	pd_watch_init(&k->cw, fd, on_client);
 	k->next = all;

@@ -1,7 +1,7 @@
 /*
  * The event loop: one level-triggered epoll set holding every socket, a signalfd for
- * SIGTERM/SIGINT and a one-second timerfd. Objects freed during a batch wait until its end;
- * queued netlog lines bound the wait and are flushed when the loop ends.
+ * SIGTERM/SIGINT and a one-second timerfd. Objects freed during a batch wait until its end; the
+ * caller's deadline bounds each wait.
  */
 #include <errno.h>
 #include <signal.h>
@@ -217,18 +217,16 @@ static void run_deferred(void)
 	ndeferred = 0;
 }
 
-int pd_loop_run(void (*tick)(void))
+int pd_loop_run(void (*tick)(void), int (*deadline)(uint64_t now_ms))
 {
 	struct epoll_event evs[MAX_EVENTS];
 
 	while (!stopping) {
-		/* Queued netlog lines bound the wait: they reach the file within their delay. */
-		int n = epoll_wait(epfd, evs, MAX_EVENTS, pd_netlog_poll(pd_now_ms()));
+		int n = epoll_wait(epfd, evs, MAX_EVENTS, deadline(pd_now_ms()));
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			pd_netlog_flush_all();
 			return -errno;
 		}
 		for (int i = 0; i < n; i++) {
@@ -246,6 +244,5 @@ int pd_loop_run(void (*tick)(void))
 			run_deferred();
 		}
 	}
-	pd_netlog_flush_all();
 	return 0;
 }

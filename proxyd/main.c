@@ -20,17 +20,6 @@
 #include "proxyd.h"
 #include "tls.h"
 
-struct pd_config pd_cfg = {
-	.state_dir = "/run/hezo-proxyd",
-	.log_dir = "/var/log/hezo-proxyd",
-	.socket = HEZO_PROXYD_SOCKET,
-	.conn_cap = 256,
-	.dns_rate = 200,
-	.idle_timeout_s = 300,
-	.head_timeout_s = 10,
-	.connect_timeout_s = 10,
-};
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -68,6 +57,15 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 		return -EINVAL;
 	*out = (unsigned)v;
 	return 0;
+}
+
+/* --flag N (optarg) within min..max into *out, or a line saying what was expected. */
+static bool uint_opt(const char *flag, unsigned min, unsigned max, unsigned *out)
+{
+	if (parse_uint(optarg, min, max, out) == 0)
+		return true;
+	fprintf(stderr, "hezo-proxyd: %s %s: expected %u..%u\n", flag, optarg, min, max);
+	return false;
 }
 
 static int parse_upstream(const char *s)
@@ -153,26 +151,16 @@ int main(int argc, char **argv)
 			ctl = true;
 			break;
 		case OPT_CONNS:
-			if (parse_uint(optarg, 1, 65536, &pd_cfg.conn_cap) < 0) {
-				fprintf(stderr, "hezo-proxyd: --conn-limit %s: expected 1..65536\n",
-					optarg);
+			if (!uint_opt("--conn-limit", 1, 65536, &pd_cfg.conn_cap))
 				return 2;
-			}
 			break;
 		case OPT_RATE:
-			if (parse_uint(optarg, 1, 1000000, &pd_cfg.dns_rate) < 0) {
-				fprintf(stderr, "hezo-proxyd: --dns-rate %s: expected 1..1000000\n",
-					optarg);
+			if (!uint_opt("--dns-rate", 1, 1000000, &pd_cfg.dns_rate))
 				return 2;
-			}
 			break;
 		case OPT_IDLE:
-			if (parse_uint(optarg, 1, 86400, &pd_cfg.idle_timeout_s) < 0) {
-				fprintf(stderr,
-					"hezo-proxyd: --idle-timeout %s: expected 1..86400\n",
-					optarg);
+			if (!uint_opt("--idle-timeout", 1, 86400, &pd_cfg.idle_timeout_s))
 				return 2;
-			}
 			break;
 		case OPT_METRICS:
 			metrics = optarg;
@@ -247,7 +235,10 @@ int main(int argc, char **argv)
 	}
 	pd_log("info", "hezo-proxyd %s serving on %s (state %s, netlog %s)", HEZO_VERSION,
 	       pd_cfg.socket, pd_cfg.state_dir, pd_cfg.log_dir);
-	r = pd_loop_run(tick);
+	/* Queued netlog lines bound the loop's wait, so they reach the file within their delay;
+	 * what is queued when it ends is written before proxyd exits. */
+	r = pd_loop_run(tick, pd_netlog_poll);
+	pd_netlog_flush_all();
 	if (r < 0) {
 		pd_log("error", "event loop: %s", strerror(-r));
 		return 1;

@@ -21,12 +21,14 @@
 struct pd_metrics_counters pd_metrics;
 
 struct mconn {
-	struct pd_watch w;
+	struct pd_watch w; /* first: pd_server_accept() makes it */
 	char req[REQ_MAX];
 	size_t len;
 	char *out;
 	size_t outlen, sent;
 };
+
+_Static_assert(offsetof(struct mconn, w) == 0, "mconn");
 
 static struct pd_watch listener = {.fd = -1};
 static bool unix_socket;
@@ -230,27 +232,7 @@ static void on_conn(struct pd_watch *w, uint32_t events)
 
 static void on_accept(struct pd_watch *w, uint32_t events)
 {
-	for (int i = 0; i < 8; i++) {
-		struct ucred cred;
-		socklen_t len = sizeof(cred);
-		struct mconn *k;
-		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		if (unix_socket &&
-		    (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != 0)) {
-			close(fd);
-			continue;
-		}
-		k = calloc(1, sizeof(*k));
-		if (!k) {
-			close(fd);
-			continue;
-		}
-		if (pd_watch_add(&k->w, fd, EPOLLIN, on_conn) < 0)
-			free(k);
-	}
+	pd_server_accept(w, sizeof(struct mconn), unix_socket, NULL, on_conn);
 }
 
 int pd_metrics_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *sl)
@@ -313,7 +295,6 @@ int pd_metrics_init(const char *spec, struct hezo_error **err)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
-	mode_t old;
 	int fd, r, one = 1;
 
 	if (!spec)
@@ -334,12 +315,9 @@ int pd_metrics_init(const char *spec, struct hezo_error **err)
 		unlink(((struct sockaddr_un *)&ss)->sun_path);
 	else
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&ss, sl);
-	umask(old);
-	if (r < 0 || (unix_socket && chmod(((struct sockaddr_un *)&ss)->sun_path, 0600) < 0) ||
-	    listen(fd, 16) < 0) {
-		r = hezo_error_set_errno(err, errno, "--metrics %s", spec);
+	r = pd_server_bind(fd, (struct sockaddr *)&ss, sl, 16);
+	if (r < 0) {
+		r = hezo_error_set_errno(err, -r, "--metrics %s", spec);
 		close(fd);
 		return r;
 	}

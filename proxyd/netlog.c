@@ -2,7 +2,7 @@
  * netlog: one JSON line per DNS query, per TCP connection and per container joining or leaving
  * a shared registration, appended to LOG_DIR/ID.jsonl in
  * batches of whole lines (a buffer per container, flushed when full or NETLOG_DELAY_MS after its
- * first line, and at deregistration and exit); and the daemon's own messages on stderr.
+ * first line, and at deregistration and exit).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,20 +26,18 @@
 /* Lines wait at most this long, so `hezo-shim netlog --follow` stays live. */
 #define NETLOG_DELAY_MS 50
 
-static uint64_t flush_due_ms; /* 0: nothing queued anywhere */
+static uint64_t flush_due_ms;	    /* 0: nothing queued anywhere */
+static struct pd_container *queued; /* registrations with lines queued */
 
-void pd_log(const char *level, const char *fmt, ...)
+static void unqueue(struct pd_container *c)
 {
-	char msg[1024], line[1400];
-	va_list ap;
-	size_t n;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	n = hezo_log_format_json(line, sizeof(line), level, msg, NULL);
-	if (n)
-		hezo_write_all(STDERR_FILENO, line, n);
+	if (!c->log_pprev)
+		return;
+	*c->log_pprev = c->log_next;
+	if (c->log_next)
+		c->log_next->log_pprev = c->log_pprev;
+	c->log_next = NULL;
+	c->log_pprev = NULL;
 }
 
 /* Dotted quad into out (16 bytes), no printf: a netlog line has up to a dozen addresses. */
@@ -196,12 +194,13 @@ void pd_netlog_flush(struct pd_container *c)
 		off += (size_t)w;
 	}
 	c->loglen = 0;
+	unqueue(c);
 }
 
 void pd_netlog_flush_all(void)
 {
-	for (struct pd_container *c = pd_containers; c; c = c->next)
-		pd_netlog_flush(c);
+	while (queued)
+		pd_netlog_flush(queued);
 	flush_due_ms = 0;
 }
 
@@ -248,6 +247,13 @@ static void queue_line(struct pd_container *c, const char *line, size_t len)
 		pd_netlog_flush(c);
 	memcpy(c->logbuf + c->loglen, line, len);
 	c->loglen += len;
+	if (!c->log_pprev) {
+		c->log_next = queued;
+		c->log_pprev = &queued;
+		if (queued)
+			queued->log_pprev = &c->log_next;
+		queued = c;
+	}
 	if (!flush_due_ms)
 		flush_due_ms = pd_now_ms() + NETLOG_DELAY_MS;
 }

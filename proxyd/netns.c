@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hezo-fdpass.h"
 #include "hezo-netns.h"
 #include "proxyd.h"
 
@@ -28,18 +29,11 @@ static int netns_dir = -1;
 
 static int open_dirs(struct hezo_error **err)
 {
-	char path[4096];
-
 	host_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (host_netns < 0)
 		return hezo_error_set_errno(err, errno, "/proc/self/ns/net");
-	snprintf(path, sizeof(path), "%s/netns", pd_cfg.state_dir);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return hezo_error_set_errno(err, errno, "%s", path);
-	netns_dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (netns_dir < 0)
-		return hezo_error_set_errno(err, errno, "%s", path);
-	return 0;
+	netns_dir = pd_state_subdir("netns", err);
+	return netns_dir < 0 ? netns_dir : 0;
 }
 
 bool pd_netns_is_net(int fd)
@@ -255,19 +249,9 @@ static ssize_t recv_msg(int sock, void *buf, size_t len, int *fds, int maxfds, i
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return n < 0 ? -errno : 0;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-			if (*nfds < maxfds)
-				fds[(*nfds)++] = f;
-			else
-				close(f);
-		}
-	}
+	*nfds = hezo_fdpass_take(&mh, fds, maxfds);
+	if (*nfds > maxfds)
+		*nfds = maxfds;
 	if ((size_t)n != len) {
 		for (int i = 0; i < *nfds; i++)
 			close(fds[i]);
@@ -316,12 +300,12 @@ static __attribute__((noreturn)) void helper_main(int sock)
 			}
 			break;
 		case OP_PIN:
-			p.r = nsfd < 0 || !pd_id_valid(q.id)
+			p.r = nsfd < 0 || !hezo_id_valid(q.id)
 				      ? hezo_error_set(&e, EINVAL, "bad pin request")
 				      : do_pin(nsfd, q.id, &e);
 			break;
 		case OP_UNPIN:
-			if (pd_id_valid(q.id))
+			if (hezo_id_valid(q.id))
 				do_unpin(q.id);
 			break;
 		default:

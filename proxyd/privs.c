@@ -16,25 +16,16 @@
 
 #include "proxyd.h"
 
+/* Both processes: memory, signals, threads' basics, exit. */
+static const char *const common_syscalls[] = {
+	"brk",	   "mmap",	   "munmap",	      "mremap",	      "mprotect",
+	"madvise", "rt_sigreturn", "rt_sigprocmask",  "rt_sigaction", "sigaltstack",
+	"exit",	   "exit_group",   "restart_syscall", "getpid",	      "gettid",
+	"tgkill",  "futex",
+};
+
+/* The daemon, besides common_syscalls. */
 static const char *const plain_syscalls[] = {
-	/* memory, signals, exit */
-	"brk",
-	"mmap",
-	"munmap",
-	"mremap",
-	"mprotect",
-	"madvise",
-	"rt_sigreturn",
-	"rt_sigprocmask",
-	"rt_sigaction",
-	"sigaltstack",
-	"exit",
-	"exit_group",
-	"restart_syscall",
-	"getpid",
-	"gettid",
-	"tgkill",
-	"futex",
 	"getrandom",
 	"clock_gettime",
 	"clock_getres",
@@ -96,40 +87,12 @@ static const char *const plain_syscalls[] = {
 	"shutdown",
 };
 
-/* What the netns helper does: receive a request, setns, make sockets, bind-mount, reply. */
+/* What the netns helper does besides common_syscalls: receive a request, setns, make sockets,
+ * bind-mount, reply. */
 static const char *const helper_syscalls[] = {
-	"brk",
-	"mmap",
-	"munmap",
-	"mremap",
-	"mprotect",
-	"madvise",
-	"rt_sigreturn",
-	"rt_sigprocmask",
-	"rt_sigaction",
-	"sigaltstack",
-	"exit",
-	"exit_group",
-	"restart_syscall",
-	"getpid",
-	"gettid",
-	"tgkill",
-	"futex",
-	"clock_gettime",
-	"read",
-	"write",
-	"close",
-	"openat",
-	"open",
-	"unlinkat",
-	"unlink",
-	"fstat",
-	"newfstatat",
-	"recvmsg",
-	"sendmsg",
-	"bind",
-	"listen",
-	"setsockopt",
+	"clock_gettime", "read",     "write",  "close",	 "openat",
+	"open",		 "unlinkat", "unlink", "fstat",	 "newfstatat",
+	"recvmsg",	 "sendmsg",  "bind",   "listen", "setsockopt",
 };
 
 static int add_rules(scmp_filter_ctx ctx, const char *const *names, size_t n)
@@ -160,8 +123,10 @@ static int install_seccomp(bool helper, struct hezo_error **err)
 	ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	if (!ctx)
 		return hezo_error_set(err, ENOMEM, "seccomp_init");
-	r = helper ? add_rules(ctx, helper_syscalls, HEZO_ARRAY_SIZE(helper_syscalls))
-		   : add_rules(ctx, plain_syscalls, HEZO_ARRAY_SIZE(plain_syscalls));
+	r = add_rules(ctx, common_syscalls, HEZO_ARRAY_SIZE(common_syscalls));
+	if (r == 0)
+		r = helper ? add_rules(ctx, helper_syscalls, HEZO_ARRAY_SIZE(helper_syscalls))
+			   : add_rules(ctx, plain_syscalls, HEZO_ARRAY_SIZE(plain_syscalls));
 	for (size_t i = 0; i < nfamilies && r == 0; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));

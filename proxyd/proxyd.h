@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "hezo-error.h"
+#include "hezo-id.h"
 #include "hezo-json.h"
 #include "proxyd-parse.h"
 
@@ -17,6 +18,11 @@
 #define PD_ID_MAX      (HEZO_ID_MAX + 1) /* a container id (base/hezo-id.h) and its NUL */
 #define PD_PROJECT_MAX 65
 #define PD_HEAD_MAX    16384
+
+/* ---- log.c ---- */
+
+/* Daemon messages on stderr, one JSON line each. */
+void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- loop.c ---- */
 
@@ -47,11 +53,14 @@ void pd_watch_close(struct pd_watch *w);
 void pd_watch_drop_later(struct pd_watch *w, bool reset);
 /* Free p after the current batch of events: later events of the batch may still point at it. */
 void pd_defer_free(void *p);
-/* Run until SIGTERM or SIGINT; tick() runs about once a second. */
-int pd_loop_run(void (*tick)(void));
+/*
+ * Run until SIGTERM or SIGINT; tick() runs about once a second. deadline(now) says how many
+ * milliseconds the loop may wait for events at most (-1: no limit), and does what is due.
+ */
+int pd_loop_run(void (*tick)(void), int (*deadline)(uint64_t now_ms));
 uint64_t pd_now_ms(void);
 
-/* ---- the daemon's configuration and state (main.c) ---- */
+/* ---- config.c: the daemon's configuration ---- */
 
 struct pd_config {
 	const char *state_dir;
@@ -67,16 +76,41 @@ struct pd_config {
 
 extern struct pd_config pd_cfg;
 
+/* STATE_DIR/name, made (0700) if need be, opened as a directory: an fd or -errno. */
+int pd_state_subdir(const char *name, struct hezo_error **err);
+
+/* ---- stats.c: the traffic counters (`--ctl stats`, docs/metrics.md) ---- */
+
 struct pd_stats {
 	uint64_t conns_accepted, conns_allowed, conns_refused;
 	uint64_t dns_queries, dns_allowed, dns_refused, dns_ratelimited, dns_failed;
 	uint64_t bytes_out, bytes_in;
 };
 
+/* Every registration's, in total (each registration's own are its st). */
+extern struct pd_stats pd_stats;
+
+/* Count one event in registration c's counters and in the total. */
+#define PD_COUNT(c, field) ((c)->st.field++, pd_stats.field++)
+
+struct pd_container;
+
+/* What the relay and interception know of a TCP connection from a container. */
+struct pd_tcp {
+	struct sockaddr_storage src, dst;
+	char name[HEZO_NAME_MAX]; /* the name it was allowed for ("" for an address entry) */
+	uint64_t start_ms;
+};
+
+/* A TCP connection of c ended, relayed or intercepted: its netlog line and its counters. */
+void pd_tcp_end(struct pd_container *c, const struct pd_tcp *t, uint64_t bytes_out,
+		uint64_t bytes_in, bool intercepted, const char *verdict, const char *reason);
+
+/* ---- the daemon's registrations (registry.c) ---- */
+
 struct pd_conn;
 struct pd_dnsconn;
 struct pd_dnsq;
-struct pd_container;
 
 #define pd_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -103,6 +137,7 @@ struct pd_container {
 	int log_fd;
 	char *logbuf; /* queued netlog lines, whole lines only */
 	size_t loglen;
+	struct pd_container *log_next, **log_pprev; /* netlog.c's list of those with lines queued */
 	struct hezo_pins pins;
 	unsigned nconns;
 	unsigned ndnsq;
@@ -125,12 +160,7 @@ extern struct pd_metrics_counters pd_metrics;
 int pd_metrics_parse(const char *spec, struct sockaddr_storage *ss, socklen_t *sl);
 int pd_metrics_init(const char *spec, struct hezo_error **err);
 
-extern struct pd_container *pd_containers;
-extern struct pd_stats pd_stats;
-
-/* The registration container id is a member of. */
-struct pd_container *pd_container_find(const char *id);
-bool pd_id_valid(const char *id);
+/* ---- hostaddr.c ---- */
 
 /* Is addr one of this host's own addresses (refreshed every 30 s)? */
 bool pd_host_addr(int family, const uint8_t *addr);
@@ -153,6 +183,10 @@ bool pd_netns_alive(int netns_fd);
 
 /* ---- registry.c ---- */
 
+extern struct pd_container *pd_containers;
+
+/* The registration container id is a member of. */
+struct pd_container *pd_container_find(const char *id);
 int pd_registry_init(struct hezo_error **err);
 /* q: checked by hezo_ctl_request_parse(); its egress moves into the container. */
 int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **err);
@@ -216,11 +250,22 @@ void pd_netlog_member(struct pd_container *c, const char *event, const char *mem
 		      const char *verdict, const char *reason);
 void pd_netlog_flush(struct pd_container *c);
 void pd_netlog_flush_all(void);
-/* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. */
+/* Milliseconds until queued lines are due (-1: none queued); flushes those that are due. The
+ * loop's deadline (main.c registers it). */
 int pd_netlog_poll(uint64_t now_ms);
 
-/* Daemon messages on stderr, one JSON line each. */
-void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ---- server.c: what control.c and metrics.c share ---- */
+
+/* Bind fd to sa (a unix socket's file made 0600, never open to others meanwhile) and listen.
+ * -errno of the call that failed. */
+int pd_server_bind(int fd, const struct sockaddr *sa, socklen_t len, int backlog);
+/*
+ * Accept what waits on listener w (8 at most), each into a new zeroed object of size bytes that
+ * starts with its struct pd_watch, watched for EPOLLIN with fn. root_only: a peer other than
+ * uid 0 is sent refusal (unless NULL) and closed.
+ */
+void pd_server_accept(struct pd_watch *w, size_t size, bool root_only, const char *refusal,
+		      pd_handler fn);
 
 /* ---- control.c ---- */
 

@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,66 +20,12 @@
 #define STATE_MAX (1u << 20)
 
 struct pd_container *pd_containers;
-struct pd_stats pd_stats;
 
 static int containers_dir = -1;
-
-static struct host_addr {
-	int family;
-	uint8_t addr[16];
-} * host_addrs;
-static size_t nhost_addrs;
-
-void pd_host_addrs_refresh(void)
-{
-	struct ifaddrs *ifa, *i;
-	struct host_addr *v;
-	size_t n = 0;
-
-	if (getifaddrs(&ifa) < 0)
-		return; /* keep the last known list */
-	for (i = ifa; i; i = i->ifa_next)
-		n++;
-	v = calloc(n ? n : 1, sizeof(*v));
-	if (!v) {
-		freeifaddrs(ifa);
-		return;
-	}
-	n = 0;
-	for (i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr)
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET) {
-			v[n].family = AF_INET;
-			memcpy(v[n++].addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		} else if (i->ifa_addr->sa_family == AF_INET6) {
-			v[n].family = AF_INET6;
-			memcpy(v[n++].addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-		}
-	}
-	freeifaddrs(ifa);
-	free(host_addrs);
-	host_addrs = v;
-	nhost_addrs = n;
-}
-
-bool pd_host_addr(int family, const uint8_t *addr)
-{
-	for (size_t i = 0; i < nhost_addrs; i++)
-		if (host_addrs[i].family == family &&
-		    memcmp(host_addrs[i].addr, addr, family == AF_INET ? 4 : 16) == 0)
-			return true;
-	return false;
-}
 
 /* proxyd.h's sizes are the request parser's: ids and projects are copied between them. */
 _Static_assert(PD_ID_MAX == HEZO_CTL_ID_MAX, "PD_ID_MAX");
 _Static_assert(PD_PROJECT_MAX == HEZO_CTL_PROJECT_MAX, "PD_PROJECT_MAX");
-
-bool pd_id_valid(const char *id)
-{
-	return hezo_ctl_id_valid(id);
-}
 
 static ssize_t member_index(const struct pd_container *c, const char *id)
 {
@@ -121,14 +66,9 @@ static struct pd_container *registration_of_netns(const struct stat *nst)
 
 int pd_registry_init(struct hezo_error **err)
 {
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/containers", pd_cfg.state_dir);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return hezo_error_set_errno(err, errno, "%s", path);
-	containers_dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	containers_dir = pd_state_subdir("containers", err);
 	if (containers_dir < 0)
-		return hezo_error_set_errno(err, errno, "%s", path);
+		return containers_dir;
 	pd_host_addrs_refresh();
 	return 0;
 }
@@ -204,7 +144,7 @@ static int members_set(struct pd_container *c, const struct hezo_json *members,
 	HEZO_JSON_FOREACH (i, members) {
 		const char *id = hezo_json_string(members->items[i]);
 
-		if (!id || !pd_id_valid(id) || member_index(c, id) >= 0)
+		if (!id || !hezo_id_valid(id) || member_index(c, id) >= 0)
 			return hezo_error_set(err, EINVAL, "members[%zu]: not a new container id",
 					      i);
 		strcpy(c->members[c->nmembers++], id);
@@ -456,7 +396,7 @@ void pd_deregister(const char *id)
 
 	if (c)
 		member_leave(c, id);
-	else if (pd_id_valid(id) && !registration_named(id))
+	else if (hezo_id_valid(id) && !registration_named(id))
 		forget_state(id); /* a stale file of a registration that is not up */
 }
 
@@ -487,7 +427,7 @@ void pd_registry_restore(void)
 			continue;
 		memcpy(id, de->d_name, len - 5);
 		id[len - 5] = '\0';
-		if (!pd_id_valid(id))
+		if (!hezo_id_valid(id))
 			continue;
 		if (hezo_read_file_at(containers_dir, de->d_name, STATE_MAX, &buf, &blen, &err) <
 			    0 ||
