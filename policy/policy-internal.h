@@ -188,6 +188,7 @@ int hezo_policy_check_resource_fields(struct hezo_json *res, const char *field,
 				      struct hezo_error **err);
 int hezo_policy_check_process_fields(const struct hezo_json *process, const char *field,
 				     struct hezo_error **err);
+int hezo_policy_check_annotations(const struct hezo_json *spec, struct hezo_error **err);
 int hezo_policy_check_linux_fields(const struct hezo_json *linux_, struct hezo_error **err);
 
 /* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */
