@@ -448,6 +448,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return hezo_policy_ferr(err, "config.json: expected an object");
 	/* First, so that every rule below reads the fields runc will read. */
 	r = hezo_spec_check_keys(spec, HEZO_SPEC_DOC_CONFIG, "config.json", err);
+	r = r ?: hezo_policy_check_annotations(spec, err);
 	if (r < 0)
 		return r;
 

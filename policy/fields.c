@@ -133,3 +133,42 @@ int hezo_policy_check_linux_fields(const struct hezo_json *linux_, struct hezo_e
 					     "allowed");
 	return 0;
 }
+
+/*
+ * Annotations the backends read as settings of their own, each of which reaches past the box:
+ * runsc's take the sandbox out of the cgroup the shim checked (spec.cgroup-parent), drop its
+ * seccomp profile (internal.seccomp.NAME=RuntimeDefault with the CRI container name) or set
+ * runsc's flags; crun's hand it a raw BPF filter instead of the profile, choose another handler,
+ * write hooks' output to host paths; runc's and crun's systemd properties override the limits;
+ * runc's CRIU configuration file is read as root at checkpoint and restore. Read from the
+ * binaries of runsc 2024-07, runc 1.1.5 and crun 1.8.1 (docs/policy.md).
+ */
+int hezo_policy_check_annotations(const struct hezo_json *spec, struct hezo_error **err)
+{
+	static const struct {
+		const char *prefix;
+		const char *reader;
+	} backend[] = {
+		{"dev.gvisor.", "runsc"},
+		{"run.oci.", "crun"},
+		{"org.systemd.property.", "runc and crun"},
+		{"org.criu.", "runc"},
+	};
+	const struct hezo_json *ann = hezo_json_get(spec, "annotations");
+	char q[256];
+
+	HEZO_JSON_FOREACH (i, ann) {
+		const char *k = ann->type == HEZO_JSON_OBJECT ? ann->keys[i] : NULL;
+
+		for (size_t j = 0; k && j < HEZO_ARRAY_SIZE(backend); j++) {
+			if (strncmp(k, backend[j].prefix, strlen(backend[j].prefix)) != 0)
+				continue;
+			hezo_policy_quote(q, sizeof(q), k);
+			return hezo_policy_ferr(err,
+						"annotations: %s is read by %s as a setting of its "
+						"own (%s*), which the box does not allow",
+						q, backend[j].reader, backend[j].prefix);
+		}
+	}
+	return 0;
+}

@@ -251,19 +251,11 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 	if (strcmp(k, "egress.allow") == 0) {
 		_cleanup_free_ char *copy = strdup(val);
 		struct hezo_strv s = {0};
-		char *save = NULL, *tok, canon[HEZO_EGRESS_ENTRY_MAX];
+		char *cursor = copy, *tok, canon[HEZO_EGRESS_ENTRY_MAX];
 
 		if (!copy || hezo_strv_init(&s) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
-		for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			char *end;
-			while (*tok == ' ' || *tok == '\t')
-				tok++;
-			end = tok + strlen(tok);
-			while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
-				*--end = '\0';
-			if (*tok == '\0')
-				continue;
+		while ((tok = hezo_policy_list_next(&cursor))) {
 			/* Compared in the canonical spelling the policy keeps; a token that is no
 			 * entry at all is in no list. */
 			if (hezo_allow_normalize(tok, canon, NULL) == 0)

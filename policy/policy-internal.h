@@ -115,6 +115,12 @@ int hezo_policy_cap_normalise(const char *name, char **out);
 void hezo_policy_quote(char *buf, size_t size, const char *s);
 
 /*
+ * The next item of an annotation's comma list, cut in place from *cursor with the blanks around it
+ * trimmed; empty items are skipped. NULL when the list is done. Start with *cursor = a copy.
+ */
+char *hezo_policy_list_next(char **cursor);
+
+/*
  * Messages (util.c): every policy/ file words an error through these. *msg = "PREFIX: " (none
  * when prefix is NULL) and the text fmt makes, malloc'd; -ENOMEM when it cannot be made.
  */
@@ -182,6 +188,7 @@ int hezo_policy_check_resource_fields(struct hezo_json *res, const char *field,
 				      struct hezo_error **err);
 int hezo_policy_check_process_fields(const struct hezo_json *process, const char *field,
 				     struct hezo_error **err);
+int hezo_policy_check_annotations(const struct hezo_json *spec, struct hezo_error **err);
 int hezo_policy_check_linux_fields(const struct hezo_json *linux_, struct hezo_error **err);
 
 /* resources.c: memory.disableOOMKiller made false in a resources object (field in messages). */

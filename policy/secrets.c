@@ -112,21 +112,13 @@ int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const
 {
 	_cleanup_json_ struct hezo_json *keep = hezo_json_new_object();
 	_cleanup_free_ char *copy = strdup(val);
-	char *save = NULL, *tok;
+	char *cursor = copy, *tok;
 
 	if (!keep || !copy)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while ((tok = hezo_policy_list_next(&cursor))) {
 		struct hezo_json *s;
-		char *end;
 
-		while (*tok == ' ' || *tok == '\t')
-			tok++;
-		end = tok + strlen(tok);
-		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
-			*--end = '\0';
-		if (*tok == '\0')
-			continue;
 		s = hezo_json_get(p->secrets, tok);
 		if (!s) {
 			char qk[256], qv[256], qt[256];

@@ -142,6 +142,22 @@ void hezo_policy_quote(char *buf, size_t size, const char *s)
 	snprintf(buf, size, "\"%s\"%s", inner, n >= sizeof(head) ? "..." : "");
 }
 
+char *hezo_policy_list_next(char **cursor)
+{
+	char *tok, *end;
+
+	while ((tok = strsep(cursor, ","))) {
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*tok != '\0')
+			return tok;
+	}
+	return NULL;
+}
+
 int hezo_policy_vmsg(char **msg, const char *prefix, const char *fmt, va_list ap)
 {
 	_cleanup_free_ char *text = NULL;

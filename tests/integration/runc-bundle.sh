@@ -725,6 +725,10 @@ linux.intelRdt|.linux.intelRdt = {"closID": "hezo-test", "l3CacheSchema": "L3:0=
 linux.personality flags|.linux.personality = {"domain": "LINUX", "flags": ["READ_IMPLIES_EXEC"]}|linux\.personality: only domain LINUX or LINUX32
 linux.netDevices|.linux.netDevices = {"lo": {"name": "lo2"}}|linux\.netDevices: host network devices are not allowed
 process.scheduler SCHED_FIFO|.process.scheduler = {"policy": "SCHED_FIFO", "priority": 99}|process\.scheduler: only SCHED_OTHER, SCHED_BATCH or SCHED_IDLE
+annotations dev.gvisor.spec.cgroup-parent|.annotations += {"dev.gvisor.spec.cgroup-parent": "/"}|annotations: "dev\.gvisor\.spec\.cgroup-parent" is read by runsc as a setting of its own
+annotations dev.gvisor.internal.seccomp|.annotations += {"io.kubernetes.cri.container-name": "x", "dev.gvisor.internal.seccomp.x": "RuntimeDefault"}|annotations: "dev\.gvisor\.internal\.seccomp\.x" is read by runsc
+annotations run.oci.seccomp_bpf_data|.annotations += {"run.oci.seccomp_bpf_data": "AA=="}|annotations: "run\.oci\.seccomp_bpf_data" is read by crun
+annotations org.systemd.property|.annotations += {"org.systemd.property.MemoryMax": "infinity"}|annotations: "org\.systemd\.property\.MemoryMax" is read by runc and crun
 process.ioPriority realtime|.process.ioPriority = {"class": "IOPRIO_CLASS_RT", "priority": 0}|process\.ioPriority: only IOPRIO_CLASS_BE or IOPRIO_CLASS_IDLE
 FIELDS
 

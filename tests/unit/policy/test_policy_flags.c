@@ -447,6 +447,21 @@ static void test_walk_fields(void **state)
 	     "[\"/proc/asound\",\"/proc/acpi\",\"/proc/kcore\",\"/proc/keys\",\"/proc/"
 	     "latency_stats\",\"/proc/timer_list\",\"/proc/timer_stats\",\"/proc/sched_debug\","
 	     "\"/proc/scsi\",\"/sys/firmware\",\"/sys/devices/virtual/powercap\"]");
+	/* annotations the backends read as settings of their own */
+	refused("annotations.dev.gvisor.spec.cgroup-parent", "\"/loose\"",
+		"annotations: \"dev.gvisor.spec.cgroup-parent\" is read by runsc");
+	refused("annotations.dev.gvisor.internal.seccomp.x", "\"RuntimeDefault\"",
+		"(dev.gvisor.*), which the box does not allow");
+	refused("annotations.dev.gvisor.flag.network", "\"host\"", "read by runsc");
+	refused("annotations.run.oci.seccomp_bpf_data", "\"AAAA\"",
+		"read by crun as a setting of its own (run.oci.*)");
+	refused("annotations.run.oci.hooks.stdout", "\"/etc/shadow\"", "read by crun");
+	refused("annotations.org.systemd.property.MemoryMax", "\"infinity\"",
+		"read by runc and crun as a setting of its own (org.systemd.property.*)");
+	refused("annotations.org.criu.config", "\"/tmp/c\"",
+		"read by runc as a setting of its own (org.criu.*)");
+	kept("annotations.kept", "\"dev.gvisor.spec.cgroup-parent\"",
+	     "\"dev.gvisor.spec.cgroup-parent\"");
 	kept("linux.readonlyPaths", "[\"/etc\"]",
 	     "[\"/etc\",\"/proc/bus\",\"/proc/fs\",\"/proc/irq\",\"/proc/sys\",\"/proc/"
 	     "sysrq-trigger\"]");
