@@ -5,7 +5,7 @@
 
 set -u
 
-SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
 BUILD=${HEZO_BUILD_ROOT:-$SRC/build}
 HOOK=${HEZO_HOOK:-$BUILD/hooks/hezo-hook}
 PROXYD=${HEZO_PROXYD_BIN:-$BUILD/proxyd/hezo-proxyd}

@@ -7,7 +7,7 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}")
+PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}")
 
 skip_all() {
 	echo "1..0 # SKIP $1"
@@ -94,7 +94,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 	-subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test -keyout bad.key \
 	-out bad.crt >/dev/null 2>&1
 
-cp "$HERE/../../tests/lib/https-upstream.py" upstream.py || exit 1
+cp "$HERE/../../lib/https-upstream.py" upstream.py || exit 1
 : >up.log
 : >bad.log
 ip netns exec hzs-inet python3 upstream.py "$T/up.log" 10.202.0.2 up.crt up.key 2>"$T/up.err" &

@@ -8,8 +8,8 @@
 # hezo_netlog_main), HEZO_REQUIRE_INTEGRATION=1 to fail instead of skipping when not root.
 set -u
 
-PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}
-NETLOG=${HEZO_NETLOG_TOOL:-$(dirname "$0")/../../build/proxyd/hezo-netlog-test}
+PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}
+NETLOG=${HEZO_NETLOG_TOOL:-$(dirname "$0")/../../../build/proxyd/hezo-netlog-test}
 
 skip_all() {
 	echo "1..0 # SKIP $1"
