@@ -11,6 +11,8 @@
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/lib/netns.sh
+. "$SRC/tests/lib/netns.sh"
 # shellcheck source=tests/lib/tls.sh
 . "$SRC/tests/lib/tls.sh"
 # shellcheck source=tests/lib/proxyd.sh
@@ -39,17 +41,8 @@ bg() { "$@" & PIDS+=($!); }
 ip netns add hzb-c1 && ip netns add hzb-inet || exit 1
 ip -n hzb-c1 link set lo up
 ip -n hzb-inet link set lo up
-ip link add hzb-veth0 type veth peer name inet0 netns hzb-inet
-ip addr add 10.206.0.1/24 dev hzb-veth0
-ip link set hzb-veth0 up
-ip -n hzb-inet addr add 10.206.0.2/24 dev inet0
-ip -n hzb-inet link set inet0 up
-ip -n hzb-c1 link add eth0 type veth peer name c1 netns hzb-inet
-ip -n hzb-c1 addr add 10.206.1.2/24 dev eth0
-ip -n hzb-c1 link set eth0 up
-ip -n hzb-c1 route add default via 10.206.1.1
-ip -n hzb-inet addr add 10.206.1.1/24 dev c1
-ip -n hzb-inet link set c1 up
+hezo_netns_link_host hzb-veth0 hzb-inet 10.206.0 2
+hezo_netns_link_client hzb-c1 hzb-inet 10.206.1
 
 cd "$T" || exit 1
 hezo_test_ca "$T" bench-CA api.test api.test plain.test '*.mint.test'

@@ -14,6 +14,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$here/../lib/docker.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$here/../lib/netns.sh"
 # shellcheck source=tests/lib/tls.sh
 . "$here/../lib/tls.sh"
 # shellcheck source=tests/lib/proxyd.sh
@@ -50,12 +52,7 @@ tap_cleanup 'for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c"; done'
 # ---- the upstream: a namespace reached from the host by a veth (proxyd connects from the host) ----
 ip netns add "$INS" || bail_out "cannot create the network namespace"
 ip -n "$INS" link set lo up
-ip link add "$VETH" type veth peer name up0 netns "$INS"
-ip addr add 10.217.0.1/24 dev "$VETH"
-ip link set "$VETH" up
-ip -n "$INS" addr add 10.217.0.2/24 dev up0
-ip -n "$INS" addr add 10.217.0.3/24 dev up0
-ip -n "$INS" link set up0 up
+hezo_netns_link_host "$VETH" "$INS" 10.217.0 2 3 || bail_out "cannot link the upstream namespace"
 ip -n "$INS" route add default via 10.217.0.1
 
 cd "$E" || bail_out "no $E"

@@ -11,6 +11,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/bundle.sh
 . "$here/../lib/bundle.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$here/../lib/netns.sh"
 # shellcheck source=tests/lib/tls.sh
 . "$here/../lib/tls.sh"
 # shellcheck source=tests/lib/proxyd.sh
@@ -42,18 +44,8 @@ tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${
 ip netns add "$INS" && ip netns add "$CNS" || bail_out "cannot create network namespaces"
 ip -n "$INS" link set lo up
 ip -n "$CNS" link set lo up
-ip link add "$VETH" type veth peer name up0 netns "$INS"
-ip addr add 10.205.0.1/24 dev "$VETH"
-ip link set "$VETH" up
-ip -n "$INS" addr add 10.205.0.2/24 dev up0
-ip -n "$INS" addr add 10.205.0.3/24 dev up0
-ip -n "$INS" link set up0 up
-ip -n "$CNS" link add eth0 type veth peer name c0 netns "$INS"
-ip -n "$CNS" addr add 10.205.1.2/24 dev eth0
-ip -n "$CNS" link set eth0 up
-ip -n "$CNS" route add default via 10.205.1.1
-ip -n "$INS" addr add 10.205.1.1/24 dev c0
-ip -n "$INS" link set c0 up
+hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
+	bail_out "cannot link the test's network namespaces"
 
 cd "$E" || bail_out "no $E"
 hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test plain.test git.test &&

@@ -6,6 +6,8 @@
 # proxyd's CA bundle. TAP output. Contacts only loopback and the namespaces it creates.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib/netns.sh
+. "$HERE/../../lib/netns.sh"
 # shellcheck source=tests/lib/tls.sh
 . "$HERE/../../lib/tls.sh"
 # shellcheck source=tests/lib/proxyd.sh
@@ -67,18 +69,8 @@ for ns in hzs-c1 hzs-inet; do
 	ip -n $ns link set lo up
 done
 ip link del hzs-veth0 2>/dev/null
-ip link add hzs-veth0 type veth peer name inet0 netns hzs-inet
-ip addr add 10.202.0.1/24 dev hzs-veth0
-ip link set hzs-veth0 up
-ip -n hzs-inet addr add 10.202.0.2/24 dev inet0
-ip -n hzs-inet addr add 10.202.0.3/24 dev inet0
-ip -n hzs-inet link set inet0 up
-ip -n hzs-c1 link add eth0 type veth peer name c1 netns hzs-inet
-ip -n hzs-c1 addr add 10.202.1.2/24 dev eth0
-ip -n hzs-c1 link set eth0 up
-ip -n hzs-c1 route add default via 10.202.1.1
-ip -n hzs-inet addr add 10.202.1.1/24 dev c1
-ip -n hzs-inet link set c1 up
+hezo_netns_link_host hzs-veth0 hzs-inet 10.202.0 2 3
+hezo_netns_link_client hzs-c1 hzs-inet 10.202.1
 mkdir -p /etc/netns/hzs-c1
 printf 'nameserver 10.202.1.1\noptions timeout:2 attempts:2\n' >/etc/netns/hzs-c1/resolv.conf
 ip netns exec hzs-c1 sleep 100000 &
