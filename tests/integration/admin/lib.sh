@@ -1,4 +1,4 @@
-# Shared TAP helpers for tests/integration/install/*.sh (sourced, not run).
+# Shared TAP helpers for tests/integration/admin/*.sh (sourced, not run).
 set -u
 T=${HEZO_INSTALL_TEST:?set HEZO_INSTALL_TEST to the hezo-install-test binary}
 SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "$0")/../../.." && pwd)}
