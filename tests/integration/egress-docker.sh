@@ -15,6 +15,8 @@ export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$SRC/build}}
 . "$SRC/tests/lib/common.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$SRC/tests/lib/docker.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$SRC/tests/lib/proxyd.sh"
 
 HOOK=${HEZO_HOOK:-$HEZO_BUILD_DIR/hooks/hezo-hook}
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
@@ -143,14 +145,11 @@ tap_cleanup "hezo_docker network rm $NET"
 
 start_proxyd()
 {
-	tap_bg "$PROXYD" --socket "$E/proxyd/control.sock" --state-dir "$E/proxyd" \
-		--log-dir "$E/netlog" --upstream "127.0.0.1:$DNS_PORT" >>"$E/proxyd.log" 2>&1
-	PROXYD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$E/proxyd/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local rc=0
+	hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" \
+		--upstream "127.0.0.1:$DNS_PORT" >>"$E/proxyd.log" 2>&1 || rc=$?
+	PIDS+=("$PROXYD_PID")
+	return $rc
 }
 start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not start"; }
 
