@@ -11,6 +11,12 @@
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/lib/netns.sh
+. "$SRC/tests/lib/netns.sh"
+# shellcheck source=tests/lib/tls.sh
+. "$SRC/tests/lib/tls.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$SRC/tests/lib/proxyd.sh"
 PROXYD=${1:-$SRC/build-rel/proxyd/hezo-proxyd}
 [ -x "$PROXYD" ] || PROXYD=$SRC/build/proxyd/hezo-proxyd
 [ -x "$PROXYD" ] || { echo "no hezo-proxyd (build first)" >&2; exit 2; }
@@ -35,51 +41,27 @@ bg() { "$@" & PIDS+=($!); }
 ip netns add hzb-c1 && ip netns add hzb-inet || exit 1
 ip -n hzb-c1 link set lo up
 ip -n hzb-inet link set lo up
-ip link add hzb-veth0 type veth peer name inet0 netns hzb-inet
-ip addr add 10.206.0.1/24 dev hzb-veth0
-ip link set hzb-veth0 up
-ip -n hzb-inet addr add 10.206.0.2/24 dev inet0
-ip -n hzb-inet link set inet0 up
-ip -n hzb-c1 link add eth0 type veth peer name c1 netns hzb-inet
-ip -n hzb-c1 addr add 10.206.1.2/24 dev eth0
-ip -n hzb-c1 link set eth0 up
-ip -n hzb-c1 route add default via 10.206.1.1
-ip -n hzb-inet addr add 10.206.1.1/24 dev c1
-ip -n hzb-inet link set c1 up
+hezo_netns_link_host hzb-veth0 hzb-inet 10.206.0 2
+hezo_netns_link_client hzb-c1 hzb-inet 10.206.1
 
 cd "$T" || exit 1
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=bench-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
-	-keyout up.key -out up.csr >/dev/null 2>&1
-printf 'subjectAltName=DNS:api.test,DNS:plain.test,DNS:*.mint.test\n' >san.ext
-openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
-	-out up.crt >/dev/null 2>&1
-bg ip netns exec hzb-inet python3 "$SRC/tests/lib/https-upstream.py" "$T/up.log" 10.206.0.2 up.crt up.key
+hezo_test_ca "$T" bench-CA api.test api.test plain.test '*.mint.test'
+bg ip netns exec hzb-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/up.log" 10.206.0.2 up.crt up.key
 bg dnsmasq -k -C /dev/null --port 5355 --listen-address 127.0.0.1 --bind-interfaces --no-resolv \
 	--no-hosts --user=root --address=/api.test/10.206.0.2 --address=/plain.test/10.206.0.2 \
 	--address=/mint.test/10.206.0.2
-ip netns exec hzb-c1 nft -f - <<'NFT'
-table inet hezo {
-	chain nat_out {
-		type nat hook output priority -100; policy accept;
-		meta l4proto { tcp, udp } th dport 53 redirect to :15053
-		fib daddr type local accept
-		meta l4proto tcp redirect to :15001
-	}
-}
-NFT
+hezo_jail_rules nat | ip netns exec hzb-c1 nft -f -
 printf 'benchvalue1234567890\n' >"$T/secret"
 chmod 0600 "$T/secret"
 PH=hzph0123456789abcdefghijklmnopqrstuvwxyz0123
 EG=$(python3 -c 'import json,sys; print(json.dumps({"mode":"proxy","allow":["api.test","plain.test","*.mint.test"],
  "resolvers":["127.0.0.1:5355"],"allowRanges":["10.206.0.0/24"],
  "secrets":{"T":{"hosts":["api.test","*.mint.test"],"file":sys.argv[1],"placeholder":sys.argv[2]}}}))' "$T/secret" "$PH")
-bg "$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" \
-	--test-upstream-ca "$T/ca.crt" --conn-limit 4096
-for _ in $(seq 50); do [ -S "$T/control.sock" ] && break; sleep 0.1; done
+hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --test-upstream-ca "$T/ca.crt" \
+	--conn-limit 4096
+PIDS+=("$PROXYD_PID")
 "$PROXYD" --socket "$T/control.sock" --ctl register c1 /run/netns/hzb-c1 "$EG" bench >/dev/null || exit 1
-PDPID=${PIDS[-1]}
+PDPID=$PROXYD_PID
 sleep 0.5
 
 cat >client.py <<'PY'

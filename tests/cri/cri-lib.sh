@@ -123,6 +123,35 @@ _cri_config()
 		routes: [{dst: "0.0.0.0/0"}]}}]}' >"$CRI_DIR/cni/10-hezo.conflist"
 }
 
+# cri_setup [egress]: how every CRI test begins, after it has sourced common.sh and this file (and
+# egress-lib.sh for "egress"): skip without root, the backend, the shim, containerd's CRI (and
+# the egress world's tools); a fresh $HEZO_TEST_DIR, removed at exit; with "egress" the test
+# world and proxyd (egress-lib.sh); the wrapper (told proxyd's socket) and the docker policy; a
+# private containerd on the wrapper (cri_start). Refused starts bail out; cleanups are registered
+# before each part starts.
+cri_setup()
+{
+	local egress=${1:-}
+	hezo_require_root
+	hezo_require_backend
+	hezo_require_shim
+	cri_require
+	if [ "$egress" = egress ]; then
+		cri_egress_require
+	fi
+	[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
+	tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
+	if [ "$egress" = egress ]; then
+		cri_egress_world
+	fi
+	hezo_make_wrapper
+	if [ "$egress" = egress ]; then
+		cri_egress_wrapper
+	fi
+	hezo_write_policy docker
+	cri_start "$HEZO_TEST_WRAPPER"
+}
+
 # cri_start SHIM: start the private containerd with the runtime "hezo" pointing at SHIM (an
 # executable path, e.g. the test wrapper) and import the image. The exit trap undoes it all.
 cri_start()

@@ -18,19 +18,7 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-proxy.$$
 # shellcheck source=tests/cri/egress-lib.sh
 . "$here/egress-lib.sh"
 
-hezo_require_root
-hezo_require_backend
-hezo_require_shim
-cri_require
-cri_egress_require
-
-[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
-tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
-cri_egress_world
-hezo_make_wrapper
-cri_egress_wrapper
-hezo_write_policy docker
-cri_start "$HEZO_TEST_WRAPPER"
+cri_setup egress
 hezo_write_policy docker "$(cri_policy_filter) | $(cri_egress_filter)"
 
 # ---- a pod: sandbox, a and b ----

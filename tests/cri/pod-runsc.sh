@@ -14,16 +14,7 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-runsc.$$
 # shellcheck source=tests/cri/cri-lib.sh
 . "$here/cri-lib.sh"
 
-hezo_require_root
-hezo_require_backend
-hezo_require_shim
-cri_require
-
-[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
-tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
-hezo_make_wrapper
-hezo_write_policy docker
-cri_start "$HEZO_TEST_WRAPPER"
+cri_setup
 hezo_write_policy docker "$(cri_policy_filter)"
 diag "runsc $("$(hezo_backend_bin)" --version 2>&1 | head -n 1)"
 

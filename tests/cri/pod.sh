@@ -20,18 +20,8 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod.$$
 # shellcheck source=tests/cri/cri-lib.sh
 . "$here/cri-lib.sh"
 
-hezo_require_root
-hezo_require_backend
-hezo_require_shim
-cri_require
-
-[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
-tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
-hezo_make_wrapper
-hezo_write_policy docker
 MEM=$((2048 * 1048576))
-
-cri_start "$HEZO_TEST_WRAPPER"
+cri_setup
 PROJECTS=$HEZO_TEST_DIR/projects
 mkdir -p "$PROJECTS"
 KROOT=$CRI_DIR/kubelet

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for install/toml.c, the text edits of containerd's config.toml and podman's
+ * libFuzzer target for admin/toml.c, the text edits of containerd's config.toml and podman's
  * containers.conf. The first byte picks the engine, the rest is the file. Whatever an install
  * adds, removing it gives back the input byte for byte; installing twice changes nothing; a
  * refusal is one line.

@@ -15,6 +15,8 @@ export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$SRC/build}}
 . "$SRC/tests/lib/common.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$SRC/tests/lib/docker.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$SRC/tests/lib/proxyd.sh"
 
 HOOK=${HEZO_HOOK:-$HEZO_BUILD_DIR/hooks/hezo-hook}
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
@@ -45,11 +47,6 @@ tap_cleanup "ip netns del $INET"
 tap_cleanup "ip netns pids $INET | xargs -r kill"
 tap_cleanup "ip link del $TAG-h"
 
-bg()
-{
-	"$@" &
-	PIDS+=($!)
-}
 in_inet() { ip netns exec "$INET" "$@"; }
 
 # ---- the test world ----
@@ -67,7 +64,7 @@ in_inet ip route add default via 10.203.0.1
 in_inet ip -6 route add default via fd00:203::1
 
 echo hello-world >"$E/www/index.html"
-bg ip netns exec "$INET" busybox httpd -f -p 80 -h "$E/www"
+tap_bg ip netns exec "$INET" busybox httpd -f -p 80 -h "$E/www"
 # An EC key and every cipher: busybox's TLS client shares no suite with s_server's defaults.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=test -keyout "$E/key.pem" \
 	-out "$E/cert.pem" >/dev/null 2>&1 || bail_out "cannot make a certificate"
@@ -76,7 +73,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
 	-cipher "ALL:@SECLEVEL=0" -cert "$E/cert.pem" -key "$E/key.pem") >"$E/s_server.log" 2>&1 &
 PIDS+=($!)
 if command -v python3 >/dev/null 2>&1; then
-	bg ip netns exec "$INET" python3 -c '
+	tap_bg ip netns exec "$INET" python3 -c '
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("0.0.0.0", 7))
@@ -100,7 +97,7 @@ table inet count {
 EOF
 arrived() { in_inet nft -j list counter inet count "c_$1" | jq '.nftables[1].counter.packets'; }
 
-bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
+tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
 	--no-resolv --no-hosts --user=root \
 	--address=/allowed.test/10.203.0.10 --address=/allowed.test/fd00:203::10 \
 	--address=/denied.test/10.203.0.11 --address=/other.test/10.203.0.12 \
@@ -148,14 +145,11 @@ tap_cleanup "hezo_docker network rm $NET"
 
 start_proxyd()
 {
-	bg "$PROXYD" --socket "$E/proxyd/control.sock" --state-dir "$E/proxyd" \
-		--log-dir "$E/netlog" --upstream "127.0.0.1:$DNS_PORT" >>"$E/proxyd.log" 2>&1
-	PROXYD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$E/proxyd/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local rc=0
+	hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" \
+		--upstream "127.0.0.1:$DNS_PORT" >>"$E/proxyd.log" 2>&1 || rc=$?
+	PIDS+=("$PROXYD_PID")
+	return $rc
 }
 start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not start"; }
 

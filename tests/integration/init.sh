@@ -156,7 +156,5 @@ expect_eq "$(head -n 1 <<<"$out")" docker-init "[docker --init] ... and it is Do
 for n in "${NAMES[@]}"; do
 	hezo_docker rm -f "$n" >/dev/null 2>&1
 done
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done

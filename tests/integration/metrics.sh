@@ -9,6 +9,8 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib/common.sh
 . "$here/../lib/common.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$here/../lib/proxyd.sh"
 
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
 PY=/usr/bin/python3
@@ -33,15 +35,11 @@ SOCK=$T/metrics.sock
 # start PROXYD_ARGS...: proxyd in the background; sets PID.
 start()
 {
-	"$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" "$@" \
-		</dev/null >>"$T/proxyd.log" 2>&1 &
-	PID=$!
+	local rc=0
+	hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" "$@" >>"$T/proxyd.log" 2>&1 || rc=$?
+	PID=$PROXYD_PID
 	tap_cleanup "kill $PID"
-	for _ in $(seq 50); do
-		[ -S "$T/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	return $rc
 }
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 

@@ -14,6 +14,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$here/../lib/docker.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=tests/lib/tls.sh
+. "$here/../lib/tls.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$here/../lib/proxyd.sh"
 
 hezo_require_root
 hezo_require_tools jq ip nft dnsmasq openssl curl python3 ldd timeout "$HEZO_DOCKER" "$HEZO_BUSYBOX"
@@ -42,46 +48,33 @@ tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${
 tap_cleanup "hezo_docker network rm $NET"
 tap_cleanup "hezo_docker rmi -f '$IMG'"
 tap_cleanup 'for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c"; done'
-bg() { "$@" & PIDS+=($!); }
 
 # ---- the upstream: a namespace reached from the host by a veth (proxyd connects from the host) ----
 ip netns add "$INS" || bail_out "cannot create the network namespace"
 ip -n "$INS" link set lo up
-ip link add "$VETH" type veth peer name up0 netns "$INS"
-ip addr add 10.217.0.1/24 dev "$VETH"
-ip link set "$VETH" up
-ip -n "$INS" addr add 10.217.0.2/24 dev up0
-ip -n "$INS" addr add 10.217.0.3/24 dev up0
-ip -n "$INS" link set up0 up
+hezo_netns_link_host "$VETH" "$INS" 10.217.0 2 3 || bail_out "cannot link the upstream namespace"
 ip -n "$INS" route add default via 10.217.0.1
 
 cd "$E" || bail_out "no $E"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=hezo-test-upstream-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
-	-keyout up.key -out up.csr >/dev/null 2>&1
-printf 'subjectAltName=DNS:api.test,DNS:other.test\n' >san.ext
-openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
-	-out up.crt >/dev/null 2>&1 || bail_out "openssl cannot make the test certificates"
+hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test ||
+	bail_out "openssl cannot make the test certificates"
 : >up.log
-bg ip netns exec "$INS" python3 "$here/../lib/https-upstream.py" "$E/up.log" 10.217.0.2 up.crt up.key
+tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/up.log" 10.217.0.2 up.crt up.key
 for _ in $(seq 100); do
 	ip netns exec "$INS" ss -Hltn 'sport = :443' | grep -q . && break
 	sleep 0.1
 done
-bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
+tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
 	--no-resolv --no-hosts --user=root --address=/api.test/10.217.0.2 --address=/other.test/10.217.0.2
 mkdir -p "$E/proxyd" "$E/netlog" "$E/state"
 start_proxyd()
 {
-	bg "$PROXYD" --socket "$E/proxyd/control.sock" --state-dir "$E/proxyd" --log-dir "$E/netlog" \
-		--upstream "127.0.0.1:$DNS_PORT" --test-upstream-ca "$E/ca.crt" >>"$E/proxyd.log" 2>&1
-	PROXYD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$E/proxyd/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	local rc=0
+	hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" \
+		--upstream "127.0.0.1:$DNS_PORT" --test-upstream-ca "$E/ca.crt" >>"$E/proxyd.log" 2>&1 ||
+		rc=$?
+	PIDS+=("$PROXYD_PID")
+	return $rc
 }
 start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not start"; }
 

@@ -11,6 +11,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/bundle.sh
 . "$here/../lib/bundle.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=tests/lib/tls.sh
+. "$here/../lib/tls.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$here/../lib/proxyd.sh"
 
 hezo_require_root
 hezo_require_tools jq runc ip nft dnsmasq openssl curl git python3 ldd timeout "$HEZO_BUSYBOX"
@@ -33,49 +39,31 @@ PIDS=()
 tap_cleanup "rm -rf '$E'"
 tap_cleanup "ip netns del $INS 2>/dev/null; ip netns del $CNS 2>/dev/null; ip link del $VETH 2>/dev/null; rm -rf /etc/netns/$CNS"
 tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done; for m in "$E"/proxyd/netns/*; do [ -e "$m" ] && umount -l "$m"; done; true'
-bg() { "$@" & PIDS+=($!); }
 
 # ---- the world: an upstream namespace, the container's namespace with a route into it ----
 ip netns add "$INS" && ip netns add "$CNS" || bail_out "cannot create network namespaces"
 ip -n "$INS" link set lo up
 ip -n "$CNS" link set lo up
-ip link add "$VETH" type veth peer name up0 netns "$INS"
-ip addr add 10.205.0.1/24 dev "$VETH"
-ip link set "$VETH" up
-ip -n "$INS" addr add 10.205.0.2/24 dev up0
-ip -n "$INS" addr add 10.205.0.3/24 dev up0
-ip -n "$INS" link set up0 up
-ip -n "$CNS" link add eth0 type veth peer name c0 netns "$INS"
-ip -n "$CNS" addr add 10.205.1.2/24 dev eth0
-ip -n "$CNS" link set eth0 up
-ip -n "$CNS" route add default via 10.205.1.1
-ip -n "$INS" addr add 10.205.1.1/24 dev c0
-ip -n "$INS" link set c0 up
+hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
+	bail_out "cannot link the test's network namespaces"
 
 cd "$E" || bail_out "no $E"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=hezo-test-upstream-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
-	-keyout up.key -out up.csr >/dev/null 2>&1
-printf 'subjectAltName=DNS:api.test,DNS:other.test,DNS:plain.test,DNS:git.test\n' >san.ext
-openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
-	-out up.crt >/dev/null 2>&1
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test -keyout bad.key \
-	-out bad.crt >/dev/null 2>&1 || bail_out "openssl cannot make the test certificates"
+hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test plain.test git.test &&
+	hezo_test_selfsigned "$E" untrusted.test || bail_out "openssl cannot make the test certificates"
 : >up.log
 : >bad.log
-bg ip netns exec "$INS" python3 "$here/../lib/https-upstream.py" "$E/up.log" 10.205.0.2 up.crt up.key
-bg ip netns exec "$INS" python3 "$here/../lib/https-upstream.py" "$E/bad.log" 10.205.0.3 bad.crt bad.key
-bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
+tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/up.log" 10.205.0.2 up.crt up.key
+tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/bad.log" 10.205.0.3 bad.crt bad.key
+tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
 	--no-resolv --no-hosts --user=root --address=/api.test/10.205.0.2 \
 	--address=/other.test/10.205.0.2 --address=/plain.test/10.205.0.2 \
 	--address=/git.test/10.205.0.2 --address=/untrusted.test/10.205.0.3
 mkdir -p "$E/proxyd" "$E/netlog"
-bg "$PROXYD" --socket "$E/proxyd/control.sock" --state-dir "$E/proxyd" --log-dir "$E/netlog" \
-	--test-upstream-ca "$E/ca.crt"
-for _ in $(seq 50); do [ -S "$E/proxyd/control.sock" ] && break; sleep 0.1; done
-[ -S "$E/proxyd/control.sock" ] || bail_out "hezo-proxyd did not start"
+rc=0
+hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" --test-upstream-ca "$E/ca.crt" ||
+	rc=$?
+PIDS+=("$PROXYD_PID")
+[ "$rc" = 0 ] || bail_out "hezo-proxyd did not start"
 export HEZO_PROXYD_SOCKET=$E/proxyd/control.sock
 
 # ---- the secrets and the policy ----

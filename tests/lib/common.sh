@@ -163,6 +163,16 @@ hezo_sanitizer_reports()
 	find "$HEZO_TEST_SANITIZER_DIR" -type f 2>/dev/null | sort
 }
 
+# hezo_expect_no_sanitizer_reports [DESCRIPTION]: one assertion that no shim run of this test left
+# a sanitizer report, showing the reports' starts when one did.
+hezo_expect_no_sanitizer_reports()
+{
+	local reports r
+	reports=$(hezo_sanitizer_reports)
+	expect_eq "$reports" "" "${1:-no sanitizer reports from shim runs}" ||
+		for r in $reports; do diag "$(head -c 4000 "$r")"; done
+}
+
 # Run the shim directly with the test policy and state directory, never for longer than
 # HEZO_SHIM_TIMEOUT seconds.
 hezo_shim()

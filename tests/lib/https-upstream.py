@@ -1,35 +1,16 @@
 # A test HTTPS upstream (issue 17's tests): logs each request's line, Authorization, X-Token and
 # body digest to ARGV[1] and answers with that line; /ws upgrades and echoes; .../info/refs asks for
 # Basic credentials as a git host does. Usage: https-upstream.py LOG ADDRESS CERT KEY
-import hashlib, http.server, socketserver, ssl, sys
+import hashlib, http.server, os, socketserver, ssl, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from upstream_http import read_body, upgrade_and_echo
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def answer(self):
-        chunked = (self.headers.get("Transfer-Encoding") or "").lower() == "chunked"
-        n = 0 if chunked else int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        if chunked:
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                body += self.rfile.read(size)
-                self.rfile.readline()
-                if size == 0:
-                    break
+        body = read_body(self)
         if self.path == "/ws":
-            with open(sys.argv[1], "a") as f:
-                f.write("peer=%s %s auth=%s upgraded\n" % (self.client_address[1], self.requestline, self.headers.get("Authorization")))
-            self.send_response(101)
-            self.send_header("Upgrade", "websocket")
-            self.send_header("Connection", "Upgrade")
-            self.end_headers()
-            self.wfile.flush()
-            while True:
-                d = self.rfile.read1(4096)
-                if not d:
-                    break
-                self.wfile.write(b"echo:" + d)
-                self.wfile.flush()
-            self.close_connection = True
+            upgrade_and_echo(self, sys.argv[1], "peer=%s %s auth=%s upgraded\n" % (
+                self.client_address[1], self.requestline, self.headers.get("Authorization")))
             return
         if self.path.startswith("/big"):  # benchmarks: 10 MiB, not logged
             self.send_response(200)

@@ -14,3 +14,32 @@ hezo_netns_wait_pid()
 	done
 	return 1
 }
+
+# hezo_netns_link_host VETH NS PREFIX N...: a veth VETH from the host (PREFIX.1/24) into namespace
+# NS (its end there "up0", with PREFIX.N/24 for each N), both up: the test's "internet", which
+# proxyd reaches from the host. PREFIX is three octets (10.202.0).
+hezo_netns_link_host()
+{
+	local veth=$1 ns=$2 prefix=$3 n
+	shift 3
+	ip link add "$veth" type veth peer name up0 netns "$ns" &&
+		ip addr add "$prefix.1/24" dev "$veth" &&
+		ip link set "$veth" up || return 1
+	for n in "$@"; do
+		ip -n "$ns" addr add "$prefix.$n/24" dev up0 || return 1
+	done
+	ip -n "$ns" link set up0 up
+}
+
+# hezo_netns_link_client CNS NS PREFIX: a container's namespace CNS wired into NS: eth0 in CNS
+# with PREFIX.2/24 and its default route via PREFIX.1, which NS holds on the other end ("c0").
+hezo_netns_link_client()
+{
+	local cns=$1 ns=$2 prefix=$3
+	ip -n "$cns" link add eth0 type veth peer name c0 netns "$ns" &&
+		ip -n "$cns" addr add "$prefix.2/24" dev eth0 &&
+		ip -n "$cns" link set eth0 up &&
+		ip -n "$cns" route add default via "$prefix.1" &&
+		ip -n "$ns" addr add "$prefix.1/24" dev c0 &&
+		ip -n "$ns" link set c0 up
+}

@@ -153,6 +153,14 @@ tap_cleanup()
 	TAP_CLEANUPS+=("$*")
 }
 
+# tap_bg CMD...: start CMD in the background and remember its pid in the caller's array PIDS,
+# for the cleanup the caller registers (tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p"; done').
+tap_bg()
+{
+	"$@" &
+	PIDS+=($!)
+}
+
 _tap_exit()
 {
 	local rc=$? i

@@ -1,4 +1,4 @@
-/* Unit tests for install/: daemon.json merge/unmerge and the TOML blocks on real engine files;
+/* Unit tests for admin/: daemon.json merge/unmerge and the TOML blocks on real engine files;
  * the runsc release doctor reads. */
 #include <errno.h>
 #include <fcntl.h>

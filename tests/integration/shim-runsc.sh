@@ -11,13 +11,13 @@ export HEZO_TEST_BACKEND=runsc
 # disturbed when both run on one machine.
 export HEZO_TEST_DIR=${HEZO_RUNSC_TEST_DIR:-/run/hezo-test/runsc-shim}
 # shellcheck source=tests/lib/common.sh
-. "$here/../../tests/lib/common.sh"
+. "$here/../lib/common.sh"
 # shellcheck source=tests/lib/box.sh
-. "$here/../../tests/lib/box.sh"
+. "$here/../lib/box.sh"
 # shellcheck source=tests/lib/bundle.sh
-. "$here/../../tests/lib/bundle.sh"
+. "$here/../lib/bundle.sh"
 # shellcheck source=tests/lib/docker.sh
-. "$here/../../tests/lib/docker.sh"
+. "$here/../lib/docker.sh"
 
 hezo_require_root
 hezo_require_tools jq timeout pgrep dockerd ctr runc "$HEZO_DOCKER" "$HEZO_BUSYBOX"
@@ -314,8 +314,6 @@ expect_match "$out" 'hezo-shim: features: runsc has no features command' "[featu
 for n in "${NAMES[@]}"; do
 	hezo_docker rm -f "$n" >/dev/null 2>&1
 done
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 
 tap_done

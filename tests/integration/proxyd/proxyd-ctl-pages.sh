@@ -10,9 +10,9 @@
 set -u
 
 # shellcheck source=tests/lib/tap.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../../tests/lib/tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib/tap.sh"
 
-PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}
+PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}
 REGS=${HEZO_PAGES_REGS:-1500}
 
 skip_all() {

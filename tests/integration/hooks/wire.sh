@@ -5,7 +5,7 @@
 
 set -u
 
-SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)}
 BUILD=${HEZO_BUILD_ROOT:-$SRC/build}
 HOOK=${HEZO_HOOK:-$BUILD/hooks/hezo-hook}
 PROXYD=${HEZO_PROXYD_BIN:-$BUILD/proxyd/hezo-proxyd}
@@ -39,12 +39,6 @@ tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p"; done'
 # Whatever still runs in the test's own namespaces was started by this test.
 tap_cleanup "ip netns pids $C | xargs -r kill; ip netns pids $I | xargs -r kill"
 
-# bg CMD...: start CMD in the background and remember its pid for the cleanup.
-bg()
-{
-	"$@" &
-	PIDS+=($!)
-}
 
 in_c() { ip netns exec "$C" "$@"; }
 in_i() { ip netns exec "$I" "$@"; }
@@ -63,7 +57,7 @@ in_i ip link set lo up
 # lo in the container stays down: the hook must bring it up.
 
 mkdir -p "$WORK/www" && echo hello >"$WORK/www/index.html"
-bg ip netns exec "$I" busybox httpd -f -p 8080 -h "$WORK/www"
+tap_bg ip netns exec "$I" busybox httpd -f -p 8080 -h "$WORK/www"
 # Count everything that reaches the internet from the container, whatever the protocol.
 in_i nft -f - <<'EOF' || bail_out "cannot install the counting table"
 table inet count {
@@ -83,7 +77,7 @@ arrived()
 # The "container": a process living in C.
 sleeper()
 {
-	bg ip netns exec "$C" sleep 1000
+	tap_bg ip netns exec "$C" sleep 1000
 	CPID=$(hezo_netns_wait_pid "$C") || bail_out "no process in $C"
 }
 # The namespace's last process leaves (the pod's last container stops).
@@ -146,8 +140,8 @@ sleep 0.5
 expect_eq "$(arrived)" "$before" "deny: not one packet from the container reached the internet namespace"
 
 # Loopback inside the container and replies to connections that came in still work.
-bg ip netns exec "$C" busybox httpd -f -p 127.0.0.1:8081 -h "$WORK/www"
-bg ip netns exec "$C" busybox httpd -f -p 10.202.0.1:8082 -h "$WORK/www"
+tap_bg ip netns exec "$C" busybox httpd -f -p 127.0.0.1:8081 -h "$WORK/www"
+tap_bg ip netns exec "$C" busybox httpd -f -p 10.202.0.1:8082 -h "$WORK/www"
 sleep 0.3
 check "deny: loopback inside the container works" tcp_ok 127.0.0.1 8081
 check "deny: a connection from outside to a published port gets its reply" \
@@ -226,7 +220,7 @@ fi
 PSTATE=$WORK/proxyd
 SOCK=$PSTATE/control.sock
 mkdir -p "$PSTATE/log"
-bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
+tap_bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
 	--upstream 127.0.0.1:53 >"$WORK/proxyd.log" 2>&1
 PROXYD_PID=$!
 for _ in $(seq 50); do
@@ -300,7 +294,7 @@ expect_eq "$(members wire-proxy)" '["wire-second","wire-wide","wire-narrow"]' ".
 expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "... proxyd still listens in the namespace"
 kill "$PROXYD_PID"
 wait "$PROXYD_PID" 2>/dev/null
-bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
+tap_bg "$PROXYD" --socket "$SOCK" --state-dir "$PSTATE" --log-dir "$PSTATE/log" \
 	--upstream 127.0.0.1:53 >>"$WORK/proxyd.log" 2>&1
 PROXYD_PID=$!
 for _ in $(seq 50); do

@@ -46,7 +46,7 @@ check "containerd: absent file: install creates it, uninstall deletes it" sh -c 
 
 # --- podman ------------------------------------------------------------------------------------
 cp /usr/share/containers/containers.conf "$dir/shipped.conf"
-cp "$SRC/tests/unit/install/data/podman-engine.conf" "$dir/admin.conf"
+cp "$SRC/tests/unit/admin/data/podman-engine.conf" "$dir/admin.conf"
 for f in shipped admin new; do
 	[ -e "$dir/$f.conf" ] && cp "$dir/$f.conf" "$dir/$f.orig"
 	check "podman $f: install" "$T" install --podman --config "$dir/$f.conf" --shim "$shim"

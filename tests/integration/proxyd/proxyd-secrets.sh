@@ -6,8 +6,14 @@
 # proxyd's CA bundle. TAP output. Contacts only loopback and the namespaces it creates.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib/netns.sh
+. "$HERE/../../lib/netns.sh"
+# shellcheck source=tests/lib/tls.sh
+. "$HERE/../../lib/tls.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$HERE/../../lib/proxyd.sh"
 
-PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}")
+PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}")
 
 skip_all() {
 	echo "1..0 # SKIP $1"
@@ -63,18 +69,8 @@ for ns in hzs-c1 hzs-inet; do
 	ip -n $ns link set lo up
 done
 ip link del hzs-veth0 2>/dev/null
-ip link add hzs-veth0 type veth peer name inet0 netns hzs-inet
-ip addr add 10.202.0.1/24 dev hzs-veth0
-ip link set hzs-veth0 up
-ip -n hzs-inet addr add 10.202.0.2/24 dev inet0
-ip -n hzs-inet addr add 10.202.0.3/24 dev inet0
-ip -n hzs-inet link set inet0 up
-ip -n hzs-c1 link add eth0 type veth peer name c1 netns hzs-inet
-ip -n hzs-c1 addr add 10.202.1.2/24 dev eth0
-ip -n hzs-c1 link set eth0 up
-ip -n hzs-c1 route add default via 10.202.1.1
-ip -n hzs-inet addr add 10.202.1.1/24 dev c1
-ip -n hzs-inet link set c1 up
+hezo_netns_link_host hzs-veth0 hzs-inet 10.202.0 2 3
+hezo_netns_link_client hzs-c1 hzs-inet 10.202.1
 mkdir -p /etc/netns/hzs-c1
 printf 'nameserver 10.202.1.1\noptions timeout:2 attempts:2\n' >/etc/netns/hzs-c1/resolv.conf
 ip netns exec hzs-c1 sleep 100000 &
@@ -83,23 +79,14 @@ PIDS+=($!)
 # The test CA and the upstream's certificate (api.test, other.test, plain.test), and an
 # untrusted self-signed one for untrusted.test.
 cd "$T" || exit 1
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=hezo-test-upstream-CA -keyout ca.key -out ca.crt >/dev/null 2>&1
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=api.test \
-	-keyout up.key -out up.csr >/dev/null 2>&1
-printf 'subjectAltName=DNS:api.test,DNS:other.test,DNS:plain.test,DNS:git.test\n' >san.ext
-openssl x509 -req -in up.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
-	-out up.crt >/dev/null 2>&1
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-	-subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test -keyout bad.key \
-	-out bad.crt >/dev/null 2>&1
+hezo_test_ca "$T" hezo-test-upstream-CA api.test api.test other.test plain.test git.test
+hezo_test_selfsigned "$T" untrusted.test
 
-cp "$HERE/../../tests/lib/https-upstream.py" upstream.py || exit 1
 : >up.log
 : >bad.log
-ip netns exec hzs-inet python3 upstream.py "$T/up.log" 10.202.0.2 up.crt up.key 2>"$T/up.err" &
+ip netns exec hzs-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/up.log" 10.202.0.2 up.crt up.key 2>"$T/up.err" &
 PIDS+=($!)
-ip netns exec hzs-inet python3 upstream.py "$T/bad.log" 10.202.0.3 bad.crt bad.key 2>"$T/bad.err" &
+ip netns exec hzs-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/bad.log" 10.202.0.3 bad.crt bad.key 2>"$T/bad.err" &
 PIDS+=($!)
 dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
 	--listen-address=127.0.0.1 --bind-interfaces --port=5354 \
@@ -108,24 +95,7 @@ dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
 	--address=/untrusted.test/10.202.0.3 >"$T/dnsmasq.log" 2>&1 &
 PIDS+=($!)
 
-RULES='
-table inet hezo {
-	chain nat_out {
-		type nat hook output priority -100; policy accept;
-		meta l4proto { tcp, udp } th dport 53 redirect to :15053
-		fib daddr type local accept
-		meta l4proto tcp redirect to :15001
-	}
-	chain filter_out {
-		type filter hook output priority 0; policy drop;
-		ip daddr 127.0.0.0/8 accept
-		fib daddr type local accept
-		ct state established,related accept
-		meta l4proto udp reject with icmpx type admin-prohibited
-		meta l4proto tcp reject with tcp reset
-	}
-}'
-echo "$RULES" | ip netns exec hzs-c1 nft -f -
+hezo_jail_rules | ip netns exec hzs-c1 nft -f -
 
 # ---- secrets: files root's 0600; placeholders as the shim makes them ----
 VALUE="ghp_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
@@ -148,14 +118,8 @@ EG=$(jq -cn --arg f "$T/secrets/gh" --arg f2 "$T/secrets/two" --arg p "$PH" --ar
 		TWO: {hosts: ["other.test"], file: $f2, placeholder: $p2, otherHosts: "pass"}}}')
 
 start_proxyd() {
-	"$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" \
-		--test-upstream-ca "$T/ca.crt" </dev/null >>"$T/proxyd.log" 2>&1 &
-	PROXYD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$T/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
+	hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --test-upstream-ca "$T/ca.crt" \
+		>>"$T/proxyd.log" 2>&1
 }
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 sleep 0.5

@@ -1,7 +1,7 @@
-# Shared TAP helpers for install/tests/*.sh (sourced, not run).
+# Shared TAP helpers for tests/integration/admin/*.sh (sourced, not run).
 set -u
 T=${HEZO_INSTALL_TEST:?set HEZO_INSTALL_TEST to the hezo-install-test binary}
-SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "$0")/../../.." && pwd)}
 n=0
 failed=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }

@@ -8,8 +8,11 @@
 # hezo_netlog_main), HEZO_REQUIRE_INTEGRATION=1 to fail instead of skipping when not root.
 set -u
 
-PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../build/proxyd/hezo-proxyd}
-NETLOG=${HEZO_NETLOG_TOOL:-$(dirname "$0")/../../build/proxyd/hezo-netlog-test}
+PROXYD=${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}
+NETLOG=${HEZO_NETLOG_TOOL:-$(dirname "$0")/../../../build/proxyd/hezo-netlog-test}
+LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../lib" && pwd)
+# shellcheck source=tests/lib/proxyd.sh
+. "$LIB/proxyd.sh"
 
 skip_all() {
 	echo "1..0 # SKIP $1"
@@ -138,51 +141,8 @@ PIDS+=($!)
 # an HTTP/1.1 keep-alive server (port 8081), as a CDN serves many names from one address
 # (cdn.test and other.test): it logs the Host and request line of every request it reads. Python's parser also
 # splits header lines at a bare CR.
-cat >"$T/upstream.py" <<'PY'
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def answer(self):
-        chunked = (self.headers.get("Transfer-Encoding") or "").lower() == "chunked"
-        n = 0 if chunked else int(self.headers.get("Content-Length") or 0)  # TE wins (RFC 9112)
-        body = self.rfile.read(n) if n else b""
-        if chunked:
-            while True:
-                size = int(self.rfile.readline().split(b";")[0], 16)
-                body += self.rfile.read(size)
-                self.rfile.readline()
-                if size == 0:
-                    break
-        if self.path == "/ws":  # accept the upgrade, then echo raw bytes
-            with open(sys.argv[1], "a") as f:
-                f.write("host=%s \"%s\" upgraded\n" % (self.headers.get("Host"), self.requestline))
-            self.send_response(101)
-            self.send_header("Upgrade", "websocket")
-            self.send_header("Connection", "Upgrade")
-            self.end_headers()
-            self.wfile.flush()
-            while True:
-                d = self.rfile.read1(4096)
-                if not d:
-                    break
-                self.wfile.write(b"echo:" + d)
-                self.wfile.flush()
-            self.close_connection = True
-            return
-        with open(sys.argv[1], "a") as f:
-            f.write("host=%s \"%s\" body=%d\n" % (self.headers.get("Host"), self.requestline, len(body)))
-        out = ("host=%s\n" % self.headers.get("Host")).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-    do_GET = do_POST = answer
-    def log_message(self, *a):
-        pass
-http.server.HTTPServer(("10.201.0.4", 8081), H).serve_forever()
-PY
 : >"$T/upstream.log"
-ip netns exec hzp-inet python3 "$T/upstream.py" "$T/upstream.log" &
+ip netns exec hzp-inet python3 "$LIB/http-upstream.py" "$T/upstream.log" 10.201.0.4 8081 &
 PIDS+=($!)
 # A client for the keep-alive cases: sends each argument (Python escapes) on one connection,
 # reading one response after each; prints what came back, then "closed" or "open".
@@ -253,38 +213,9 @@ check "world: c1 reaches the HTTP server directly without rules" \
 check "world: c1 reaches UDP echo directly without rules" in_c1 bash -c "$(declare -f udp_echo); udp_echo"
 
 # ---- the jail (what hezo-hook installs, written with nft here) ----
-RULES='
-table inet hezo {
-	chain nat_out {
-		type nat hook output priority -100; policy accept;
-		meta l4proto { tcp, udp } th dport 53 redirect to :15053
-		fib daddr type local accept
-		meta l4proto tcp redirect to :15001
-	}
-	chain filter_out {
-		type filter hook output priority 0; policy drop;
-		# after a redirect the packet goes to lo, but "oif" still names the route chosen
-		# before NAT: match the rewritten destination instead
-		ip daddr 127.0.0.0/8 accept
-		ip6 daddr ::1 accept
-		fib daddr type local accept
-		ct state established,related accept
-		meta l4proto udp reject with icmpx type admin-prohibited
-		meta l4proto tcp reject with tcp reset
-	}
-}'
-echo "$RULES" | ip netns exec hzp-c1 nft -f - && echo "$RULES" | ip netns exec hzp-c2 nft -f -
+hezo_jail_rules | ip netns exec hzp-c1 nft -f - && hezo_jail_rules | ip netns exec hzp-c2 nft -f -
 
-start_proxyd() {
-	"$PROXYD" --state-dir "$T/state" --log-dir "$T/log" --socket "$T/control.sock" \
-		</dev/null >>"$T/proxyd.log" 2>&1 &
-	PROXYD_PID=$!
-	for _ in $(seq 50); do
-		[ -S "$T/control.sock" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+start_proxyd() { hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" >>"$T/proxyd.log" 2>&1; }
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 
 if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts"; fi
