@@ -348,6 +348,15 @@ static int engine_file_ours(const struct hezo_apply_env *env, const struct hezo_
 			    const char *dest, const char *id, bool *ok, struct hezo_error **err)
 {
 	*ok = env->id && strcmp(env->id, id) == 0;
+	/* This ID is the caller's word: another container that runs under it owns these files. */
+	if (*ok && env->id_in_use) {
+		*ok = false;
+		return hezo_error_set(
+			err, EBUSY,
+			"bind source is container %s's file for %s, and that container "
+			"already runs (%s)",
+			id, dest, env->id_in_use);
+	}
 	if (*ok || !env->ns_owner)
 		return 0;
 	for (size_t d = 0; d < HEZO_ARRAY_SIZE(engine_file_ns); d++) {

@@ -289,7 +289,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	static const char k8s_source[] = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
-	const char *project = NULL, *source = NULL;
+	const char *project = NULL, *source = NULL, *named;
 	bool missing = false;
 	int r;
 
@@ -308,16 +308,34 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 					      hezo_json_type_name(annotations->items[i]->type));
 		}
 	}
-	project = hezo_json_string(hezo_json_get(annotations, "org.hezo.project"));
-	source = "annotation \"org.hezo.project\"";
-	if (!project && project_hint) {
+	/*
+	 * The admin's side names the project: the runtime's --hezo-project, else the Kubernetes
+	 * namespace. The container's own annotation may repeat that name, never choose another:
+	 * a project is also whose namespaces, volumes and secrets a container may reach.
+	 */
+	named = hezo_json_string(hezo_json_get(annotations, "org.hezo.project"));
+	if (project_hint) {
 		project = project_hint;
 		source = "--hezo-project";
-	}
-	if (!project) {
+	} else {
 		project = hezo_json_string(
 			hezo_json_get(annotations, "io.kubernetes.cri.sandbox-namespace"));
 		source = k8s_source;
+	}
+	if (named && project && strcmp(named, project) != 0) {
+		char qn[256], qp[256];
+		hezo_policy_quote(qn, sizeof(qn), named);
+		hezo_policy_quote(qp, sizeof(qp), project);
+		return hezo_error_set(
+			err, EPERM,
+			"annotation \"org.hezo.project\"=%s: this container's project "
+			"is %s (from %s); the annotation may repeat it, not choose "
+			"another",
+			qn, qp, source);
+	}
+	if (named && !project) {
+		project = named;
+		source = "annotation \"org.hezo.project\"";
 	}
 	if (project) {
 		if (!hezo_policy_project_name_valid(project)) {

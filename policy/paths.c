@@ -819,7 +819,9 @@ static bool docker_setkey(const struct hezo_policy *p, const struct hezo_json *h
 	size_t n;
 	ssize_t l;
 
-	if (!env || !env->id || !p->docker_pidfile || strncmp(path, "/proc/", 6) != 0)
+	/* Under an ID that already runs the hook would hand that container's sandbox key over. */
+	if (!env || !env->id || env->id_in_use || !p->docker_pidfile ||
+	    strncmp(path, "/proc/", 6) != 0)
 		return false;
 	n = strcspn(path + 6, "/");
 	if (strcmp(path + 6 + n, "/exe") != 0 || !parse_pid(path + 6, n, &pid))

@@ -5,8 +5,9 @@
 # (caps, no-new-privileges, read-only root, limits) and the two reach each other over the pod's
 # 127.0.0.1, and get kubelet's volumes of their own pod (token, configMap, emptyDir, etc-hosts,
 # termination-log, with kubelet's paths and options); another pod's or the kubelet root are
-# refused in one line. Then projects: a pod annotation selects one (passed through by the pod_annotations
-# that install --containerd writes), a namespace's own file is used, a missing named one refused.
+# refused in one line. Then projects: a namespace's own file is used; a pod annotation (passed
+# through by the pod_annotations that install --containerd writes) may repeat the namespace's
+# project, and naming any other one is refused.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -194,18 +195,27 @@ project_pod()
 	expect_eq "$out" "$4" "[$label] the app container reads pids.max $4 inside"
 	check "[$label] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$pod"
 }
-project_pod annotated default '{"org.hezo.project":"strict"}' 64 1073741824
 project_pod namespaced team-a '{}' 128 "$MEM"
-project_pod "both" team-a '{"org.hezo.project":"strict"}' 64 1073741824
+project_pod repeated team-a '{"org.hezo.project":"team-a"}' 128 "$MEM"
 
-pcfg=$(cri_pod_config missing "$(cri_uid)" default '{"org.hezo.project":"nosuch"}')
-out=$(cri_run_pod hezo "$pcfg" 2>&1) && rc=0 || rc=$?
-expect_ne "$rc" 0 "[missing] a pod annotated with a project that has no file is refused"
-expect_match "$out" "hezo-shim: project nosuch: no project file $PROJECTS/nosuch.json" \
-	"[missing] RunPodSandbox says which project file is missing"
-expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[missing] in one line"
-expect_eq "$(cri ListPodSandbox | jq '[.items[]? | select(.metadata.name == "missing" and .state == "SANDBOX_READY")] | length')" 0 \
-	"[missing] no ready sandbox of it"
+# The namespace names the project; a pod's annotation may repeat it, never choose another project
+# (whose namespaces, volumes and secrets it would reach: red team pass 4, F7).
+# refused_pod LABEL NAMESPACE ANNOTATIONS WANT: RunPodSandbox refused in one line matching WANT.
+refused_pod()
+{
+	local label=$1 pcfg out rc
+	pcfg=$(cri_pod_config "$label" "$(cri_uid)" "$2" "$3")
+	out=$(cri_run_pod hezo "$pcfg" 2>&1) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[$label] RunPodSandbox is refused"
+	expect_match "$out" "$4" "[$label] RunPodSandbox says why"
+	expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[$label] in one line"
+	expect_eq "$(cri ListPodSandbox | jq --arg n "$label" '[.items[]? | select(.metadata.name == $n and .state == "SANDBOX_READY")] | length')" 0 \
+		"[$label] no ready sandbox of it"
+}
+refused_pod annotated default '{"org.hezo.project":"strict"}' \
+	'hezo-shim: annotation "org.hezo.project"="strict": this container.s project is "default" \(from annotation "io.kubernetes.cri.sandbox-namespace"\); the annotation may repeat it, not choose another'
+refused_pod both team-a '{"org.hezo.project":"strict"}' 'this container.s project is "team-a"'
+refused_pod missing default '{"org.hezo.project":"nosuch"}' 'this container.s project is "default"'
 
 check "[pod] StopPodSandbox" cri StopPodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 check "[pod] RemovePodSandbox" cri RemovePodSandbox "{\"pod_sandbox_id\":\"$POD\"}"

@@ -328,6 +328,26 @@ for rt in "$RT" runc; do
 	expect_eq "$(wc -l <"$RAWB/$rt.err" | tr -d ' ')" 1 "[reuse $rt] exactly one line on stderr" || diag "$(cat "$RAWB/$rt.err")"
 	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container under the other --root"
 	hezo_bundle_cleanup "$RAWROOT" "$CID"
+	# Its engine files and Docker's setkey hook under the same reused ID (red team pass 4, F6):
+	# the ID is the caller's word, so the files are that running container's, not this one's.
+	CROOT=$(hezo_docker info -f '{{.DockerRootDir}}')/containers/$CID
+	hezo_make_bundle "$RAWB/$rt-files" "$CID" '["true"]' \
+		".mounts += [{destination: \"/etc/hosts\", type: \"bind\", source: \"$CROOT/hosts\", options: [\"rbind\", \"rw\"]}]" ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$RAWROOT" create -b "$RAWB/$rt-files" "$CID" >"$RAWB/$rt-files.out" 2>"$RAWB/$rt-files.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[reuse $rt] its /etc/hosts under its reused ID is refused"
+	expect_match "$(cat "$RAWB/$rt-files.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/etc/hosts\\): bind source is container $CID's file for /etc/hosts, and that container already runs \\(" \
+		"[reuse $rt] one line naming the mount, the container and where it runs"
+	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container made for its files"
+	hezo_bundle_cleanup "$RAWROOT" "$CID"
+	hezo_make_bundle "$RAWB/$rt-setkey" "$CID" '["true"]' \
+		".hooks.prestart = [{path: \"/proc/$(hezo_dockerd_pid)/exe\", args: [\"libnetwork-setkey\", \"-exec-root=/var/run/docker\", \"$CID\", \"8d713b06a5d8\"]}]" ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$RAWROOT" create -b "$RAWB/$rt-setkey" "$CID" >"$RAWB/$rt-setkey.out" 2>"$RAWB/$rt-setkey.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[reuse $rt] Docker's setkey hook under its reused ID is refused"
+	expect_match "$(cat "$RAWB/$rt-setkey.err")" '^hezo-shim: hooks\.prestart\[0\]' "[reuse $rt] one line naming the hook"
+	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container made for the hook"
+	hezo_bundle_cleanup "$RAWROOT" "$CID"
 	hezo_docker rm -f "$NAME" >/dev/null 2>&1
 done
 

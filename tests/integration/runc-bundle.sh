@@ -437,6 +437,20 @@ for proj in beta alpha; do
 	fi
 	hezo_bundle_cleanup "$ROOT" "$ID"
 done
+# Project beta's runtime with the container's own annotation naming alpha (red team pass 4, F7):
+# the annotation may repeat the admin's project, never choose another one.
+new_id nsbeta-annotated
+hezo_make_bundle "$WORK/nsbeta-annotated" "$ID" '["true"]' "$join | .annotations[\"org.hezo.project\"] = \"alpha\"" ||
+	bail_out "cannot make bundle"
+HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --root "$ROOT" --hezo-project beta create \
+	-b "$WORK/nsbeta-annotated" "$ID" >"$WORK/nsbeta-annotated.out" 2>"$WORK/nsbeta-annotated.err" </dev/null &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[ns project] beta's runtime with an annotation naming alpha may not join alpha's namespaces"
+expect_eq "$(cat "$WORK/nsbeta-annotated.err")" \
+	'hezo-shim: annotation "org.hezo.project"="alpha": this container'"'"'s project is "beta" (from --hezo-project); the annotation may repeat it, not choose another' \
+	"[ns project] one line: the annotation may not choose another project"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[ns project] no container left of the annotated one"
+hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_bundle_cleanup "$ROOT" "$PA"
 
 if [ "$HEZO_TEST_BACKEND" = runc ]; then

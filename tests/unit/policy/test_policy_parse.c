@@ -565,11 +565,31 @@ static void test_project_selection(void **state)
 	struct projfix *f = *state;
 	struct hezo_policy *p;
 
-	/* annotation > --hezo-project > Kubernetes namespace */
+	/* --hezo-project > Kubernetes namespace > annotation, which may only repeat the first two
+	 */
+	for_container_fails(f->base,
+			    "{\"org.hezo.project\":\"web\","
+			    "\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\"}",
+			    "hint",
+			    "annotation \"org.hezo.project\"=\"web\": this container's project is "
+			    "\"hint\" (from --hezo-project); the annotation may repeat it, not "
+			    "choose another");
+	for_container_fails(f->base,
+			    "{\"org.hezo.project\":\"web\","
+			    "\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\"}",
+			    NULL,
+			    "this container's project is \"kube-ns\" (from annotation "
+			    "\"io.kubernetes.cri.sandbox-namespace\")");
+	p = for_container_ok(f->base, "{\"org.hezo.project\":\"hint\"}", "hint");
+	assert_string_equal(hezo_policy_project(p), "hint");
+	hezo_policy_free(p);
 	p = for_container_ok(f->base,
-			     "{\"org.hezo.project\":\"web\","
+			     "{\"org.hezo.project\":\"kube-ns\","
 			     "\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\"}",
-			     "hint");
+			     NULL);
+	assert_string_equal(hezo_policy_project(p), "kube-ns");
+	hezo_policy_free(p);
+	p = for_container_ok(f->base, "{\"org.hezo.project\":\"web\"}", NULL);
 	assert_string_equal(hezo_policy_project(p), "web");
 	hezo_policy_free(p);
 	p = for_container_ok(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\"}",
@@ -632,11 +652,11 @@ static void test_project_refusals(void **state)
 		NULL, "project name");
 	for_container_fails(f->base, "{\"org.hezo.project\":\"nosuch\"}", NULL,
 			    "project nosuch: no project file ");
-	/* Named explicitly, a missing project is refused, whatever the namespace. */
+	/* In a namespace, an annotation naming any other project is refused. */
 	for_container_fails(f->base,
 			    "{\"org.hezo.project\":\"nosuch\","
 			    "\"io.kubernetes.cri.sandbox-namespace\":\"default\"}",
-			    NULL, "project nosuch: no project file ");
+			    NULL, "this container's project is \"default\"");
 	for_container_fails(f->base, NULL, "nosuch", "project nosuch: no project file ");
 	/* A namespace's project file that is there but wrong is an error, not the global box. */
 	for_container_fails(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"typo\"}", NULL,
