@@ -200,7 +200,7 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 			   struct shim_argv *out, struct hezo_error **err)
 {
 	const struct backend_desc *d = desc(b);
-	struct shim_args a;
+	_cleanup_args_ struct shim_args a = {0};
 	int r = 0;
 
 	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, err);
@@ -215,18 +215,13 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 			/* "-b X", "-b=X", "-d" become "--bundle X", "--bundle=X", "--detach" */
 			const char *eq = strchr(argv[o->first], '=');
 
-			if (eq)
-				r = shim_argv_pushf(out, "--%s%s", o->flag->name, eq);
-			else
-				r = shim_argv_pushf(out, "--%s", o->flag->name);
-			for (int k = 1; r == 0 && k < o->count; k++)
-				r = shim_argv_push(out, argv[o->first + k]);
+			r = shim_argv_pushf(out, "--%s%s", o->flag->name, eq ? eq : "");
+			if (r == 0 && o->count == 2)
+				r = shim_argv_push(out, argv[o->first + 1]);
 			continue;
 		}
-		for (int k = 0; r == 0 && k < o->count; k++)
-			r = shim_argv_push(out, argv[o->first + k]);
+		r = shim_argv_push_opt(out, o, argv);
 	}
-	shim_args_done(&a);
 	if (r < 0)
 		return hezo_error_set(err, -r, "out of memory");
 	return 0;

@@ -468,6 +468,15 @@ void shim_args_done(struct shim_args *a)
 	a->n = a->npos = 0;
 }
 
+int shim_argv_push_opt(struct shim_argv *out, const struct shim_opt *o, char **argv)
+{
+	int r = 0;
+
+	for (int k = 0; r == 0 && k < o->count; k++)
+		r = shim_argv_push(out, argv[o->first + k]);
+	return r;
+}
+
 const char *shim_args_get(const struct shim_args *a, const char *name)
 {
 	const char *v = NULL;
@@ -736,9 +745,8 @@ int shim_exec_filter(const struct shim_args *a, char **argv,
 		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
 		    shim_parse_bool(o->value, &b) == 0 && !b)
 			continue;
-		for (int k = 0; k < o->count; k++)
-			if (shim_argv_push(out, argv[o->first + k]) < 0)
-				return -ENOMEM;
+		if (shim_argv_push_opt(out, o, argv) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -752,11 +760,9 @@ int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim
 	for (size_t i = 0; r == 0 && i < a->n; i++) {
 		const struct shim_opt *o = &a->opts[i];
 
-		if (o->flag && (strcmp(o->flag->name, "resources") == 0 ||
-				shim_update_is_resource_flag(o->flag->name)))
-			continue;
-		for (int k = 0; r == 0 && k < o->count; k++)
-			r = shim_argv_push(out, argv[o->first + k]);
+		if (!o->flag || (strcmp(o->flag->name, "resources") != 0 &&
+				 !shim_update_is_resource_flag(o->flag->name)))
+			r = shim_argv_push_opt(out, o, argv);
 	}
 	return r;
 }

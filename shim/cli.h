@@ -25,6 +25,7 @@ int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int shim_argv_push_all(struct shim_argv *a, const char *const *v); /* v is NULL-terminated */
 void shim_argv_done(struct shim_argv *a);
+#define _cleanup_argv_ _cleanup_(shim_argv_done)
 
 enum shim_log_format {
 	SHIM_LOG_TEXT,
@@ -51,6 +52,7 @@ struct shim_globals {
 /* Parse argv[1..] up to the verb. On error g still holds what was read (the log settings). */
 int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hezo_error **err);
 void shim_globals_done(struct shim_globals *g);
+#define _cleanup_globals_ _cleanup_(shim_globals_done)
 
 /* Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
 int shim_parse_bool(const char *s, bool *out);
@@ -96,6 +98,9 @@ struct shim_args {
 int shim_parse_args(const struct shim_verb_spec *vs, int argc, char **argv, struct shim_args *out,
 		    struct hezo_error **err);
 void shim_args_done(struct shim_args *a);
+#define _cleanup_args_ _cleanup_(shim_args_done)
+/* Push the words of argv that hold o (the flag and its value, or the positional). */
+int shim_argv_push_opt(struct shim_argv *out, const struct shim_opt *o, char **argv);
 /* Last value given for flag name (Go: the last one wins); NULL when absent. A bare bool gives "".
  */
 const char *shim_args_get(const struct shim_args *a, const char *name);

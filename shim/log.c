@@ -59,34 +59,18 @@ void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	va_end(ap);
 }
 
-int shim_fail(struct shim_ctx *ctx, struct hezo_error *err)
-{
-	shim_log(ctx, "error", "%s", err && err->msg ? err->msg : "unknown error");
-	return 1;
-}
-
-int shim_fail_stderr(struct shim_ctx *ctx, struct hezo_error *err)
+int shim_report(struct shim_ctx *ctx, const struct hezo_error *err)
 {
 	const char *msg = err && err->msg ? err->msg : "unknown error";
 	char line[4096];
 	int n;
 
 	shim_log(ctx, "error", "%s", msg);
-	if (!ctx->g.log || !*ctx->g.log)
-		return 1; /* shim_log wrote it to stderr already */
+	if (!ctx->fail_stderr || !ctx->g.log || !*ctx->g.log)
+		return 1; /* shim_log wrote it to stderr already, or only --log was wanted */
 	n = snprintf(line, sizeof(line), "hezo-shim: %s\n", msg);
 	if (n > 0)
 		(void)hezo_write_all(STDERR_FILENO, line,
 				     (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-	return 1;
-}
-
-int shim_failf(struct shim_ctx *ctx, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog(ctx, "error", fmt, ap);
-	va_end(ap);
 	return 1;
 }

@@ -200,6 +200,18 @@ int shim_find_helper(const char *env_name, const char *const *rel, char *buf, si
 	return -ENOENT;
 }
 
+bool shim_has_dev_tmpfs(const struct hezo_json *mounts)
+{
+	HEZO_JSON_FOREACH (i, mounts) {
+		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
+		const char *t = hezo_json_string(hezo_json_get(mounts->items[i], "type"));
+
+		if (d && t && strcmp(d, "/dev") == 0 && strcmp(t, "tmpfs") == 0)
+			return true;
+	}
+	return false;
+}
+
 int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,
 		      struct hezo_error **err)
 {

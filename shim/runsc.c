@@ -538,18 +538,6 @@ int shim_runsc_exec_helper(char *buf, size_t size)
 	return shim_find_helper("HEZO_SECCOMP_EXEC", rel, buf, size);
 }
 
-static bool has_dev_tmpfs(const struct hezo_json *mounts)
-{
-	HEZO_JSON_FOREACH (i, mounts) {
-		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
-		const char *t = hezo_json_string(hezo_json_get(mounts->items[i], "type"));
-
-		if (d && t && strcmp(d, "/dev") == 0 && strcmp(t, "tmpfs") == 0)
-			return true;
-	}
-	return false;
-}
-
 int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_error **err)
 {
 	const struct hezo_json *prof = hezo_json_get_path(spec, "linux.seccomp");
@@ -561,7 +549,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 	if (!prof || prof->type != HEZO_JSON_OBJECT)
 		return 0;
 	/* The helper's mount point must be creatable: /dev is a tmpfs, the root is read-only. */
-	if (!has_dev_tmpfs(mounts))
+	if (!shim_has_dev_tmpfs(mounts))
 		return hezo_error_set(
 			err, EINVAL,
 			"runsc: no tmpfs on /dev to mount the seccomp helper for exec "

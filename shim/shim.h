@@ -21,20 +21,42 @@ struct shim_ctx {
 	const char *hook_path;
 	const char *proxyd_socket;
 	int log_fd; /* --log, opened on first use; -1 until then */
+	/* The failure is reported on stderr as well as in --log (see shim_report). */
+	bool fail_stderr;
 };
+
+/*
+ * verb.c: the opening every verb shares, done once by main.c: the verb's flags parsed by its
+ * table, --help handed to the backend, the container ID taken and checked by the verb's rule.
+ */
+struct shim_verb {
+	const char *name; /* "create", "run", ...: as given */
+	int argc;
+	char **argv; /* the words after the verb: main's array (exec repoints --process in it) */
+	struct shim_args args;
+	const char *id; /* the first positional, NULL with --help; checked where rules say */
+};
+#define SHIM_VERB_HELP_PASSES  (1u << 0) /* --help: the backend answers (shim_cmd_passthrough) */
+#define SHIM_VERB_NO_ID_PASSES (1u << 1) /* no positional: the backend prints its usage */
+#define SHIM_VERB_ONE_ID       (1u << 2) /* exactly one positional */
+#define SHIM_VERB_ID	       (1u << 3) /* the ID is checked: missing or bad is an error */
+#define SHIM_VERB_STDERR       (1u << 4) /* failures on stderr too (ctx->fail_stderr) */
+/* 0: run the verb; 1: hand the call to shim_cmd_passthrough untouched; -errno and err. */
+int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, struct shim_verb *v,
+		   struct hezo_error **err);
+void shim_verb_done(struct shim_verb *v);
+#define _cleanup_verb_ _cleanup_(shim_verb_done)
 
 /* log.c: one line per call, one write(); to --log when given, else stderr. */
 void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 bool shim_debug(const struct shim_ctx *ctx);
-/* Log err (or "unknown error") as the reason and return exit status 1. */
-int shim_fail(struct shim_ctx *ctx, struct hezo_error *err);
 /*
- * As shim_fail, and on stderr too: for verbs whose caller shows the runtime's output rather than
- * its --log (containerd's update).
+ * The one report of a failed call: err's message (or "unknown error") as an error line, and on
+ * stderr too when ctx->fail_stderr says the caller reads the runtime's output rather than its
+ * --log (containerd's update, runc's "does not exist" answers). Returns the exit status, 1.
  */
-int shim_fail_stderr(struct shim_ctx *ctx, struct hezo_error *err);
-int shim_failf(struct shim_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int shim_report(struct shim_ctx *ctx, const struct hezo_error *err);
 
 /* backend.c: where a container's calls go and how they are adapted to that backend. */
 struct shim_target {
@@ -43,6 +65,7 @@ struct shim_target {
 	struct shim_argv args; /* the backend's own global flags: policy's, then adaptation's */
 };
 void shim_target_done(struct shim_target *t);
+#define _cleanup_target_ _cleanup_(shim_target_done)
 /* Backend chosen by policy p: checks the binary is there and executable (fail closed). */
 int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 			    struct hezo_error **err);
@@ -265,6 +288,8 @@ int shim_runsc_exec_helper(char *buf, size_t size);
  * directory) that is an executable regular file, resolved into buf. -ENOENT when none is.
  */
 int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size);
+/* Is there a tmpfs on /dev among mounts (where a helper's mount point can be made)? */
+bool shim_has_dev_tmpfs(const struct hezo_json *mounts);
 /* Append to mounts a read-only bind (rbind,ro,nosuid,nodev) of helper at dest. */
 int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,
 		      struct hezo_error **err);
@@ -348,23 +373,30 @@ void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN]);
 /* lifecycle.c: kill's signal is SIGKILL in one of the forms runc takes (9, KILL, SIGKILL). */
 bool shim_signal_is_kill(const char *sig);
 
-/* Verb handlers: argv[0..argc) are the words after the verb. Return the exit status. */
-int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_start(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_kill(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_state(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_ps(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+/*
+ * Verb handlers, after the opening (v). Return the exit status (0, or the backend's), or -errno
+ * with err filled, which main.c reports once.
+ */
+int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_update(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_ps(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 /* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
-int shim_cmd_ps_all(struct shim_ctx *ctx, bool json);
-int shim_cmd_features(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-/* Answer for a container nobody recorded when no backend can be chosen (see passthrough.c). */
-int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, bool force,
-			struct hezo_error *why);
-/* Admin helper verbs: never reach a backend. */
-int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err);
+/* doc and a newline on stdout ("ps: cannot write to stdout" when it cannot be). */
+int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err);
+int shim_cmd_features(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+/*
+ * Answer for a container nobody recorded when no backend can be chosen (see passthrough.c);
+ * *err holds why no backend could be, and is replaced by the answer where there is one.
+ */
+int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool force,
+			struct hezo_error **err);
+int shim_cmd_passthrough(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 
 #endif

@@ -729,8 +729,12 @@ static void test_log_file(void **state)
 	snprintf(path, sizeof(path), "%s/log.json", dir);
 	ctx.g.log = path;
 	ctx.g.log_fmt = SHIM_LOG_JSON;
-	assert_int_equal(shim_failf(&ctx, "first %d", 1), 1);
-	assert_int_equal(shim_failf(&ctx, "second"), 1);
+	for (int i = 0; i < 2; i++) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+
+		hezo_error_set(&e, EINVAL, i == 0 ? "first %d" : "second", 1);
+		assert_int_equal(shim_report(&ctx, e), 1);
+	}
 	shim_log(&ctx, "debug", "not shown without --debug");
 	close(ctx.log_fd);
 	assert_int_equal(stat(path, &st), 0);
@@ -750,6 +754,73 @@ static void test_log_file(void **state)
 	assert_int_equal(strlen(strchr(nl + 1, '\n')), 1); /* exactly two lines */
 	unlink(path);
 	rmdir(dir);
+}
+
+/* ---- the verbs' opening (verb.c) ---- */
+
+static int open_verb(const char *verb, unsigned rules, struct shim_verb *v, char **msg,
+		     const char *w0, const char *w1, const char *w2)
+{
+	static char *argv[4];
+	_cleanup_error_ struct hezo_error *e = NULL;
+	int argc = 0, r;
+
+	argv[0] = (char *)w0;
+	argv[1] = (char *)w1;
+	argv[2] = (char *)w2;
+	while (argc < 3 && argv[argc])
+		argc++;
+	r = shim_verb_open(verb, argc, argv, rules, v, &e);
+	*msg = e ? strdup(e->msg) : NULL;
+	return r;
+}
+
+static void test_verb_open(void **state)
+{
+	const unsigned policed = SHIM_VERB_HELP_PASSES | SHIM_VERB_ID;
+	_cleanup_verb_ struct shim_verb v = {0};
+	char *msg = NULL;
+
+	/* --help goes to the backend before the ID is looked at. */
+	assert_int_equal(
+		open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "--help", NULL, NULL), 1);
+	assert_null(msg);
+	assert_null(v.id);
+	shim_verb_done(&v);
+	assert_true(open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "a", "b", NULL) < 0);
+	assert_string_equal(msg, "create: expected exactly one container ID, got 2");
+	free(msg);
+	shim_verb_done(&v);
+	assert_true(open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "--bogus", "a",
+			      NULL) < 0);
+	assert_string_equal(msg, "create: flag provided but not defined: --bogus");
+	free(msg);
+	shim_verb_done(&v);
+	/* exec: the ID is checked, the command after it is not. */
+	assert_true(open_verb("exec", policed, &v, &msg, ".x", "sh", NULL) < 0);
+	assert_non_null(strstr(msg, "container ID \".x\" is not"));
+	free(msg);
+	shim_verb_done(&v);
+	assert_int_equal(open_verb("exec", policed, &v, &msg, "-t", "c1", "sh"), 0);
+	assert_string_equal(v.id, "c1");
+	assert_null(msg);
+	shim_verb_done(&v);
+	assert_true(open_verb("exec", policed, &v, &msg, NULL, NULL, NULL) < 0);
+	assert_string_equal(msg, "container ID is missing");
+	free(msg);
+	shim_verb_done(&v);
+	/* delete without an ID: the backend prints its usage. */
+	assert_int_equal(
+		open_verb("delete", policed | SHIM_VERB_NO_ID_PASSES, &v, &msg, "-f", NULL, NULL),
+		1);
+	shim_verb_done(&v);
+	/* The pass-through verbs take the ID as given: their own rule decides. */
+	assert_int_equal(open_verb("state", 0, &v, &msg, "a/b", NULL, NULL), 0);
+	assert_string_equal(v.id, "a/b");
+	shim_verb_done(&v);
+	assert_int_equal(open_verb("kill", 0, &v, &msg, "-h", "c1", NULL), 0);
+	assert_null(v.id);
+	assert_true(v.args.help);
 }
 
 /* ---- records ---- */
@@ -1894,6 +1965,7 @@ int main(void)
 		cmocka_unit_test(test_log_line_json),
 		cmocka_unit_test(test_log_line_text),
 		cmocka_unit_test(test_log_file),
+		cmocka_unit_test(test_verb_open),
 		cmocka_unit_test(test_record_key),
 		cmocka_unit_test(test_record_roundtrip),
 		cmocka_unit_test(test_ns_owner),
