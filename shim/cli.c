@@ -11,53 +11,6 @@
 #include "hezo-log.h"
 #include "hezo-str.h"
 
-int shim_argv_push(struct shim_argv *a, const char *s)
-{
-	char *copy;
-
-	if (a->n + 2 > a->alloc) {
-		size_t want = a->alloc ? a->alloc * 2 : 16;
-		char **nv = realloc(a->v, want * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		a->v = nv;
-		a->alloc = want;
-	}
-	copy = strdup(s);
-	if (!copy)
-		return -ENOMEM;
-	a->v[a->n++] = copy;
-	a->v[a->n] = NULL;
-	return 0;
-}
-
-int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
-{
-	_cleanup_free_ char *s = NULL;
-	int r = HEZO_VASPRINTF(&s, fmt);
-
-	return r < 0 ? r : shim_argv_push(a, s);
-}
-
-int shim_argv_push_all(struct shim_argv *a, const char *const *v)
-{
-	for (; v && *v; v++) {
-		int r = shim_argv_push(a, *v);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-void shim_argv_done(struct shim_argv *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-	a->v = NULL;
-	a->n = a->alloc = 0;
-}
-
 int shim_parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
@@ -160,7 +113,7 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 				break;
 		if (k == HEZO_ARRAY_SIZE(global_flags)) {
 			/* Someone else's flag (a backend's own): hand it on verbatim. */
-			if (shim_argv_push(&g->unknown, tok) < 0)
+			if (hezo_strv_push(&g->unknown, tok) < 0)
 				return hezo_error_set(err, ENOMEM, "out of memory");
 			if (!value)
 				g->unknown_bare = true;
@@ -235,7 +188,7 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 
 void shim_globals_done(struct shim_globals *g)
 {
-	shim_argv_done(&g->unknown);
+	hezo_strv_done(&g->unknown);
 }
 
 /* Per-verb flag tables: runc 1.1's, plus flags newer runc and crun add (--pidfd-socket). */
@@ -468,12 +421,12 @@ void shim_args_done(struct shim_args *a)
 	a->n = a->npos = 0;
 }
 
-int shim_argv_push_opt(struct shim_argv *out, const struct shim_opt *o, char **argv)
+int shim_args_push_opt(struct hezo_strv *out, const struct shim_opt *o, char **argv)
 {
 	int r = 0;
 
 	for (int k = 0; r == 0 && k < o->count; k++)
-		r = shim_argv_push(out, argv[o->first + k]);
+		r = hezo_strv_push(out, argv[o->first + k]);
 	return r;
 }
 
@@ -726,7 +679,7 @@ void shim_cap_name(const char *v, char *buf, size_t size)
 }
 
 int shim_exec_filter(const struct shim_args *a, char **argv,
-		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
 		     size_t *dropped)
 {
 	*dropped = 0;
@@ -745,24 +698,24 @@ int shim_exec_filter(const struct shim_args *a, char **argv,
 		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
 		    shim_parse_bool(o->value, &b) == 0 && !b)
 			continue;
-		if (shim_argv_push_opt(out, o, argv) < 0)
+		if (shim_args_push_opt(out, o, argv) < 0)
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out)
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct hezo_strv *out)
 {
 	int r;
 
-	r = shim_argv_push(out, "--resources");
-	r = r ?: shim_argv_push(out, "-");
+	r = hezo_strv_push(out, "--resources");
+	r = r ?: hezo_strv_push(out, "-");
 	for (size_t i = 0; r == 0 && i < a->n; i++) {
 		const struct shim_opt *o = &a->opts[i];
 
 		if (!o->flag || (strcmp(o->flag->name, "resources") != 0 &&
 				 !shim_update_is_resource_flag(o->flag->name)))
-			r = shim_argv_push_opt(out, o, argv);
+			r = shim_args_push_opt(out, o, argv);
 	}
 	return r;
 }

@@ -13,19 +13,7 @@
 #include "hezo-error.h"
 #include "hezo-id.h"
 #include "hezo-json.h"
-
-/* A growable, NULL-terminated argument vector owning its strings. */
-struct shim_argv {
-	char **v;
-	size_t n, alloc;
-};
-
-int shim_argv_push(struct shim_argv *a, const char *s);
-int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-int shim_argv_push_all(struct shim_argv *a, const char *const *v); /* v is NULL-terminated */
-void shim_argv_done(struct shim_argv *a);
-#define _cleanup_argv_ _cleanup_(shim_argv_done)
+#include "hezo-strv.h"
 
 enum shim_log_format {
 	SHIM_LOG_TEXT,
@@ -44,7 +32,7 @@ struct shim_globals {
 	const char *project;	    /* --hezo-project: ours, never handed on */
 	enum shim_log_format log_fmt;
 	bool help, version;
-	struct shim_argv unknown; /* unknown global flags, verbatim, in order */
+	struct hezo_strv unknown; /* unknown global flags, verbatim, in order */
 	bool unknown_bare; /* one of them had no =value: the backend may read the next word */
 	int verb;	   /* index of the verb in argv; argc when there is none */
 };
@@ -100,7 +88,7 @@ int shim_parse_args(const struct shim_verb_spec *vs, int argc, char **argv, stru
 void shim_args_done(struct shim_args *a);
 #define _cleanup_args_ _cleanup_(shim_args_done)
 /* Push the words of argv that hold o (the flag and its value, or the positional). */
-int shim_argv_push_opt(struct shim_argv *out, const struct shim_opt *o, char **argv);
+int shim_args_push_opt(struct hezo_strv *out, const struct shim_opt *o, char **argv);
 /* Last value given for flag name (Go: the last one wins); NULL when absent. A bare bool gives "".
  */
 const char *shim_args_get(const struct shim_args *a, const char *name);
@@ -140,11 +128,11 @@ void shim_cap_name(const char *v, char *buf, size_t size);
  * kept as given. *dropped counts the removed --cap values.
  */
 int shim_exec_filter(const struct shim_args *a, char **argv,
-		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
 		     size_t *dropped);
 
 /* update's arguments for the backend: "--resources -" and the words that are not resources. */
-int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out);
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct hezo_strv *out);
 
 /* "hezo-shim: msg" as one log line (JSON or runc's text form), newline included. */
 size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,

@@ -258,18 +258,18 @@ static int save_backend_bundle(int pfd, const char *priv, const struct hezo_json
 }
 
 /* The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID). */
-static int backend_verb_args(const struct shim_verb *v, const char *bundle, struct shim_argv *out,
+static int backend_verb_args(const struct shim_verb *v, const char *bundle, struct hezo_strv *out,
 			     struct hezo_error **err)
 {
 	int r;
 
-	r = shim_argv_push(out, "--bundle");
-	r = r ?: shim_argv_push(out, bundle);
+	r = hezo_strv_push(out, "--bundle");
+	r = r ?: hezo_strv_push(out, bundle);
 	for (size_t i = 0; r == 0 && i < v->args.n; i++) {
 		const struct shim_opt *o = &v->args.opts[i];
 
 		if (!o->flag || strcmp(o->flag->name, "bundle") != 0)
-			r = shim_argv_push_opt(out, o, v->argv);
+			r = shim_args_push_opt(out, o, v->argv);
 	}
 	return r < 0 ? hezo_error_set(err, -r, "out of memory") : 0;
 }
@@ -321,7 +321,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held;
 	_cleanup_target_ struct shim_target t = {0};
-	_cleanup_argv_ struct shim_argv av = {0}, vargs = {0};
+	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	struct hezo_apply_env env = {0};
 	struct shim_owner_query owner_q;
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];

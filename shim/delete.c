@@ -13,7 +13,7 @@
 int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = NULL, *note = NULL;
-	_cleanup_argv_ struct shim_argv av = {0}, forced = {0};
+	_cleanup_strv_ struct hezo_strv av = {0}, forced = {0};
 	_cleanup_target_ struct shim_target t = {0};
 	const char *id = v->id;
 	bool force = shim_args_bool(&v->args, "force");
@@ -24,9 +24,9 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	if (r < 0)
 		return rec ? r : shim_cmd_unrecorded(ctx, v, force, err);
 	if (t.backend == HEZO_BACKEND_RUNSC && !force) {
-		r = shim_argv_push(&forced, "--force");
+		r = hezo_strv_push(&forced, "--force");
 		for (int i = 0; r == 0 && i < v->argc; i++)
-			r = shim_argv_push(&forced, v->argv[i]);
+			r = hezo_strv_push(&forced, v->argv[i]);
 		if (r < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 		r = shim_backend_argv(ctx, &t, v->name, (int)forced.n, forced.v, &av, err);

@@ -24,7 +24,7 @@
  */
 static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 			      const struct hezo_policy *p, const char *path,
-			      const struct shim_argv *prefix, int64_t nproc,
+			      const struct hezo_strv *prefix, int64_t nproc,
 			      const struct hezo_json *secrets, char **clamped,
 			      struct hezo_error **err)
 {
@@ -139,25 +139,25 @@ static bool cap_allowed(const char *cap, void *data)
  * words put into kept at the ID: before it, or after it (in front of the command). Go's parser
  * stops at the ID, so what goes before it is read as flags, after the caller's own.
  */
-static int insert_at_id(const char *verb, struct shim_argv *kept, const struct shim_argv *words,
+static int insert_at_id(const char *verb, struct hezo_strv *kept, const struct hezo_strv *words,
 			bool after, struct hezo_error **err)
 {
-	_cleanup_argv_ struct shim_argv n = {0};
+	_cleanup_strv_ struct hezo_strv n = {0};
 	_cleanup_args_ struct shim_args k = {0};
 	int nk = (int)kept->n, r;
 
 	r = shim_parse_args(shim_verb_spec(verb), nk, kept->v, &k, err);
 	for (int i = 0; r == 0 && i <= nk; i++) {
 		if (after && i < nk)
-			r = shim_argv_push(&n, kept->v[i]);
+			r = hezo_strv_push(&n, kept->v[i]);
 		if (r == 0 && i == k.positional && (!after || i < nk))
-			r = shim_argv_push_all(&n, (const char *const *)words->v);
+			r = hezo_strv_push_all(&n, (const char *const *)words->v);
 		if (r == 0 && !after && i < nk)
-			r = shim_argv_push(&n, kept->v[i]);
+			r = hezo_strv_push(&n, kept->v[i]);
 	}
 	if (r < 0)
 		return r;
-	shim_argv_done(kept);
+	hezo_strv_done(kept);
 	*kept = TAKE_STRUCT(n);
 	return 0;
 }
@@ -166,16 +166,16 @@ static int insert_at_id(const char *verb, struct shim_argv *kept, const struct s
  * The command-line form: --env=NAME=placeholder just before the ID (the backend sets the
  * environment in order, so the last NAME= is the one the process gets).
  */
-static int secrets_as_flags(const char *verb, struct shim_argv *kept,
+static int secrets_as_flags(const char *verb, struct hezo_strv *kept,
 			    const struct hezo_json *secrets, struct hezo_error **err)
 {
-	_cleanup_argv_ struct shim_argv env = {0};
+	_cleanup_strv_ struct hezo_strv env = {0};
 	int r = 0;
 
 	for (size_t j = 0; r == 0 && j < secrets->len; j++) {
 		const char *ph = hezo_json_string(hezo_json_get(secrets->items[j], "placeholder"));
 
-		r = ph ? shim_argv_pushf(&env, "--env=%s=%s", secrets->keys[j], ph) : -EINVAL;
+		r = ph ? hezo_strv_pushf(&env, "--env=%s=%s", secrets->keys[j], ph) : -EINVAL;
 	}
 	r = r ?: insert_at_id(verb, kept, &env, false, err);
 	if (r < 0)
@@ -186,7 +186,7 @@ static int secrets_as_flags(const char *verb, struct shim_argv *kept,
 int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	_cleanup_argv_ struct shim_argv kept = {0}, av = {0}, prefix = {0};
+	_cleanup_strv_ struct hezo_strv kept = {0}, av = {0}, prefix = {0};
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;

@@ -150,7 +150,7 @@ int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
-	_cleanup_argv_ struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	int r;
 
 	r = runsc_container(ctx, v->id, &t, &rec, err);
@@ -169,7 +169,7 @@ int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
-	_cleanup_argv_ struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	const char *sig = shim_args_positional(&v->args, 1);
 	bool ours;
 	int r;

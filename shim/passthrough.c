@@ -43,7 +43,7 @@ int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool fo
 int shim_cmd_passthrough(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
-	_cleanup_argv_ struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	_cleanup_target_ struct shim_target t = {0};
 	const char *verb = v->name;
 	const char *id = verb_without_id(verb) ? NULL : v->id;

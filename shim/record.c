@@ -311,7 +311,7 @@ int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struc
 		if (!s)
 			return hezo_error_set(err, EINVAL,
 					      "container record: args[%zu] not a string", i);
-		if (shim_argv_push(&t->args, s) < 0)
+		if (hezo_strv_push(&t->args, s) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	return 0;

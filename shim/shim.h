@@ -62,7 +62,7 @@ int shim_report(struct shim_ctx *ctx, const struct hezo_error *err);
 struct shim_target {
 	enum hezo_backend backend;
 	char *path;
-	struct shim_argv args; /* the backend's own global flags: policy's, then adaptation's */
+	struct hezo_strv args; /* the backend's own global flags: policy's, then adaptation's */
 };
 void shim_target_done(struct shim_target *t);
 #define _cleanup_target_ _cleanup_(shim_target_done)
@@ -70,16 +70,16 @@ void shim_target_done(struct shim_target *t);
 int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 			    struct hezo_error **err);
 /* Global flags as the backend understands them (--hezo-* removed). */
-int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct shim_argv *out,
+int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct hezo_strv *out,
 			 struct hezo_error **err);
 /* Is verb one the backend may be handed (runsc: runc's verbs only)? */
 bool shim_backend_has_verb(enum hezo_backend b, const char *verb);
 /* The verb's arguments with the flags this backend does not have removed. */
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
-			   struct shim_argv *out, struct hezo_error **err);
+			   struct hezo_strv *out, struct hezo_error **err);
 /* [path, target args, globals, verb, verb args]. */
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
-		      int argc, char **argv, struct shim_argv *out, struct hezo_error **err);
+		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err);
 
 /* record.c: which backend created a container, under STATE_DIR/<root key>/<id>.json. */
 int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
@@ -202,14 +202,14 @@ void shim_ended_remove(const struct shim_ctx *ctx, const char *id);
 
 /* run.c: hand over to the backend. */
 /* execve argv[0]; returns only on failure (-errno, err filled). */
-int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);
+int shim_exec(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err);
 /* fork + execve + wait, forwarding SIGTERM/SIGINT/SIGHUP/SIGQUIT; returns the exit status. */
-int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);
+int shim_spawn_wait(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err);
 /*
  * Run argv with stdin and stderr on /dev/null and collect its stdout (*out NUL-terminated).
  * Returns the exit status (>= 0), or -errno when it could not be run.
  */
-int shim_spawn_capture(struct shim_ctx *ctx, struct shim_argv *argv, char **out, size_t *len,
+int shim_spawn_capture(struct shim_ctx *ctx, struct hezo_strv *argv, char **out, size_t *len,
 		       struct hezo_error **err);
 /* Resolve the target of a non-create verb for container id (may be NULL: no container). */
 int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
@@ -304,7 +304,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
  */
 int shim_runsc_seccomp_enosys(struct hezo_json *spec, unsigned *rewritten, struct hezo_error **err);
 /* At exec: [helper, hex, "--"] from the record, or a refusal when it has none. */
-int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
+int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct hezo_strv *out,
 			   struct hezo_error **err);
 
 /*

@@ -60,7 +60,7 @@ int shim_cmd_update(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	_cleanup_json_ struct hezo_json *res = NULL;
-	_cleanup_argv_ struct shim_argv kept = {0}, av = {0};
+	_cleanup_strv_ struct hezo_strv kept = {0}, av = {0};
 	_cleanup_target_ struct shim_target t = {0};
 	const char *id = v->id, *src;
 	int r;
