@@ -3,6 +3,7 @@
  * of the container's private bundle, which the backend is handed instead of the caller's, and
  * capabilities the policy does not allow are taken out of --cap before the backend runs.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -126,6 +127,43 @@ static int repoint_process(const struct shim_args *a, char **argv, char *path, c
 			return -ENOMEM;
 		}
 		argv[o->first] = *eq_form;
+	}
+	return 0;
+}
+
+void shim_cap_name(const char *v, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	if (strncasecmp(v, "CAP_", 4) != 0)
+		o = (size_t)snprintf(buf, size, "CAP_");
+	for (; *v && o + 1 < size; v++)
+		buf[o++] = (char)toupper((unsigned char)*v);
+	buf[o] = '\0';
+}
+
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
+		     size_t *dropped)
+{
+	*dropped = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct shim_opt *o = &a->opts[i];
+		bool b;
+
+		if (o->flag && strcmp(o->flag->name, "cap") == 0) {
+			char cap[128];
+			shim_cap_name(o->value, cap, sizeof(cap));
+			if (!cap_ok(cap, data)) {
+				(*dropped)++;
+				continue;
+			}
+		}
+		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
+		    shim_parse_bool(o->value, &b) == 0 && !b)
+			continue;
+		if (shim_args_push_opt(out, o, argv) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }

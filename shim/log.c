@@ -8,7 +8,22 @@
 #include <string.h>
 
 #include "hezo-file.h"
+#include "hezo-log.h"
 #include "shim.h"
+
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when)
+{
+	char full[3072];
+
+	snprintf(full, sizeof(full), "hezo-shim: %s", msg ? msg : "");
+	if (fmt == SHIM_LOG_JSON)
+		return hezo_log_format_json(buf, size, level, full, when);
+	/* runc's text format quotes msg, so escape it the way a quoted string needs */
+	char esc[4096];
+	hezo_json_escape(esc, sizeof(esc), full);
+	return hezo_log_format_text(buf, size, level, esc, when);
+}
 
 bool shim_debug(const struct shim_ctx *ctx)
 {

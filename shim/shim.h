@@ -4,7 +4,9 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cli.h"
 #include "hezo-error.h"
@@ -50,6 +52,10 @@ void shim_verb_done(struct shim_verb *v);
 /* log.c: one line per call, one write(); to --log when given, else stderr. */
 void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* "hezo-shim: msg" as one log line (JSON or runc's text form), newline included. */
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when);
+
 bool shim_debug(const struct shim_ctx *ctx);
 /*
  * The one report of a failed call: err's message (or "unknown error") as an error line, and on
@@ -80,6 +86,12 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 /* [path, target args, globals, verb, verb args]. */
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
 		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err);
+
+/* record.c: the state directory's name for a --root, and a file name's hash. */
+/* Directory name under the state dir for a --root: 16 hex digits of FNV-1a/64, or "default". */
+#define SHIM_KEY_LEN 17
+void shim_record_key(const char *root, char out[SHIM_KEY_LEN]);
+uint64_t shim_fnv1a64(const char *s);
 
 /* record.c: which backend created a container, under STATE_DIR/<root key>/<id>.json. */
 int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
@@ -372,6 +384,35 @@ void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN]);
 
 /* lifecycle.c: kill's signal is SIGKILL in one of the forms runc takes (9, KILL, SIGKILL). */
 bool shim_signal_is_kill(const char *sig);
+
+/* update-flags.c: runc update's flags (the words after the verb, parsed by its table). */
+/* runc's memory values (go-units RAMInBytes: "512m", "1.5g", "1024", "2GiB"), or "-1". */
+int shim_parse_size(const char *s, int64_t *out);
+
+/*
+ * Turn runc update's flag form into one OCI LinuxResources object. *out is NULL when no
+ * resource flag was given. Errors name the flag.
+ */
+int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
+			      struct hezo_error **err);
+/* Is name one of update's resource flags (converted into the JSON)? */
+bool shim_update_is_resource_flag(const char *name);
+
+/* update's arguments for the backend: "--resources -" and the words that are not resources. */
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct hezo_strv *out);
+
+/* exec.c: the exec filter. */
+/* "net_admin" and "CAP_NET_ADMIN" name the same capability for runc: the canonical form. */
+void shim_cap_name(const char *v, char *buf, size_t size);
+
+/*
+ * exec's arguments for the backend: --cap values cap_ok refuses are taken out, and an explicit
+ * --no-new-privs=false (which would override the spec's true) is dropped. Every other word is
+ * kept as given. *dropped counts the removed --cap values.
+ */
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
+		     size_t *dropped);
 
 /*
  * Verb handlers, after the opening (v). Return the exit status (0, or the backend's), or -errno
