@@ -15,7 +15,7 @@
 
 typedef int (*verb_fn)(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 
-/* The policed verbs check their ID before anything else; the rest pass unknown ones through. */
+/* The policed verbs check their ID before anything else; the others judge it themselves. */
 #define POLICED (SHIM_VERB_HELP_PASSES | SHIM_VERB_ID)
 
 static const struct {
@@ -118,6 +118,7 @@ static int run_verb(struct shim_ctx *c, const char *verb, int argc, char **argv,
 		if (strcmp(handlers[i].name, verb) == 0) {
 			fn = handlers[i].fn;
 			rules = handlers[i].rules;
+			break;
 		}
 	c->fail_stderr = rules & SHIM_VERB_STDERR;
 	r = shim_verb_open(verb, argc, argv, rules, &v, err);
