@@ -10,6 +10,7 @@
 
 #include "hezo-install.h"
 #include "hezo-str.h"
+#include "hezo-strv.h"
 
 /*
  * Tags on the BEGIN line say what the block did besides adding its own lines:
@@ -561,37 +562,31 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 static const char *const podman_json_default[] = {"crun", "runc", "kata", "runsc", "krun"};
 
 /* Parse a one-line TOML array of basic strings: ["a", "b"] (a trailing comment allowed). */
-static int parse_string_array(const char *p, const char *end, char ***out, size_t *count)
+static int parse_string_array(const char *p, const char *end, struct hezo_strv *out)
 {
-	char **v = NULL;
-	size_t n = 0;
+	_cleanup_strv_ struct hezo_strv v = {0};
 
 	p = skip_ws(p, end);
 	if (p >= end || *p != '[')
 		return -EINVAL;
 	p++;
 	for (;;) {
+		_cleanup_free_ char *name = NULL;
 		const char *s;
-		char **g;
 
 		p = skip_ws(p, end);
 		if (p < end && *p == ']')
 			break;
 		if (p >= end || (*p != '"' && *p != '\''))
-			goto bad;
+			return -EINVAL;
 		s = ++p;
 		while (p < end && *p != s[-1] && *p != '\\')
 			p++;
 		if (p >= end || *p == '\\')
-			goto bad;
-		g = realloc(v, (n + 1) * sizeof(*v));
-		if (!g)
-			goto bad;
-		v = g;
-		v[n] = strndup(s, (size_t)(p - s));
-		if (!v[n])
-			goto bad;
-		n++;
+			return -EINVAL;
+		name = strndup(s, (size_t)(p - s));
+		if (!name || hezo_strv_push(&v, name) < 0)
+			return -EINVAL;
 		p = skip_ws(p + 1, end);
 		if (p < end && *p == ',') {
 			p++;
@@ -599,19 +594,13 @@ static int parse_string_array(const char *p, const char *end, char ***out, size_
 		}
 		if (p < end && *p == ']')
 			break;
-		goto bad;
+		return -EINVAL;
 	}
 	p = skip_ws(p + 1, end);
 	if (p < end && *p != '#')
-		goto bad;
-	*out = v;
-	*count = n;
+		return -EINVAL;
+	*out = TAKE_STRUCT(v);
 	return 0;
-bad:
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-	return -EINVAL;
 }
 
 static int supports_json_line(struct buf *b, const char *const *names, size_t n)
@@ -702,33 +691,27 @@ int hezo_install_podman_add(const char *old, size_t len, bool exists, const char
 		/* The admin's own list: replace that one line, keeping the original inside. */
 		const struct line *l = &lines[json_line];
 		const char *val = NULL;
-		char **names = NULL;
-		size_t n = 0;
-		bool ours = false;
+		_cleanup_strv_ struct hezo_strv names = {0};
 
 		key_line(l, "runtime_supports_json", &val);
-		if (parse_string_array(val, l->p + l->n, &names, &n) < 0)
+		if (parse_string_array(val, l->p + l->n, &names) < 0)
 			return hezo_error_set(err, EINVAL,
 					      "line %zu: runtime_supports_json is not a one-line "
 					      "list of strings; add \"%s\" to it by hand and run "
 					      "install again",
 					      json_line + 1, HEZO_INSTALL_PODMAN_RUNTIME);
-		for (size_t i = 0; i < n; i++)
-			ours |= strcmp(names[i], HEZO_INSTALL_PODMAN_RUNTIME) == 0;
-		if (!ours) {
+		if (!hezo_strv_contains(&names, HEZO_INSTALL_PODMAN_RUNTIME)) {
 			r = block_begin(&e[ne], base, l->off, created, !l->has_nl);
 			e[ne].cut = l->n + (l->has_nl ? 1 : 0);
 			if (r >= 0)
 				r = buf_printf(&e[ne].text, ORIG "%.*s\n", (int)l->n, l->p);
 			if (r >= 0)
-				r = supports_json_line(&e[ne].text, (const char *const *)names, n);
+				r = supports_json_line(&e[ne].text, (const char *const *)names.v,
+						       names.n);
 			if (r >= 0)
 				r = block_end(&e[ne]);
 			ne++;
 		}
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
 	} else if (engine != (size_t)-1) {
 		r = block_begin(&e[ne], base, after_line(lines, engine), created, false);
 		if (r >= 0)

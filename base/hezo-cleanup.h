@@ -32,6 +32,14 @@ static inline void hezo_closep(int *fd)
 		_taken;                                                                            \
 	})
 
+/* A struct by value, leaving a zeroed one behind (which its destructor takes as empty). */
+#define TAKE_STRUCT(s)                                                                             \
+	({                                                                                         \
+		__typeof__(s) _taken = (s);                                                        \
+		(s) = (__typeof__(s)){0};                                                          \
+		_taken;                                                                            \
+	})
+
 #define TAKE_FD(fd)                                                                                \
 	({                                                                                         \
 		int _taken = (fd);                                                                 \

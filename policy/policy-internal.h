@@ -8,12 +8,7 @@
 #include <stdint.h>
 
 #include "hezo-policy.h"
-
-/* A NULL-terminated, owned list of strings; v is never NULL once initialised. */
-struct hezo_strv {
-	char **v;
-	size_t n;
-};
+#include "hezo-strv.h" /* lists of strings: v is never NULL once hezo_strv_init ran */
 
 struct hezo_policy_tmpfs {
 	char *dest;
@@ -94,11 +89,6 @@ struct hezo_policy {
 	uint64_t admission_wait; /* seconds a create may wait for a slot */
 	bool admission_exempt;
 };
-
-int hezo_strv_init(struct hezo_strv *s);
-int hezo_strv_push(struct hezo_strv *s, const char *str);
-void hezo_strv_done(struct hezo_strv *s);
-bool hezo_strv_contains(const struct hezo_strv *s, const char *str);
 
 /*
  * Normalise an absolute path: collapse "//" and "/./", drop a trailing "/". ".." components and

@@ -1,4 +1,4 @@
-/* Small helpers shared by the policy parser and the spec rewriter: string lists, path
+/* Small helpers shared by the policy parser and the spec rewriter: path
  * normalisation and comparison, capability names, quoting values for messages, and the one set
  * of "format a message and set the error" helpers every policy/ file uses. */
 #include <ctype.h>
@@ -11,50 +11,6 @@
 
 #include "hezo-log.h"
 #include "policy-internal.h"
-
-int hezo_strv_init(struct hezo_strv *s)
-{
-	s->n = 0;
-	s->v = calloc(1, sizeof(char *));
-	return s->v ? 0 : -ENOMEM;
-}
-
-int hezo_strv_push(struct hezo_strv *s, const char *str)
-{
-	char **nv;
-	char *copy = strdup(str);
-
-	if (!copy)
-		return -ENOMEM;
-	nv = realloc(s->v, (s->n + 2) * sizeof(char *));
-	if (!nv) {
-		free(copy);
-		return -ENOMEM;
-	}
-	s->v = nv;
-	s->v[s->n++] = copy;
-	s->v[s->n] = NULL;
-	return 0;
-}
-
-void hezo_strv_done(struct hezo_strv *s)
-{
-	if (!s->v)
-		return;
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i]);
-	free(s->v);
-	s->v = NULL;
-	s->n = 0;
-}
-
-bool hezo_strv_contains(const struct hezo_strv *s, const char *str)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->v[i], str) == 0)
-			return true;
-	return false;
-}
 
 int hezo_policy_clean_path(const char *path, char **out)
 {

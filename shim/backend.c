@@ -31,7 +31,7 @@ struct backend_desc {
 	/* Only runc's verbs pass: the backend prints a page of usage for anything else. */
 	bool runc_verbs_only;
 	/* Global flags this backend needs from policy (NULL: none). */
-	int (*extra_args)(const struct hezo_policy *p, struct shim_argv *out);
+	int (*extra_args)(const struct hezo_policy *p, struct hezo_strv *out);
 };
 
 static const char *const runsc_create_drop[] = {"no-pivot", "no-new-keyring", NULL};
@@ -44,7 +44,7 @@ static const struct backend_verb_drop runsc_drops[] = {
 
 static const struct backend_verb_drop no_drops[] = {{NULL, NULL}};
 
-static int runsc_extra_args(const struct hezo_policy *p, struct shim_argv *out)
+static int runsc_extra_args(const struct hezo_policy *p, struct hezo_strv *out)
 {
 	static const char *const net[] = {
 		[HEZO_RUNSC_NET_HOST] = "host",
@@ -55,12 +55,12 @@ static int runsc_extra_args(const struct hezo_policy *p, struct shim_argv *out)
 	int r;
 
 	/* Without --oci-seccomp runsc ignores linux.seccomp: the policy's profile must hold. */
-	r = shim_argv_push(out, "--oci-seccomp");
+	r = hezo_strv_push(out, "--oci-seccomp");
 	if (r < 0)
 		return r;
 	if ((size_t)n >= HEZO_ARRAY_SIZE(net))
 		return -EINVAL;
-	return shim_argv_pushf(out, "--network=%s", net[n]);
+	return hezo_strv_pushf(out, "--network=%s", net[n]);
 }
 
 static const struct backend_desc backends[] = {
@@ -81,7 +81,7 @@ void shim_target_done(struct shim_target *t)
 {
 	free(t->path);
 	t->path = NULL;
-	shim_argv_done(&t->args);
+	hezo_strv_done(&t->args);
 }
 
 int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
@@ -108,7 +108,7 @@ int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 	t->path = strdup(path);
 	if (!t->path)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = shim_argv_push_all(&t->args, hezo_policy_backend_args(p, b));
+	r = hezo_strv_push_all(&t->args, hezo_policy_backend_args(p, b));
 	if (r == 0 && d->extra_args)
 		r = d->extra_args(p, &t->args);
 	if (r < 0)
@@ -117,7 +117,7 @@ int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 	return 0;
 }
 
-static int push_value(struct shim_argv *out, enum gmode mode, const char *name, const char *v)
+static int push_value(struct hezo_strv *out, enum gmode mode, const char *name, const char *v)
 {
 	bool b;
 
@@ -129,23 +129,23 @@ static int push_value(struct shim_argv *out, enum gmode mode, const char *name, 
 	case G_BOOL:
 		if (shim_parse_bool(v, &b) < 0)
 			return 0;
-		return shim_argv_pushf(out, "--%s=%s", name, b ? "true" : "false");
+		return hezo_strv_pushf(out, "--%s=%s", name, b ? "true" : "false");
 	case G_PASS:
 		break;
 	}
-	return shim_argv_pushf(out, "--%s=%s", name, v);
+	return hezo_strv_pushf(out, "--%s=%s", name, v);
 }
 
-static int push_bool(struct shim_argv *out, const char *name, const char *v)
+static int push_bool(struct hezo_strv *out, const char *name, const char *v)
 {
 	if (!v)
 		return 0;
 	if (strcmp(v, "true") == 0)
-		return shim_argv_pushf(out, "--%s", name);
-	return shim_argv_pushf(out, "--%s=%s", name, v);
+		return hezo_strv_pushf(out, "--%s", name);
+	return hezo_strv_pushf(out, "--%s=%s", name, v);
 }
 
-int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct shim_argv *out,
+int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct hezo_strv *out,
 			 struct hezo_error **err)
 {
 	const struct backend_desc *d = desc(b);
@@ -162,7 +162,7 @@ int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, stru
 	for (size_t i = 0; r == 0 && i < g->unknown.n; i++)
 		if (strncmp(g->unknown.v[i], "--hezo-", 7) != 0 &&
 		    strncmp(g->unknown.v[i], "-hezo-", 6) != 0)
-			r = shim_argv_push(out, g->unknown.v[i]);
+			r = hezo_strv_push(out, g->unknown.v[i]);
 	if (r < 0)
 		return hezo_error_set(err, -r, "out of memory");
 	return 0;
@@ -197,10 +197,10 @@ bool shim_backend_has_verb(enum hezo_backend b, const char *verb)
 }
 
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
-			   struct shim_argv *out, struct hezo_error **err)
+			   struct hezo_strv *out, struct hezo_error **err)
 {
 	const struct backend_desc *d = desc(b);
-	struct shim_args a;
+	_cleanup_args_ struct shim_args a = {0};
 	int r = 0;
 
 	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, err);
@@ -215,37 +215,32 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 			/* "-b X", "-b=X", "-d" become "--bundle X", "--bundle=X", "--detach" */
 			const char *eq = strchr(argv[o->first], '=');
 
-			if (eq)
-				r = shim_argv_pushf(out, "--%s%s", o->flag->name, eq);
-			else
-				r = shim_argv_pushf(out, "--%s", o->flag->name);
-			for (int k = 1; r == 0 && k < o->count; k++)
-				r = shim_argv_push(out, argv[o->first + k]);
+			r = hezo_strv_pushf(out, "--%s%s", o->flag->name, eq ? eq : "");
+			if (r == 0 && o->count == 2)
+				r = hezo_strv_push(out, argv[o->first + 1]);
 			continue;
 		}
-		for (int k = 0; r == 0 && k < o->count; k++)
-			r = shim_argv_push(out, argv[o->first + k]);
+		r = shim_args_push_opt(out, o, argv);
 	}
-	shim_args_done(&a);
 	if (r < 0)
 		return hezo_error_set(err, -r, "out of memory");
 	return 0;
 }
 
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
-		      int argc, char **argv, struct shim_argv *out, struct hezo_error **err)
+		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err)
 {
 	int r;
 
-	if (shim_argv_push(out, t->path) < 0)
+	if (hezo_strv_push(out, t->path) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < t->args.n; i++)
-		if (shim_argv_push(out, t->args.v[i]) < 0)
+		if (hezo_strv_push(out, t->args.v[i]) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_backend_globals(t->backend, &ctx->g, out, err);
 	if (r < 0)
 		return r;
-	if (shim_argv_push(out, verb) < 0)
+	if (hezo_strv_push(out, verb) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	return shim_backend_verb_args(t->backend, verb, argc, argv, out, err);
 }

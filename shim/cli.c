@@ -1,62 +1,11 @@
 /* Command-line parsing with runc's rules (Go flag syntax, per-verb flag tables); no I/O here. */
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "hezo-log.h"
-#include "hezo-str.h"
-
-int shim_argv_push(struct shim_argv *a, const char *s)
-{
-	char *copy;
-
-	if (a->n + 2 > a->alloc) {
-		size_t want = a->alloc ? a->alloc * 2 : 16;
-		char **nv = realloc(a->v, want * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		a->v = nv;
-		a->alloc = want;
-	}
-	copy = strdup(s);
-	if (!copy)
-		return -ENOMEM;
-	a->v[a->n++] = copy;
-	a->v[a->n] = NULL;
-	return 0;
-}
-
-int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
-{
-	_cleanup_free_ char *s = NULL;
-	int r = HEZO_VASPRINTF(&s, fmt);
-
-	return r < 0 ? r : shim_argv_push(a, s);
-}
-
-int shim_argv_push_all(struct shim_argv *a, const char *const *v)
-{
-	for (; v && *v; v++) {
-		int r = shim_argv_push(a, *v);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-void shim_argv_done(struct shim_argv *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-	a->v = NULL;
-	a->n = a->alloc = 0;
-}
 
 int shim_parse_bool(const char *s, bool *out)
 {
@@ -160,7 +109,7 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 				break;
 		if (k == HEZO_ARRAY_SIZE(global_flags)) {
 			/* Someone else's flag (a backend's own): hand it on verbatim. */
-			if (shim_argv_push(&g->unknown, tok) < 0)
+			if (hezo_strv_push(&g->unknown, tok) < 0)
 				return hezo_error_set(err, ENOMEM, "out of memory");
 			if (!value)
 				g->unknown_bare = true;
@@ -235,7 +184,7 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 
 void shim_globals_done(struct shim_globals *g)
 {
-	shim_argv_done(&g->unknown);
+	hezo_strv_done(&g->unknown);
 }
 
 /* Per-verb flag tables: runc 1.1's, plus flags newer runc and crun add (--pidfd-socket). */
@@ -468,6 +417,15 @@ void shim_args_done(struct shim_args *a)
 	a->n = a->npos = 0;
 }
 
+int shim_args_push_opt(struct hezo_strv *out, const struct shim_opt *o, char **argv)
+{
+	int r = 0;
+
+	for (int k = 0; r == 0 && k < o->count; k++)
+		r = hezo_strv_push(out, argv[o->first + k]);
+	return r;
+}
+
 const char *shim_args_get(const struct shim_args *a, const char *name)
 {
 	const char *v = NULL;
@@ -514,263 +472,4 @@ int shim_validate_id(const char *id, struct hezo_error **err)
 				      HEZO_ID_MAX);
 	hezo_json_escape(shown, sizeof(shown), id);
 	return hezo_error_set(err, EINVAL, "container ID \"%s\" is not " HEZO_ID_RULE, shown);
-}
-
-uint64_t shim_fnv1a64(const char *s)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
-void shim_record_key(const char *root, char out[SHIM_KEY_LEN])
-{
-	if (!root || !*root)
-		snprintf(out, SHIM_KEY_LEN, "default");
-	else
-		snprintf(out, SHIM_KEY_LEN, "%016" PRIx64, shim_fnv1a64(root));
-}
-
-int shim_parse_size(const char *s, int64_t *out)
-{
-	static const char units[] = "kmgtp";
-	const char *p = s, *num_end, *u;
-	double mult = 1, v;
-	char *end;
-
-	if (strcmp(s, "-1") == 0) {
-		*out = -1;
-		return 0;
-	}
-	/* digits, optionally .digits groups, as go-units' pattern */
-	if (!isdigit((unsigned char)*p))
-		return -EINVAL;
-	while (isdigit((unsigned char)*p))
-		p++;
-	while (*p == '.' && isdigit((unsigned char)p[1])) {
-		p++;
-		while (isdigit((unsigned char)*p))
-			p++;
-	}
-	num_end = p;
-	if (*p == ' ')
-		p++;
-	if (*p && (u = strchr(units, tolower((unsigned char)*p)))) {
-		for (const char *k = units; k <= u; k++)
-			mult *= 1024;
-		p++;
-	}
-	if (*p == 'i' || *p == 'I')
-		p++;
-	if (*p == 'b' || *p == 'B')
-		p++;
-	if (*p)
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end != num_end)
-		return -EINVAL;
-	v *= mult;
-	if (!isfinite(v) || v >= 9223372036854775807.0)
-		return -ERANGE;
-	*out = (int64_t)v;
-	return 0;
-}
-
-enum res_kind {
-	R_SIZE,	  /* memory values: sizes or -1 */
-	R_INT,	  /* int64 */
-	R_UINT,	  /* uint64 */
-	R_WEIGHT, /* blkio weight: 10..1000 (0 leaves it) */
-	R_STRING,
-};
-
-static const struct {
-	const char *flag;
-	const char *section;
-	const char *key;
-	enum res_kind kind;
-} resource_flags[] = {
-	{"memory", "memory", "limit", R_SIZE},
-	{"memory-reservation", "memory", "reservation", R_SIZE},
-	{"memory-swap", "memory", "swap", R_SIZE},
-	{"kernel-memory", "memory", "kernel", R_SIZE},
-	{"kernel-memory-tcp", "memory", "kernelTCP", R_SIZE},
-	{"cpu-share", "cpu", "shares", R_UINT},
-	{"cpu-shares", "cpu", "shares", R_UINT},
-	{"cpu-quota", "cpu", "quota", R_INT},
-	{"cpu-period", "cpu", "period", R_UINT},
-	{"cpu-rt-runtime", "cpu", "realtimeRuntime", R_INT},
-	{"cpu-rt-period", "cpu", "realtimePeriod", R_UINT},
-	{"cpuset-cpus", "cpu", "cpus", R_STRING},
-	{"cpuset-mems", "cpu", "mems", R_STRING},
-	{"pids-limit", "pids", "limit", R_INT},
-	{"blkio-weight", "blockIO", "weight", R_WEIGHT},
-};
-
-bool shim_update_is_resource_flag(const char *name)
-{
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(resource_flags); i++)
-		if (strcmp(resource_flags[i].flag, name) == 0)
-			return true;
-	return false;
-}
-
-static int parse_int(const char *s, bool is_unsigned, int64_t *si, uint64_t *ui)
-{
-	char *end;
-
-	if (!*s || isspace((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	if (is_unsigned) {
-		if (*s == '-' || *s == '+')
-			return -EINVAL;
-		*ui = strtoull(s, &end, 10);
-	} else {
-		*si = strtoll(s, &end, 10);
-	}
-	if (errno)
-		return -errno;
-	return *end ? -EINVAL : 0;
-}
-
-int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
-			      struct hezo_error **err)
-{
-	_cleanup_json_ struct hezo_json *res = NULL;
-
-	*out = NULL;
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(resource_flags); i++) {
-		const char *v = shim_args_get(a, resource_flags[i].flag);
-		struct hezo_json *section, *val = NULL;
-		int64_t si = 0;
-		uint64_t ui = 0;
-
-		if (!v)
-			continue;
-		switch (resource_flags[i].kind) {
-		case R_SIZE:
-			if (shim_parse_size(v, &si) < 0)
-				return hezo_error_set(err, EINVAL,
-						      "update --%s: \"%s\" is not a size",
-						      resource_flags[i].flag, v);
-			val = hezo_json_new_int(si);
-			break;
-		case R_INT:
-			if (parse_int(v, false, &si, &ui) < 0)
-				return hezo_error_set(err, EINVAL,
-						      "update --%s: \"%s\" is not an integer",
-						      resource_flags[i].flag, v);
-			val = hezo_json_new_int(si);
-			break;
-		case R_UINT:
-		case R_WEIGHT:
-			if (parse_int(v, true, &si, &ui) < 0)
-				return hezo_error_set(
-					err, EINVAL,
-					"update --%s: \"%s\" is not an unsigned integer",
-					resource_flags[i].flag, v);
-			if (resource_flags[i].kind == R_WEIGHT) {
-				/* runc treats 0 as "leave it", and the kernel accepts 10..1000 */
-				if (ui == 0)
-					continue;
-				if (ui < 10 || ui > 1000)
-					return hezo_error_set(err, EINVAL,
-							      "update --%s: %s is outside 10..1000",
-							      resource_flags[i].flag, v);
-			}
-			val = hezo_json_new_uint(ui);
-			break;
-		case R_STRING:
-			val = hezo_json_new_string(v);
-			break;
-		}
-		if (!res && !(res = hezo_json_new_object())) {
-			hezo_json_free(val);
-			return hezo_error_set(err, ENOMEM, "out of memory");
-		}
-		if (!val || !(section = hezo_json_ensure_object(res, resource_flags[i].section))) {
-			hezo_json_free(val);
-			return hezo_error_set(err, ENOMEM, "out of memory");
-		}
-		if (hezo_json_set(section, resource_flags[i].key, val) < 0)
-			return hezo_error_set(err, ENOMEM, "out of memory");
-	}
-	*out = TAKE_PTR(res);
-	return 0;
-}
-
-void shim_cap_name(const char *v, char *buf, size_t size)
-{
-	size_t o = 0;
-
-	if (strncasecmp(v, "CAP_", 4) != 0)
-		o = (size_t)snprintf(buf, size, "CAP_");
-	for (; *v && o + 1 < size; v++)
-		buf[o++] = (char)toupper((unsigned char)*v);
-	buf[o] = '\0';
-}
-
-int shim_exec_filter(const struct shim_args *a, char **argv,
-		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
-		     size_t *dropped)
-{
-	*dropped = 0;
-	for (size_t i = 0; i < a->n; i++) {
-		const struct shim_opt *o = &a->opts[i];
-		bool b;
-
-		if (o->flag && strcmp(o->flag->name, "cap") == 0) {
-			char cap[128];
-			shim_cap_name(o->value, cap, sizeof(cap));
-			if (!cap_ok(cap, data)) {
-				(*dropped)++;
-				continue;
-			}
-		}
-		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
-		    shim_parse_bool(o->value, &b) == 0 && !b)
-			continue;
-		for (int k = 0; k < o->count; k++)
-			if (shim_argv_push(out, argv[o->first + k]) < 0)
-				return -ENOMEM;
-	}
-	return 0;
-}
-
-int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out)
-{
-	int r;
-
-	r = shim_argv_push(out, "--resources");
-	r = r ?: shim_argv_push(out, "-");
-	for (size_t i = 0; r == 0 && i < a->n; i++) {
-		const struct shim_opt *o = &a->opts[i];
-
-		if (o->flag && (strcmp(o->flag->name, "resources") == 0 ||
-				shim_update_is_resource_flag(o->flag->name)))
-			continue;
-		for (int k = 0; r == 0 && k < o->count; k++)
-			r = shim_argv_push(out, argv[o->first + k]);
-	}
-	return r;
-}
-
-size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
-		     const char *msg, const struct timespec *when)
-{
-	char full[3072];
-
-	snprintf(full, sizeof(full), "hezo-shim: %s", msg ? msg : "");
-	if (fmt == SHIM_LOG_JSON)
-		return hezo_log_format_json(buf, size, level, full, when);
-	/* runc's text format quotes msg, so escape it the way a quoted string needs */
-	char esc[4096];
-	hezo_json_escape(esc, sizeof(esc), full);
-	return hezo_log_format_text(buf, size, level, esc, when);
 }

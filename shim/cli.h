@@ -1,30 +1,18 @@
 /*
  * The shim's command line, parsed the way runc's parser (urfave/cli over Go's flag package) reads
- * it. Pure functions of argv so every form the engines send can be unit-tested.
+ * it: the global options, the verbs' flag tables, the parser and the ID rule. Pure functions of
+ * argv so every form the engines send can be unit-tested.
  */
 #ifndef SHIM_CLI_H
 #define SHIM_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <time.h>
 
 #include "hezo-error.h"
 #include "hezo-id.h"
 #include "hezo-json.h"
-
-/* A growable, NULL-terminated argument vector owning its strings. */
-struct shim_argv {
-	char **v;
-	size_t n, alloc;
-};
-
-int shim_argv_push(struct shim_argv *a, const char *s);
-int shim_argv_pushf(struct shim_argv *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-int shim_argv_push_all(struct shim_argv *a, const char *const *v); /* v is NULL-terminated */
-void shim_argv_done(struct shim_argv *a);
+#include "hezo-strv.h"
 
 enum shim_log_format {
 	SHIM_LOG_TEXT,
@@ -43,7 +31,7 @@ struct shim_globals {
 	const char *project;	    /* --hezo-project: ours, never handed on */
 	enum shim_log_format log_fmt;
 	bool help, version;
-	struct shim_argv unknown; /* unknown global flags, verbatim, in order */
+	struct hezo_strv unknown; /* unknown global flags, verbatim, in order */
 	bool unknown_bare; /* one of them had no =value: the backend may read the next word */
 	int verb;	   /* index of the verb in argv; argc when there is none */
 };
@@ -51,6 +39,7 @@ struct shim_globals {
 /* Parse argv[1..] up to the verb. On error g still holds what was read (the log settings). */
 int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hezo_error **err);
 void shim_globals_done(struct shim_globals *g);
+#define _cleanup_globals_ _cleanup_(shim_globals_done)
 
 /* Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */
 int shim_parse_bool(const char *s, bool *out);
@@ -96,6 +85,9 @@ struct shim_args {
 int shim_parse_args(const struct shim_verb_spec *vs, int argc, char **argv, struct shim_args *out,
 		    struct hezo_error **err);
 void shim_args_done(struct shim_args *a);
+#define _cleanup_args_ _cleanup_(shim_args_done)
+/* Push the words of argv that hold o (the flag and its value, or the positional). */
+int shim_args_push_opt(struct hezo_strv *out, const struct shim_opt *o, char **argv);
 /* Last value given for flag name (Go: the last one wins); NULL when absent. A bare bool gives "".
  */
 const char *shim_args_get(const struct shim_args *a, const char *name);
@@ -108,41 +100,5 @@ const char *shim_args_positional(const struct shim_args *a, size_t i);
  */
 #define SHIM_ID_MAX HEZO_ID_MAX
 int shim_validate_id(const char *id, struct hezo_error **err);
-
-/* Directory name under the state dir for a --root: 16 hex digits of FNV-1a/64, or "default". */
-#define SHIM_KEY_LEN 17
-void shim_record_key(const char *root, char out[SHIM_KEY_LEN]);
-uint64_t shim_fnv1a64(const char *s);
-
-/* runc's memory values (go-units RAMInBytes: "512m", "1.5g", "1024", "2GiB"), or "-1". */
-int shim_parse_size(const char *s, int64_t *out);
-
-/*
- * Turn runc update's flag form into one OCI LinuxResources object. *out is NULL when no
- * resource flag was given. Errors name the flag.
- */
-int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
-			      struct hezo_error **err);
-/* Is name one of update's resource flags (converted into the JSON)? */
-bool shim_update_is_resource_flag(const char *name);
-
-/* "net_admin" and "CAP_NET_ADMIN" name the same capability for runc: the canonical form. */
-void shim_cap_name(const char *v, char *buf, size_t size);
-
-/*
- * exec's arguments for the backend: --cap values cap_ok refuses are taken out, and an explicit
- * --no-new-privs=false (which would override the spec's true) is dropped. Every other word is
- * kept as given. *dropped counts the removed --cap values.
- */
-int shim_exec_filter(const struct shim_args *a, char **argv,
-		     bool (*cap_ok)(const char *cap, void *data), void *data, struct shim_argv *out,
-		     size_t *dropped);
-
-/* update's arguments for the backend: "--resources -" and the words that are not resources. */
-int shim_update_backend_args(const struct shim_args *a, char **argv, struct shim_argv *out);
-
-/* "hezo-shim: msg" as one log line (JSON or runc's text form), newline included. */
-size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
-		     const char *msg, const struct timespec *when);
 
 #endif

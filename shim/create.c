@@ -258,29 +258,20 @@ static int save_backend_bundle(int pfd, const char *priv, const struct hezo_json
 }
 
 /* The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID). */
-static int backend_verb_args(const char *verb, int argc, char **argv, const char *bundle,
-			     struct shim_argv *out, struct hezo_error **err)
+static int backend_verb_args(const struct shim_verb *v, const char *bundle, struct hezo_strv *out,
+			     struct hezo_error **err)
 {
-	struct shim_args a = {0};
 	int r;
 
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, err);
-	if (r < 0)
-		return r;
-	r = shim_argv_push(out, "--bundle");
-	r = r ?: shim_argv_push(out, bundle);
-	for (size_t i = 0; r == 0 && i < a.n; i++) {
-		const struct shim_opt *o = &a.opts[i];
+	r = hezo_strv_push(out, "--bundle");
+	r = r ?: hezo_strv_push(out, bundle);
+	for (size_t i = 0; r == 0 && i < v->args.n; i++) {
+		const struct shim_opt *o = &v->args.opts[i];
 
-		if (o->flag && strcmp(o->flag->name, "bundle") == 0)
-			continue;
-		for (int k = 0; r == 0 && k < o->count; k++)
-			r = shim_argv_push(out, argv[o->first + k]);
+		if (!o->flag || strcmp(o->flag->name, "bundle") != 0)
+			r = shim_args_push_opt(out, o, v->argv);
 	}
-	shim_args_done(&a);
-	if (r < 0)
-		return hezo_error_set(err, -r, "out of memory");
-	return 0;
+	return r < 0 ? hezo_error_set(err, -r, "out of memory") : 0;
 }
 
 /*
@@ -292,7 +283,7 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 			    struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *old = NULL;
-	struct shim_target ot = {0};
+	_cleanup_target_ struct shim_target ot = {0};
 	const char *b;
 	int r;
 
@@ -307,9 +298,6 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 	/* A record whose container its backend does not have stands for nothing. */
 	r = shim_record_target(old, &ot, NULL);
 	if (r == 0 && backend_lacks(ctx, &ot, id))
-		r = 1;
-	shim_target_done(&ot);
-	if (r == 1)
 		return 0;
 	return hezo_error_set(err, EEXIST,
 			      "container %s already exists under backend %s (delete --force it "
@@ -317,21 +305,27 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 			      id, b ? b : "(unknown)");
 }
 
-int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+/* Undo the record when a step after writing it fails; r passes through. */
+static int drop_record(struct shim_ctx *ctx, const char *id, int r)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
+	if (r < 0)
+		shim_record_remove(ctx, id);
+	return r;
+}
+
+int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
+{
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL, *pod_uid = NULL, *in_use = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held;
+	_cleanup_target_ struct shim_target t = {0};
+	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	struct hezo_apply_env env = {0};
 	struct shim_owner_query owner_q;
-	struct shim_target t = {0};
-	struct shim_argv av = {0}, vargs = {0};
-	struct shim_args a = {0};
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
-	const char *id, *bundle, *init_how;
+	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
 	bool engine_seccomp;
@@ -339,58 +333,32 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	int r;
 
 	hezo_held_init(&held);
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
-	if (r < 0)
-		goto fail;
-	if (a.help) {
-		shim_args_done(&a);
-		return shim_cmd_passthrough(ctx, verb, argc, argv);
-	}
-	id = shim_args_positional(&a, 0);
-	if (a.npos != 1) {
-		r = hezo_error_set(&err, EINVAL, "%s: expected exactly one container ID, got %zu",
-				   verb, a.npos);
-		goto fail;
-	}
-	r = shim_validate_id(id, &err);
-	if (r < 0)
-		goto fail;
-	bundle = shim_args_get(&a, "bundle");
+	bundle = shim_args_get(&v->args, "bundle");
 	if (!bundle || !*bundle)
 		bundle = "."; /* runc: the working directory */
 
 	bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bfd < 0) {
-		r = hezo_error_set_errno(&err, errno, "bundle %s", bundle);
-		goto fail;
-	}
+	if (bfd < 0)
+		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
 	/* Keep the original bytes: if the backend cannot be started they go back. */
-	r = hezo_read_file_at(bfd, "config.json", HEZO_SPEC_MAX_SIZE, &orig, &len, &err);
-	if (r < 0) {
-		hezo_error_prefix(&err, "bundle %s: config.json", bundle);
-		goto fail;
-	}
-	r = hezo_spec_parse(orig, len, "config.json", &spec, &err);
-	if (r < 0) {
-		hezo_error_prefix(&err, "bundle %s", bundle);
-		goto fail;
-	}
+	r = hezo_read_file_at(bfd, "config.json", HEZO_SPEC_MAX_SIZE, &orig, &len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
+	r = hezo_spec_parse(orig, len, "config.json", &spec, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s", bundle);
 
-	r = shim_load_policy(ctx, &base, &err);
+	r = shim_load_policy(ctx, &base, err);
+	r = r
+		    ?: hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project,
+						 &p, err);
+	r = r ?: shim_target_from_policy(p, &t, err);
 	if (r < 0)
-		goto fail;
-	r = hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project, &p, &err);
-	if (r < 0)
-		goto fail;
-	r = shim_target_from_policy(p, &t, &err);
-	if (r < 0)
-		goto fail;
+		return r;
 
 	engine_seccomp = hezo_json_get_type(hezo_spec_linux(spec), "seccomp", HEZO_JSON_OBJECT);
-	if (!realpath(bundle, bundle_real)) {
-		r = hezo_error_set_errno(&err, errno, "bundle %s", bundle);
-		goto fail;
-	}
+	if (!realpath(bundle, bundle_real))
+		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
 	env.id = id;
 	env.bundle = bundle_real;
 	env.ns_owner = shim_ns_owner;
@@ -400,132 +368,92 @@ int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 	env.data = &owner_q;
 	env.held = &held;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
-	r = shim_stage_namespace(&err);
-	if (r < 0)
-		goto fail;
+	r = shim_stage_namespace(err);
 	/* Who the container is comes from the shim's records and the engines, not its own word. */
-	r = shim_pod_uid(&owner_q, id, &pod_uid, &err);
-	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, &err);
+	r = r ?: shim_pod_uid(&owner_q, id, &pod_uid, err);
+	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	shim_engine_roots(docker_root, podman_root);
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
-	r = hezo_policy_apply_spec(p, spec, &env, &err);
+	r = hezo_policy_apply_spec(p, spec, &env, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	/* restore brings its process tree back from the checkpoint: no new PID 1. */
 	init_how = "restore";
-	if (strcmp(verb, "restore") != 0 && (r = shim_init_prepare(p, spec, &init_how, &err)) < 0)
-		goto fail;
+	if (strcmp(verb, "restore") != 0 && (r = shim_init_prepare(p, spec, &init_how, err)) < 0)
+		return r;
 	if (t.backend == HEZO_BACKEND_RUNSC) {
-		r = shim_runsc_check_spec(p, spec, &err);
+		r = shim_runsc_check_spec(p, spec, err);
+		r = r
+			    ?: shim_runsc_size_pids(shim_runsc_model_of(ctx, &t), p, spec, &tasks,
+						    &host_pids, err);
+		r = r ?: shim_runsc_prepare_exec(spec, &exec_bpf, err);
+		r = r ?: shim_runsc_seccomp_enosys(spec, &enosys_rules, err);
 		if (r < 0)
-			goto fail;
-		r = shim_runsc_size_pids(shim_runsc_model_of(ctx, &t), p, spec, &tasks, &host_pids,
-					 &err);
-		if (r < 0)
-			goto fail;
-		r = shim_runsc_prepare_exec(spec, &exec_bpf, &err);
-		if (r < 0)
-			goto fail;
-		r = shim_runsc_seccomp_enosys(spec, &enosys_rules, &err);
-		if (r < 0)
-			goto fail;
+			return r;
 	}
-	r = shim_secrets_prepare(ctx, p, spec, &secrets, &err);
+	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
+	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
+	r = r ?: build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, err);
 	if (r < 0)
-		goto fail;
-	r = add_egress_hooks(ctx, p, secrets, spec, &err);
-	if (r < 0)
-		goto fail;
-	r = build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, &err);
-	if (r < 0)
-		goto fail;
+		return r;
 	/* Names, hosts, files and placeholders: exec puts the placeholders in again. */
-	if (secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
+	if (secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	if (set_string(rec, "init", init_how) < 0 ||
-	    (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0)) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
+	    (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0))
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	/* Under runsc the box's pids is the workload's count; the host's backstop is beside it. */
 	if (tasks > 0 &&
 	    (hezo_json_set(hezo_json_get(rec, "box"), "pids", hezo_json_new_int(tasks)) < 0 ||
 	     hezo_json_set(hezo_json_get(rec, "box"), "hostPids", hezo_json_new_int(host_pids)) <
-		     0)) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
-	r = check_old_record(ctx, id, &t, &err);
-	if (r < 0)
-		goto fail;
+		     0))
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = check_old_record(ctx, id, &t, err);
 	/* May wait for a slot; on success holds the admission lock until exec. */
-	r = shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, &err);
+	r = r ?: shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, err);
 	if (r < 0)
-		goto fail;
+		return r;
 
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);
-	r = shim_record_write(ctx, id, rec, &err);
+	r = shim_record_write(ctx, id, rec, err);
 	if (r < 0)
-		goto fail;
+		return r;
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
-	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), &err);
-	r = pfd < 0 ? pfd : save_backend_bundle(pfd, priv, spec, &held, &err);
-	if (r < 0) {
-		shim_record_remove(ctx, id);
-		hezo_error_prefix(&err, "backend bundle");
-		goto fail;
-	}
-	r = backend_verb_args(verb, argc, argv, priv, &vargs, &err);
-	r = r ?: shim_backend_argv(ctx, &t, verb, (int)vargs.n, vargs.v, &av, &err);
-	if (r < 0) {
-		shim_record_remove(ctx, id);
-		goto fail;
-	}
+	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
+	r = pfd < 0 ? pfd : save_backend_bundle(pfd, priv, spec, &held, err);
+	if (r < 0)
+		return drop_record(ctx, id, hezo_error_prefix(err, "backend bundle"));
+	r = backend_verb_args(v, priv, &vargs, err);
+	r = r ?: shim_backend_argv(ctx, &t, verb, (int)vargs.n, vargs.v, &av, err);
+	if (r < 0)
+		return drop_record(ctx, id, r);
 	/* A shim killed mid-rewrite leaves its temporary file; the next create tidies up. */
 	(void)hezo_clean_stale_temps_at(bfd, "config.json");
 	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
-	r = hezo_spec_save_at(bfd, "config.json", spec, &err);
-	if (r < 0) {
-		shim_record_remove(ctx, id);
-		hezo_error_prefix(&err, "bundle %s", bundle);
-		goto fail;
-	}
-	shim_args_done(&a);
+	r = hezo_spec_save_at(bfd, "config.json", spec, err);
+	if (r < 0)
+		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	/*
 	 * create returns once the container exists, so the shim waits for it and undoes its work
 	 * when the backend refuses the bundle (as runc leaves nothing). run and restore stay the
 	 * backend's own process: they last as long as the container.
 	 */
 	if (strcmp(verb, "create") == 0)
-		r = shim_spawn_wait(ctx, &av, &err);
+		r = shim_spawn_wait(ctx, &av, err);
 	else
-		r = shim_exec(ctx, &av, &err);
+		r = shim_exec(ctx, &av, err);
 	if (r != 0 && backend_lacks(ctx, &t, id)) {
 		/* The backend did not make it. Put config.json back as it was. */
 		shim_record_remove(ctx, id);
 		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
 	}
-	if (r >= 0) {
-		/* Created, or refused with the backend's reason on stderr: its status is ours. */
-		shim_argv_done(&av);
-		shim_argv_done(&vargs);
-		shim_target_done(&t);
-		return r;
-	}
-
-fail:
-	shim_args_done(&a);
-	shim_argv_done(&av);
-	shim_argv_done(&vargs);
-	shim_target_done(&t);
-	return shim_fail(ctx, err);
+	/* Created, or refused with the backend's reason on stderr: its status is ours. */
+	return r;
 }

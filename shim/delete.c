@@ -10,55 +10,33 @@
 
 #include "shim.h"
 
-int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_json_ struct hezo_json *rec = NULL, *note = NULL;
-	struct shim_argv av = {0};
-	struct shim_target t = {0};
-	struct shim_args a = {0};
-	const char *id;
-	bool force;
+	_cleanup_strv_ struct hezo_strv av = {0}, forced = {0};
+	_cleanup_target_ struct shim_target t = {0};
+	const char *id = v->id;
+	bool force = shim_args_bool(&v->args, "force");
+	bool one = v->args.npos == 1;
 	int r;
 
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	r = shim_resolve(ctx, id, &t, &rec, err);
 	if (r < 0)
-		goto fail;
-	if (a.help || a.npos == 0) {
-		/* Nothing to delete: the backend prints its help or its usage error. */
-		shim_args_done(&a);
-		return shim_cmd_passthrough(ctx, verb, argc, argv);
-	}
-	id = shim_args_positional(&a, 0);
-	force = shim_args_bool(&a, "force");
-	r = shim_validate_id(id, &err);
-	if (r < 0)
-		goto fail;
-	r = shim_resolve(ctx, id, &t, &rec, &err);
-	if (r < 0) {
-		shim_args_done(&a);
-		if (!rec)
-			return shim_cmd_unrecorded(ctx, verb, id, force, err);
-		goto fail;
-	}
+		return rec ? r : shim_cmd_unrecorded(ctx, v, force, err);
 	if (t.backend == HEZO_BACKEND_RUNSC && !force) {
-		struct shim_argv forced = {0};
-
-		r = shim_argv_push(&forced, "--force");
-		for (int i = 0; r == 0 && i < argc; i++)
-			r = shim_argv_push(&forced, argv[i]);
-		if (r == 0)
-			r = shim_backend_argv(ctx, &t, verb, (int)forced.n, forced.v, &av, &err);
-		else
-			r = hezo_error_set(&err, ENOMEM, "out of memory");
-		shim_argv_done(&forced);
+		r = hezo_strv_push(&forced, "--force");
+		for (int i = 0; r == 0 && i < v->argc; i++)
+			r = hezo_strv_push(&forced, v->argv[i]);
+		if (r < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		r = shim_backend_argv(ctx, &t, v->name, (int)forced.n, forced.v, &av, err);
 	} else {
-		r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
+		r = shim_backend_argv(ctx, &t, v->name, v->argc, v->argv, &av, err);
 	}
 	if (r < 0)
-		goto fail;
+		return r;
 	/* Before the backend removes the cgroup: did a limit end (or hit) the container? */
-	if (a.npos == 1 && shim_ended_check(rec, &note) == 0 && note) {
+	if (one && shim_ended_check(rec, &note) == 0 && note) {
 		_cleanup_error_ struct hezo_error *e = NULL;
 		const struct hezo_json *why = hezo_json_get(note, "reasons");
 
@@ -68,10 +46,10 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		if (shim_ended_write(ctx, id, note, &e) < 0)
 			shim_log(ctx, "warning", "container %s: %s", id, e->msg);
 	}
-	r = shim_spawn_wait(ctx, &av, &err);
+	r = shim_spawn_wait(ctx, &av, err);
 	if (r < 0)
-		goto fail;
-	if (r != 0 && a.npos == 1) {
+		return r;
+	if (r != 0 && one) {
 		_cleanup_error_ struct hezo_error *e = NULL;
 		_cleanup_free_ char *status = NULL;
 		long pid;
@@ -83,15 +61,7 @@ int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **arg
 		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT)
 			shim_record_remove(ctx, id);
 	}
-	if (r == 0 && a.npos == 1)
+	if (r == 0 && one)
 		shim_record_remove(ctx, id);
-	shim_args_done(&a);
-	shim_argv_done(&av);
-	shim_target_done(&t);
 	return r;
-fail:
-	shim_args_done(&a);
-	shim_argv_done(&av);
-	shim_target_done(&t);
-	return shim_fail(ctx, err);
 }

@@ -3,6 +3,7 @@
  * of the container's private bundle, which the backend is handed instead of the caller's, and
  * capabilities the policy does not allow are taken out of --cap before the backend runs.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,7 +25,7 @@
  */
 static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 			      const struct hezo_policy *p, const char *path,
-			      const struct shim_argv *prefix, int64_t nproc,
+			      const struct hezo_strv *prefix, int64_t nproc,
 			      const struct hezo_json *secrets, char **clamped,
 			      struct hezo_error **err)
 {
@@ -130,87 +131,120 @@ static int repoint_process(const struct shim_args *a, char **argv, char *path, c
 	return 0;
 }
 
+void shim_cap_name(const char *v, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	if (strncasecmp(v, "CAP_", 4) != 0)
+		o = (size_t)snprintf(buf, size, "CAP_");
+	for (; *v && o + 1 < size; v++)
+		buf[o++] = (char)toupper((unsigned char)*v);
+	buf[o] = '\0';
+}
+
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
+		     size_t *dropped)
+{
+	*dropped = 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct shim_opt *o = &a->opts[i];
+		bool b;
+
+		if (o->flag && strcmp(o->flag->name, "cap") == 0) {
+			char cap[128];
+			shim_cap_name(o->value, cap, sizeof(cap));
+			if (!cap_ok(cap, data)) {
+				(*dropped)++;
+				continue;
+			}
+		}
+		if (o->flag && strcmp(o->flag->name, "no-new-privs") == 0 && o->value &&
+		    shim_parse_bool(o->value, &b) == 0 && !b)
+			continue;
+		if (shim_args_push_opt(out, o, argv) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 static bool cap_allowed(const char *cap, void *data)
 {
 	return hezo_policy_cap_allowed(data, cap);
 }
 
 /*
- * The command-line form: --env=NAME=placeholder just before the ID, after the caller's own flags
- * (the backend sets the environment in order, so the last NAME= is the one the process gets).
+ * words put into kept at the ID: before it, or after it (in front of the command). Go's parser
+ * stops at the ID, so what goes before it is read as flags, after the caller's own.
  */
-static int secrets_as_flags(const char *verb, struct shim_argv *kept,
-			    const struct hezo_json *secrets, struct hezo_error **err)
+static int insert_at_id(const char *verb, struct hezo_strv *kept, const struct hezo_strv *words,
+			bool after, struct hezo_error **err)
 {
-	struct shim_argv n = {0};
-	struct shim_args k = {0};
-	int r;
+	_cleanup_strv_ struct hezo_strv n = {0};
+	_cleanup_args_ struct shim_args k = {0};
+	int nk = (int)kept->n, r;
 
-	r = shim_parse_args(shim_verb_spec(verb), (int)kept->n, kept->v, &k, err);
+	r = shim_parse_args(shim_verb_spec(verb), nk, kept->v, &k, err);
+	for (int i = 0; r == 0 && i <= nk; i++) {
+		if (after && i < nk)
+			r = hezo_strv_push(&n, kept->v[i]);
+		if (r == 0 && i == k.positional && (!after || i < nk))
+			r = hezo_strv_push_all(&n, (const char *const *)words->v);
+		if (r == 0 && !after && i < nk)
+			r = hezo_strv_push(&n, kept->v[i]);
+	}
 	if (r < 0)
 		return r;
-	for (int i = 0; r == 0 && i <= (int)kept->n; i++) {
-		for (size_t j = 0; r == 0 && i == k.positional && j < secrets->len; j++) {
-			const char *ph =
-				hezo_json_string(hezo_json_get(secrets->items[j], "placeholder"));
-
-			r = ph ? shim_argv_pushf(&n, "--env=%s=%s", secrets->keys[j], ph) : -EINVAL;
-		}
-		if (r == 0 && i < (int)kept->n)
-			r = shim_argv_push(&n, kept->v[i]);
-	}
-	shim_args_done(&k);
-	if (r < 0) {
-		shim_argv_done(&n);
-		return hezo_error_set(err, ENOMEM, "exec: cannot add the secrets' placeholders");
-	}
-	shim_argv_done(kept);
-	*kept = n;
+	hezo_strv_done(kept);
+	*kept = TAKE_STRUCT(n);
 	return 0;
 }
 
-int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+/*
+ * The command-line form: --env=NAME=placeholder just before the ID (the backend sets the
+ * environment in order, so the last NAME= is the one the process gets).
+ */
+static int secrets_as_flags(const char *verb, struct hezo_strv *kept,
+			    const struct hezo_json *secrets, struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_strv_ struct hezo_strv env = {0};
+	int r = 0;
+
+	for (size_t j = 0; r == 0 && j < secrets->len; j++) {
+		const char *ph = hezo_json_string(hezo_json_get(secrets->items[j], "placeholder"));
+
+		r = ph ? hezo_strv_pushf(&env, "--env=%s=%s", secrets->keys[j], ph) : -EINVAL;
+	}
+	r = r ?: insert_at_id(verb, kept, &env, false, err);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "exec: cannot add the secrets' placeholders");
+	return 0;
+}
+
+int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
+{
 	_cleanup_policy_ struct hezo_policy *p = NULL;
-	struct shim_argv kept = {0}, av = {0}, prefix = {0}, final = {0};
+	_cleanup_strv_ struct hezo_strv kept = {0}, av = {0}, prefix = {0};
 	_cleanup_json_ struct hezo_json *rec = NULL;
-	struct shim_target t = {0};
-	struct shim_args a = {0};
+	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const struct hezo_json *secrets;
-	const char *id, *process;
+	const char *id = v->id, *process;
 	int64_t nproc = 0;
 	size_t dropped;
 	int r;
 
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	r = shim_resolve_policy(ctx, id, &t, &p, err);
 	if (r < 0)
-		goto fail;
-	if (a.help) {
-		shim_args_done(&a);
-		return shim_cmd_passthrough(ctx, verb, argc, argv);
-	}
-	id = shim_args_positional(&a, 0);
-	r = shim_validate_id(id, &err);
-	if (r < 0)
-		goto fail;
-
-	r = shim_resolve_policy(ctx, id, &t, &p, &err);
-	if (r < 0)
-		goto fail;
-
+		return r;
 	/* runsc would start the process without the container's seccomp profile. */
 	if (t.backend == HEZO_BACKEND_RUNSC) {
-		r = shim_record_read(ctx, id, &rec, &err);
+		r = shim_record_read(ctx, id, &rec, err);
 		if (r == -ENOENT)
-			r = hezo_error_set(&err, ENOENT, "exec %s: no record of this container",
-					   id);
+			r = hezo_error_set(err, ENOENT, "exec %s: no record of this container", id);
+		r = r ?: shim_runsc_exec_prefix(rec, id, &prefix, err);
 		if (r < 0)
-			goto fail;
-		r = shim_runsc_exec_prefix(rec, id, &prefix, &err);
-		if (r < 0)
-			goto fail;
+			return r;
 		/* box.pids is the workload's count only where create recorded the backstop too. */
 		if (hezo_json_get_path(rec, "box.hostPids"))
 			(void)hezo_json_get_int64(hezo_json_get_path(rec, "box.pids"), &nproc);
@@ -220,62 +254,28 @@ int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
 	if (!rec && shim_record_read(ctx, id, &rec, NULL) < 0)
 		rec = NULL;
 	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
-	process = shim_args_get(&a, "process");
+	process = shim_args_get(&v->args, "process");
 	if (process) {
-		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, secrets, &clamped,
-				       &err);
+		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, secrets, &clamped, err);
 		if (r < 0)
-			goto fail;
-		if (repoint_process(&a, argv, clamped, &eq_form) < 0) {
-			r = hezo_error_set(&err, ENOMEM, "out of memory");
-			goto fail;
-		}
+			return r;
+		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
-
-	if (shim_exec_filter(&a, argv, cap_allowed, p, &kept, &dropped) < 0) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
+	if (shim_exec_filter(&v->args, v->argv, cap_allowed, p, &kept, &dropped) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	if (dropped)
 		shim_log(ctx, "warning", "exec %s: %zu --cap value(s) dropped by policy", id,
 			 dropped);
 	/* The command-line form: the placeholders as --env, after the caller's own. */
 	if (!process && secrets && secrets->len) {
-		r = secrets_as_flags(verb, &kept, secrets, &err);
+		r = secrets_as_flags(v->name, &kept, secrets, err);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
-	if (prefix.n && !process) {
-		/* The command follows the ID: put the helper in front of it. */
-		struct shim_args k = {0};
-
-		r = shim_parse_args(shim_verb_spec(verb), (int)kept.n, kept.v, &k, &err);
-		for (int i = 0; r == 0 && i < (int)kept.n; i++) {
-			r = shim_argv_push(&final, kept.v[i]);
-			for (size_t j = 0; r == 0 && i == k.positional && j < prefix.n; j++)
-				r = shim_argv_push(&final, prefix.v[j]);
-		}
-		shim_args_done(&k);
-		if (r < 0) {
-			if (!err)
-				r = hezo_error_set(&err, ENOMEM, "out of memory");
-			goto fail;
-		}
-		shim_argv_done(&kept);
-		kept = final;
-		final = (struct shim_argv){0};
-	}
-	r = shim_backend_argv(ctx, &t, verb, (int)kept.n, kept.v, &av, &err);
-	if (r < 0)
-		goto fail;
-	shim_args_done(&a);
-	r = shim_exec(ctx, &av, &err);
-fail:
-	shim_args_done(&a);
-	shim_argv_done(&prefix);
-	shim_argv_done(&final);
-	shim_argv_done(&kept);
-	shim_argv_done(&av);
-	shim_target_done(&t);
-	return shim_fail(ctx, err);
+	/* The command follows the ID: put the helper in front of it. */
+	if (prefix.n && !process && insert_at_id(v->name, &kept, &prefix, true, err) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = shim_backend_argv(ctx, &t, v->name, (int)kept.n, kept.v, &av, err);
+	return r < 0 ? r : shim_exec(ctx, &av, err);
 }

@@ -52,18 +52,6 @@ const char *shim_init_skip_reason(const struct hezo_policy *p, const struct hezo
 	return NULL;
 }
 
-static bool has_dev_tmpfs(const struct hezo_json *mounts)
-{
-	HEZO_JSON_FOREACH (i, mounts) {
-		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
-		const char *t = hezo_json_string(hezo_json_get(mounts->items[i], "type"));
-
-		if (d && t && strcmp(d, "/dev") == 0 && strcmp(t, "tmpfs") == 0)
-			return true;
-	}
-	return false;
-}
-
 int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const char **how,
 		      struct hezo_error **err)
 {
@@ -79,7 +67,7 @@ int shim_init_prepare(const struct hezo_policy *p, struct hezo_json *spec, const
 		return 0;
 	*how = "hezo";
 	/* The mount point must be creatable whatever the root: /dev is a tmpfs. */
-	if (!mounts || !has_dev_tmpfs(mounts))
+	if (!mounts || !shim_has_dev_tmpfs(mounts))
 		return hezo_error_set(err, EINVAL,
 				      "init: no tmpfs on /dev to mount hezo-init into (policy "
 				      "\"init\": false runs the workload as PID 1)");

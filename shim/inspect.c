@@ -244,80 +244,89 @@ static int applied(const char *bundle, struct hezo_json *out, struct hezo_error 
 	return 0;
 }
 
-int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+static int print_json(const struct hezo_json *doc, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *rec = NULL, *out = NULL;
-	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *text = NULL;
-	struct hezo_json *app, *live;
-	const char *id = NULL, *bundle, *cg;
 	size_t len;
 	int r;
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+	r = hezo_json_dump(doc, true, &text, &len, err);
+	if (r < 0)
+		return r;
+	fwrite(text, 1, len, stdout);
+	fputc('\n', stdout);
+	return 0;
+}
+
+int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *rec = NULL, *out = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+	struct hezo_json *app, *live;
+	const char *id = NULL, *bundle, *cg;
+	int r;
+
+	for (int i = 0; i < v->argc; i++) {
+		const char *w = v->argv[i];
+
+		if (strcmp(w, "-h") == 0 || strcmp(w, "--help") == 0) {
 			printf("usage: hezo-shim inspect CONTAINER\n"
 			       "The box of a container as applied: its record, the rewritten "
 			       "config.json and the live cgroup limits.\n");
 			return 0;
 		}
-		if (argv[i][0] == '-' || id)
-			return shim_failf(ctx, "inspect: unexpected argument \"%s\"", argv[i]);
-		id = argv[i];
+		if (w[0] == '-' || id)
+			return hezo_error_set(err, EINVAL, "inspect: unexpected argument \"%s\"",
+					      w);
+		id = w;
 	}
 	if (!id || !*id || strchr(id, '/'))
-		return shim_failf(ctx, "inspect: give one container id");
+		return hezo_error_set(err, EINVAL, "inspect: give one container id");
 
 	if (ctx->g.root) {
-		r = shim_record_read(ctx, id, &rec, &err);
-		if (r == -ENOENT && !err)
-			hezo_error_set(&err, ENOENT, "no container \"%s\" under --root %s", id,
+		r = shim_record_read(ctx, id, &rec, err);
+		if (r == -ENOENT && !*err)
+			hezo_error_set(err, ENOENT, "no container \"%s\" under --root %s", id,
 				       ctx->g.root);
 	} else {
-		r = find_record(ctx->state_dir, id, &rec, &err);
+		r = find_record(ctx->state_dir, id, &rec, err);
 	}
 	if (r == -ENOENT) {
 		_cleanup_json_ struct hezo_json *note = NULL;
 
 		/* Gone, but deleted after reaching a limit: say which (ended.c). */
 		if (shim_ended_read(ctx, id, &note) == 0) {
+			hezo_error_free(TAKE_PTR(*err));
 			out = hezo_json_new_object();
 			if (!out || hezo_json_set(out, "id", hezo_json_new_string(id)) < 0 ||
 			    hezo_json_set(out, "ended", TAKE_PTR(note)) < 0 ||
-			    hezo_json_dump(out, true, &text, &len, NULL) < 0)
-				return shim_failf(ctx, "out of memory");
-			fwrite(text, 1, len, stdout);
-			fputc('\n', stdout);
+			    print_json(out, NULL) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
 			return 0;
 		}
 	}
+	ctx->fail_stderr = true;
 	if (r < 0)
-		return shim_fail_stderr(ctx, err);
-
+		return r;
 	out = hezo_json_clone(rec);
-	if (!out)
-		return shim_failf(ctx, "out of memory");
 	/* Secrets: names and hosts only. */
-	if (hezo_json_get(rec, "secrets") &&
-	    hezo_json_set(out, "secrets", shim_secrets_public(hezo_json_get(rec, "secrets"))) < 0)
-		return shim_failf(ctx, "out of memory");
+	if (!out ||
+	    (hezo_json_get(rec, "secrets") &&
+	     hezo_json_set(out, "secrets", shim_secrets_public(hezo_json_get(rec, "secrets"))) < 0))
+		goto nomem;
 	bundle = hezo_json_string(hezo_json_get(rec, "bundle"));
 	app = hezo_json_ensure_object(out, "applied");
 	if (!app)
-		return shim_failf(ctx, "out of memory");
-	if (bundle && applied(bundle, app, &err) < 0) {
-		/* The bundle goes away with the container; the record still says what was set. */
-		hezo_json_set(app, "error", hezo_json_new_string(err->msg));
-		hezo_error_free(TAKE_PTR(err));
-	}
+		goto nomem;
+	/* The bundle goes away with the container; the record still says what was set. */
+	if (bundle && applied(bundle, app, &e) < 0)
+		hezo_json_set(app, "error", hezo_json_new_string(e->msg));
 	cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	live = hezo_json_ensure_object(out, "live");
 	if (!live || (cg && live_limits(cg, live) < 0))
-		return shim_failf(ctx, "out of memory");
-	r = hezo_json_dump(out, true, &text, &len, &err);
-	if (r < 0)
-		return shim_fail_stderr(ctx, err);
-	fwrite(text, 1, len, stdout);
-	fputc('\n', stdout);
-	return 0;
+		goto nomem;
+	return print_json(out, err);
+nomem:
+	ctx->fail_stderr = false;
+	return hezo_error_set(err, ENOMEM, "out of memory");
 }

@@ -8,7 +8,22 @@
 #include <string.h>
 
 #include "hezo-file.h"
+#include "hezo-log.h"
 #include "shim.h"
+
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when)
+{
+	char full[3072];
+
+	snprintf(full, sizeof(full), "hezo-shim: %s", msg ? msg : "");
+	if (fmt == SHIM_LOG_JSON)
+		return hezo_log_format_json(buf, size, level, full, when);
+	/* runc's text format quotes msg, so escape it the way a quoted string needs */
+	char esc[4096];
+	hezo_json_escape(esc, sizeof(esc), full);
+	return hezo_log_format_text(buf, size, level, esc, when);
+}
 
 bool shim_debug(const struct shim_ctx *ctx)
 {
@@ -59,34 +74,18 @@ void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	va_end(ap);
 }
 
-int shim_fail(struct shim_ctx *ctx, struct hezo_error *err)
-{
-	shim_log(ctx, "error", "%s", err && err->msg ? err->msg : "unknown error");
-	return 1;
-}
-
-int shim_fail_stderr(struct shim_ctx *ctx, struct hezo_error *err)
+int shim_report(struct shim_ctx *ctx, const struct hezo_error *err)
 {
 	const char *msg = err && err->msg ? err->msg : "unknown error";
 	char line[4096];
 	int n;
 
 	shim_log(ctx, "error", "%s", msg);
-	if (!ctx->g.log || !*ctx->g.log)
-		return 1; /* shim_log wrote it to stderr already */
+	if (!ctx->fail_stderr || !ctx->g.log || !*ctx->g.log)
+		return 1; /* shim_log wrote it to stderr already, or only --log was wanted */
 	n = snprintf(line, sizeof(line), "hezo-shim: %s\n", msg);
 	if (n > 0)
 		(void)hezo_write_all(STDERR_FILENO, line,
 				     (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-	return 1;
-}
-
-int shim_failf(struct shim_ctx *ctx, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vlog(ctx, "error", fmt, ap);
-	va_end(ap);
 	return 1;
 }

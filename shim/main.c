@@ -2,6 +2,7 @@
  * hezo-shim: called exactly like runc. Reads runc's global flags, then hands the verb to its
  * handler; create/run/restore/exec/update go through policy, everything else passes through.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +13,29 @@
 #include "hezo-netlog.h"
 #include "shim.h"
 
-typedef int (*verb_fn)(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+typedef int (*verb_fn)(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+
+/* The policed verbs check their ID before anything else; the others judge it themselves. */
+#define POLICED (SHIM_VERB_HELP_PASSES | SHIM_VERB_ID)
 
 static const struct {
 	const char *name;
 	verb_fn fn;
+	unsigned rules; /* the opening's (shim_verb_open) */
 } handlers[] = {
-	{"create", shim_cmd_create},   {"run", shim_cmd_create},
-	{"restore", shim_cmd_create},  {"exec", shim_cmd_exec},
-	{"update", shim_cmd_update},   {"delete", shim_cmd_delete},
-	{"start", shim_cmd_start},     {"kill", shim_cmd_kill},
-	{"ps", shim_cmd_ps},	       {"features", shim_cmd_features},
-	{"inspect", shim_cmd_inspect}, {"state", shim_cmd_state},
+	{"create", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
+	{"run", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
+	{"restore", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
+	{"exec", shim_cmd_exec, POLICED},
+	/* containerd shows update's stderr, not its --log. */
+	{"update", shim_cmd_update, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDERR},
+	{"delete", shim_cmd_delete, POLICED | SHIM_VERB_NO_ID_PASSES},
+	{"start", shim_cmd_start, 0},
+	{"kill", shim_cmd_kill, 0},
+	{"ps", shim_cmd_ps, 0},
+	{"features", shim_cmd_features, 0},
+	{"inspect", shim_cmd_inspect, 0},
+	{"state", shim_cmd_state, 0},
 };
 
 /*
@@ -93,15 +105,41 @@ static const char *env_or(const char *name, const char *dflt)
 	return v && *v ? v : dflt;
 }
 
-static int dispatch(struct shim_ctx *c, int argc, char **argv)
+/* The verb's opening, then the verb: its exit status, or -errno and err. */
+static int run_verb(struct shim_ctx *c, const char *verb, int argc, char **argv,
+		    struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_verb_ struct shim_verb v = {0};
+	verb_fn fn = shim_cmd_passthrough;
+	unsigned rules = 0;
+	int r;
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(handlers); i++)
+		if (strcmp(handlers[i].name, verb) == 0) {
+			fn = handlers[i].fn;
+			rules = handlers[i].rules;
+			break;
+		}
+	c->fail_stderr = rules & SHIM_VERB_STDERR;
+	r = shim_verb_open(verb, argc, argv, rules, &v, err);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		/* --help, or nothing to act on: the backend's own answer, as for any verb. */
+		c->fail_stderr = false;
+		fn = shim_cmd_passthrough;
+	}
+	return fn(c, &v, err);
+}
+
+static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error **err)
+{
 	const char *verb;
 	int r;
 
-	r = shim_parse_globals(argc, argv, &c->g, &err);
+	r = shim_parse_globals(argc, argv, &c->g, err);
 	if (r < 0)
-		return shim_fail(c, err);
+		return r;
 	if (c->g.version) {
 		printf("hezo-shim version %s\ncommit: %s\nspec: %s\n", HEZO_VERSION, HEZO_COMMIT,
 		       HEZO_OCI_SPEC_VERSION);
@@ -121,7 +159,8 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv)
 		if (strcmp(admin[i].name, verb) == 0)
 			return admin[i].fn(argc - c->g.verb, argv + c->g.verb);
 	if (is_forbidden(verb))
-		return shim_failf(c, "command \"%s\" is not allowed through hezo-shim", verb);
+		return hezo_error_set(err, EPERM, "command \"%s\" is not allowed through hezo-shim",
+				      verb);
 	/*
 	 * A flag we do not know, given without =value, might take the next word as its value in
 	 * the backend's eyes; then the backend's verb would be a later word than ours. Refuse when
@@ -130,22 +169,23 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv)
 	if (c->g.unknown_bare) {
 		for (int i = c->g.verb + 1; i < argc; i++)
 			if (shim_verb_is_policed(argv[i]) || is_forbidden(argv[i]))
-				return shim_failf(c,
-						  "unknown global flag without =value before "
-						  "\"%s\": give unknown flags as --flag=value",
-						  argv[i]);
+				return hezo_error_set(err, EINVAL,
+						      "unknown global flag without =value before "
+						      "\"%s\": give unknown flags as --flag=value",
+						      argv[i]);
 	}
-
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(handlers); i++)
-		if (strcmp(handlers[i].name, verb) == 0)
-			return handlers[i].fn(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1);
-	return shim_cmd_passthrough(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1);
+	return run_verb(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1, err);
 }
 
 int main(int argc, char **argv)
 {
+	_cleanup_error_ struct hezo_error *err = NULL;
 	struct shim_ctx ctx = {.argc = argc, .argv = argv, .log_fd = -1};
-	int r = dispatch(&ctx, argc, argv);
+	int r = dispatch(&ctx, argc, argv, &err);
+
+	/* Every failure is reported here, once. */
+	if (r < 0)
+		r = shim_report(&ctx, err);
 
 	shim_globals_done(&ctx.g);
 	if (ctx.log_fd >= 0)

@@ -22,32 +22,31 @@ static bool verb_without_id(const char *verb)
  * before reaching a backend. So state, kill and delete answer themselves as runc would for an
  * unknown container; everything else fails closed with the policy's error.
  */
-int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, bool force,
-			struct hezo_error *why)
+int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool force,
+			struct hezo_error **err)
 {
+	const char *verb = v->name;
+	int errnum = *err ? (*err)->errnum : EINVAL;
+
 	if (strcmp(verb, "delete") != 0 && strcmp(verb, "kill") != 0 && strcmp(verb, "state") != 0)
-		return shim_fail(ctx, why);
-	shim_log(ctx, "warning", "container %s has no record and no backend can be chosen (%s)", id,
-		 why && why->msg ? why->msg : "unknown error");
+		return -errnum;
+	shim_log(ctx, "warning", "container %s has no record and no backend can be chosen (%s)",
+		 v->id, *err && (*err)->msg ? (*err)->msg : "unknown error");
+	hezo_error_free(TAKE_PTR(*err));
 	if (strcmp(verb, "delete") == 0 && force)
 		return 0;
-	{
-		/* On stderr too, as runc's: containerd's shim matches "does not exist" there. */
-		_cleanup_error_ struct hezo_error *err = NULL;
-
-		hezo_error_set(&err, ENOENT, "container \"%s\" does not exist", id);
-		return shim_fail_stderr(ctx, err);
-	}
+	/* On stderr too, as runc's: containerd's shim matches "does not exist" there. */
+	ctx->fail_stderr = true;
+	return hezo_error_set(err, ENOENT, "container \"%s\" does not exist", v->id);
 }
 
-int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+int shim_cmd_passthrough(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_json_ struct hezo_json *rec = NULL;
-	struct shim_argv av = {0};
-	struct shim_target t = {0};
-	struct shim_args a = {0};
-	const char *id = NULL;
+	_cleanup_strv_ struct hezo_strv av = {0};
+	_cleanup_target_ struct shim_target t = {0};
+	const char *verb = v->name;
+	const char *id = verb_without_id(verb) ? NULL : v->id;
 	int r;
 
 	/*
@@ -55,37 +54,16 @@ int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char 
 	 * changes a container without the policy seeing it (fail closed), and the backend's own
 	 * answer (runc's help topic, runsc's usage page) would not say who refused it.
 	 */
-	if (shim_verb_spec(verb)->verb == NULL && strcmp(verb, "spec") != 0) {
-		r = hezo_error_set(&err, EINVAL, "unknown command \"%s\"", verb);
-		goto fail;
-	}
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	if (shim_verb_spec(verb)->verb == NULL && strcmp(verb, "spec") != 0)
+		return hezo_error_set(err, EINVAL, "unknown command \"%s\"", verb);
+	if (id && (r = shim_validate_id(id, err)) < 0)
+		return r;
+	r = shim_resolve(ctx, id, &t, &rec, err);
 	if (r < 0)
-		goto fail;
-	if (!a.help && !verb_without_id(verb))
-		id = shim_args_positional(&a, 0);
-	if (id && (r = shim_validate_id(id, &err)) < 0)
-		goto fail;
-	r = shim_resolve(ctx, id, &t, &rec, &err);
-	if (r < 0) {
-		shim_args_done(&a);
-		if (id && !rec)
-			return shim_cmd_unrecorded(ctx, verb, id, false, err);
-		goto fail;
-	}
-	if (!shim_backend_has_verb(t.backend, verb)) {
-		r = hezo_error_set(&err, EINVAL, "unknown command \"%s\" (%s)", verb,
-				   hezo_backend_name(t.backend));
-		goto fail;
-	}
-	r = shim_backend_argv(ctx, &t, verb, argc, argv, &av, &err);
-	if (r < 0)
-		goto fail;
-	shim_args_done(&a);
-	r = shim_exec(ctx, &av, &err);
-fail:
-	shim_args_done(&a);
-	shim_argv_done(&av);
-	shim_target_done(&t);
-	return shim_fail(ctx, err);
+		return id && !rec ? shim_cmd_unrecorded(ctx, v, false, err) : r;
+	if (!shim_backend_has_verb(t.backend, verb))
+		return hezo_error_set(err, EINVAL, "unknown command \"%s\" (%s)", verb,
+				      hezo_backend_name(t.backend));
+	r = shim_backend_argv(ctx, &t, verb, v->argc, v->argv, &av, err);
+	return r < 0 ? r : shim_exec(ctx, &av, err);
 }

@@ -308,38 +308,46 @@ static int admission_json(const struct shim_ctx *ctx, struct hezo_json *adm,
 	return r < 0 ? hezo_error_set(err, ENOMEM, "out of memory") : 0;
 }
 
-int shim_cmd_ps_all(struct shim_ctx *ctx, bool json)
+int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
-	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object(), *stats = NULL;
 	_cleanup_free_ char *out = NULL;
+	size_t len;
+	int r;
+
+	r = hezo_json_dump(doc, false, &out, &len, err);
+	if (r < 0)
+		return r;
+	if (hezo_write_all(STDOUT_FILENO, out, len) < 0 ||
+	    hezo_write_all(STDOUT_FILENO, "\n", 1) < 0)
+		return hezo_error_set(err, EIO, "ps: cannot write to stdout");
+	return 0;
+}
+
+int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object(), *stats = NULL;
 	struct ps_walk w = {0};
 	struct hezo_json *adm;
-	size_t len;
 	int r;
 
 	adm = doc ? hezo_json_ensure_object(doc, "admission") : NULL;
 	w.boxes = doc ? hezo_json_ensure_array(doc, "boxes") : NULL;
 	if (!adm || !w.boxes)
-		return shim_failf(ctx, "ps: out of memory");
-	r = admission_json(ctx, adm, &err);
+		return hezo_error_set(err, ENOMEM, "ps: out of memory");
+	r = admission_json(ctx, adm, err);
 	if (r < 0)
-		return shim_fail(ctx, err);
+		return r;
 	stats = proxyd_stats(ctx);
 	w.stats = stats;
 	w.now = time(NULL);
 	r = shim_records_foreach(ctx, ps_one, &w);
 	if (r < 0)
-		return shim_failf(ctx, "ps: state directory %s: %s", ctx->state_dir, strerror(-r));
+		return hezo_error_set(err, -r, "ps: state directory %s: %s", ctx->state_dir,
+				      strerror(-r));
 	if (!json) {
 		print_table(doc);
-		return fflush(stdout) == 0 ? 0 : shim_failf(ctx, "ps: cannot write to stdout");
+		return fflush(stdout) == 0 ? 0
+					   : hezo_error_set(err, EIO, "ps: cannot write to stdout");
 	}
-	r = hezo_json_dump(doc, false, &out, &len, &err);
-	if (r < 0)
-		return shim_fail(ctx, err);
-	if (hezo_write_all(STDOUT_FILENO, out, len) < 0 ||
-	    hezo_write_all(STDOUT_FILENO, "\n", 1) < 0)
-		return shim_failf(ctx, "ps: cannot write to stdout");
-	return 0;
+	return shim_ps_print_json(doc, err);
 }

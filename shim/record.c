@@ -30,6 +30,25 @@ static void record_name(const char *id, char *buf, size_t size)
 		snprintf(buf, size, "%.150s#%016" PRIx64 ".json", id, shim_fnv1a64(id));
 }
 
+uint64_t shim_fnv1a64(const char *s)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+void shim_record_key(const char *root, char out[SHIM_KEY_LEN])
+{
+	if (!root || !*root)
+		snprintf(out, SHIM_KEY_LEN, "default");
+	else
+		snprintf(out, SHIM_KEY_LEN, "%016" PRIx64, shim_fnv1a64(root));
+}
+
 /*
  * Engines spell the same --root as /var/run/... or /run/... (dockerd and the runsc it starts use
  * the first, a person types the second): where /var/run is /run, both name one key. Only this
@@ -311,7 +330,7 @@ int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struc
 		if (!s)
 			return hezo_error_set(err, EINVAL,
 					      "container record: args[%zu] not a string", i);
-		if (shim_argv_push(&t->args, s) < 0)
+		if (hezo_strv_push(&t->args, s) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	return 0;

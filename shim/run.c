@@ -16,7 +16,7 @@
 
 extern char **environ;
 
-int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err)
+int shim_exec(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err)
 {
 	if (shim_debug(ctx)) {
 		char line[1024];
@@ -44,7 +44,7 @@ static void forward_signal(int sig)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 
-int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err)
+int shim_spawn_wait(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err)
 {
 	struct sigaction sa = {.sa_handler = forward_signal};
 	sigset_t block, old;
@@ -101,7 +101,7 @@ int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_er
 	return 1;
 }
 
-int shim_spawn_capture(struct shim_ctx *ctx, struct shim_argv *argv, char **out, size_t *len,
+int shim_spawn_capture(struct shim_ctx *ctx, struct hezo_strv *argv, char **out, size_t *len,
 		       struct hezo_error **err)
 {
 	static const struct hezo_spawn_opts o = {.max = 16 * 1024 * 1024};
@@ -198,6 +198,18 @@ int shim_find_helper(const char *env_name, const char *const *rel, char *buf, si
 			return 0;
 	}
 	return -ENOENT;
+}
+
+bool shim_has_dev_tmpfs(const struct hezo_json *mounts)
+{
+	HEZO_JSON_FOREACH (i, mounts) {
+		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
+		const char *t = hezo_json_string(hezo_json_get(mounts->items[i], "type"));
+
+		if (d && t && strcmp(d, "/dev") == 0 && strcmp(t, "tmpfs") == 0)
+			return true;
+	}
+	return false;
 }
 
 int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,

@@ -94,7 +94,7 @@ static uint64_t release_of(struct shim_ctx *ctx, const struct shim_target *t)
 {
 	_cleanup_free_ char *cached = NULL, *out = NULL;
 	_cleanup_close_ int dfd = -1;
-	struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	char key[SHIM_KEY_LEN], name[64], stamp[160], line[200];
 	unsigned long long date = 0;
 	struct stat st;
@@ -116,11 +116,10 @@ static uint64_t release_of(struct shim_ctx *ctx, const struct shim_target *t)
 		    strncmp(cached, stamp, strlen(stamp)) == 0)
 			return strtoull(sp + 1, NULL, 10);
 	}
-	r = shim_argv_push(&av, t->path);
-	r = r ?: shim_argv_push(&av, "--version");
+	r = hezo_strv_push(&av, t->path);
+	r = r ?: hezo_strv_push(&av, "--version");
 	if (r == 0 && shim_spawn_capture(ctx, &av, &out, &len, NULL) == 0)
 		date = shim_runsc_release_date(out);
-	shim_argv_done(&av);
 	/* Only a known answer is kept: a failed run is asked again next time. */
 	if (date && dfd >= 0) {
 		int n = snprintf(line, sizeof(line), "%s %llu\n", stamp, date);

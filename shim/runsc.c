@@ -372,7 +372,7 @@ int shim_runsc_state(struct shim_ctx *ctx, const struct shim_target *t, const ch
 {
 	_cleanup_json_ struct hezo_json *st = NULL;
 	_cleanup_free_ char *out = NULL;
-	struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	struct shim_ctx q;
 	char *argv[] = {(char *)id, NULL};
 	int64_t v = 0;
@@ -385,7 +385,6 @@ int shim_runsc_state(struct shim_ctx *ctx, const struct shim_target *t, const ch
 	r = shim_backend_argv(&q, t, "state", 1, argv, &av, err);
 	if (r == 0)
 		r = shim_spawn_capture(ctx, &av, &out, &len, err);
-	shim_argv_done(&av);
 	if (r < 0)
 		return r;
 	if (r > 0)
@@ -404,7 +403,7 @@ int shim_runsc_state(struct shim_ctx *ctx, const struct shim_target *t, const ch
 int shim_runsc_destroy(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 		       struct hezo_error **err)
 {
-	struct shim_argv av = {0};
+	_cleanup_strv_ struct hezo_strv av = {0};
 	struct shim_ctx q;
 	char *argv[] = {"--force", (char *)id, NULL};
 	_cleanup_free_ char *out = NULL;
@@ -415,7 +414,6 @@ int shim_runsc_destroy(struct shim_ctx *ctx, const struct shim_target *t, const 
 	r = shim_backend_argv(&q, t, "delete", 2, argv, &av, err);
 	if (r == 0)
 		r = shim_spawn_capture(ctx, &av, &out, &len, err);
-	shim_argv_done(&av);
 	if (r > 0)
 		return hezo_error_set(err, EIO, "runsc delete --force %s failed (exit %d)", id, r);
 	return r;
@@ -538,18 +536,6 @@ int shim_runsc_exec_helper(char *buf, size_t size)
 	return shim_find_helper("HEZO_SECCOMP_EXEC", rel, buf, size);
 }
 
-static bool has_dev_tmpfs(const struct hezo_json *mounts)
-{
-	HEZO_JSON_FOREACH (i, mounts) {
-		const char *d = hezo_json_string(hezo_json_get(mounts->items[i], "destination"));
-		const char *t = hezo_json_string(hezo_json_get(mounts->items[i], "type"));
-
-		if (d && t && strcmp(d, "/dev") == 0 && strcmp(t, "tmpfs") == 0)
-			return true;
-	}
-	return false;
-}
-
 int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_error **err)
 {
 	const struct hezo_json *prof = hezo_json_get_path(spec, "linux.seccomp");
@@ -561,7 +547,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 	if (!prof || prof->type != HEZO_JSON_OBJECT)
 		return 0;
 	/* The helper's mount point must be creatable: /dev is a tmpfs, the root is read-only. */
-	if (!has_dev_tmpfs(mounts))
+	if (!shim_has_dev_tmpfs(mounts))
 		return hezo_error_set(
 			err, EINVAL,
 			"runsc: no tmpfs on /dev to mount the seccomp helper for exec "
@@ -577,7 +563,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
 	return shim_mount_helper(mounts, SHIM_SECCOMP_EXEC_DEST, helper, err);
 }
 
-int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
+int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct hezo_strv *out,
 			   struct hezo_error **err)
 {
 	const char *hex = hezo_json_string(hezo_json_get(rec, "execSeccomp"));
@@ -589,9 +575,9 @@ int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct s
 			"exec %s: runsc starts exec'd processes without the container's "
 			"seccomp profile and this container has no helper to install it",
 			id);
-	r = shim_argv_push(out, SHIM_SECCOMP_EXEC_DEST);
-	r = r ?: shim_argv_push(out, hex);
-	r = r ?: shim_argv_push(out, "--");
+	r = hezo_strv_push(out, SHIM_SECCOMP_EXEC_DEST);
+	r = r ?: hezo_strv_push(out, hex);
+	r = r ?: hezo_strv_push(out, "--");
 	if (r < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	return 0;

@@ -4,7 +4,9 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "cli.h"
 #include "hezo-error.h"
@@ -21,42 +23,75 @@ struct shim_ctx {
 	const char *hook_path;
 	const char *proxyd_socket;
 	int log_fd; /* --log, opened on first use; -1 until then */
+	/* The failure is reported on stderr as well as in --log (see shim_report). */
+	bool fail_stderr;
 };
+
+/*
+ * verb.c: the opening every verb shares, done once by main.c: the verb's flags parsed by its
+ * table, --help handed to the backend, the container ID taken and checked by the verb's rule.
+ */
+struct shim_verb {
+	const char *name; /* "create", "run", ...: as given */
+	int argc;
+	char **argv; /* the words after the verb: main's array (exec repoints --process in it) */
+	struct shim_args args;
+	const char *id; /* the first positional, NULL with --help; checked where rules say */
+};
+#define SHIM_VERB_HELP_PASSES  (1u << 0) /* --help: the backend answers (shim_cmd_passthrough) */
+#define SHIM_VERB_NO_ID_PASSES (1u << 1) /* no positional: the backend prints its usage */
+#define SHIM_VERB_ONE_ID       (1u << 2) /* exactly one positional */
+#define SHIM_VERB_ID	       (1u << 3) /* the ID is checked: missing or bad is an error */
+#define SHIM_VERB_STDERR       (1u << 4) /* failures on stderr too (ctx->fail_stderr) */
+/* 0: run the verb; 1: hand the call to shim_cmd_passthrough untouched; -errno and err. */
+int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, struct shim_verb *v,
+		   struct hezo_error **err);
+void shim_verb_done(struct shim_verb *v);
+#define _cleanup_verb_ _cleanup_(shim_verb_done)
 
 /* log.c: one line per call, one write(); to --log when given, else stderr. */
 void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* "hezo-shim: msg" as one log line (JSON or runc's text form), newline included. */
+size_t shim_log_line(char *buf, size_t size, enum shim_log_format fmt, const char *level,
+		     const char *msg, const struct timespec *when);
+
 bool shim_debug(const struct shim_ctx *ctx);
-/* Log err (or "unknown error") as the reason and return exit status 1. */
-int shim_fail(struct shim_ctx *ctx, struct hezo_error *err);
 /*
- * As shim_fail, and on stderr too: for verbs whose caller shows the runtime's output rather than
- * its --log (containerd's update).
+ * The one report of a failed call: err's message (or "unknown error") as an error line, and on
+ * stderr too when ctx->fail_stderr says the caller reads the runtime's output rather than its
+ * --log (containerd's update, runc's "does not exist" answers). Returns the exit status, 1.
  */
-int shim_fail_stderr(struct shim_ctx *ctx, struct hezo_error *err);
-int shim_failf(struct shim_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int shim_report(struct shim_ctx *ctx, const struct hezo_error *err);
 
 /* backend.c: where a container's calls go and how they are adapted to that backend. */
 struct shim_target {
 	enum hezo_backend backend;
 	char *path;
-	struct shim_argv args; /* the backend's own global flags: policy's, then adaptation's */
+	struct hezo_strv args; /* the backend's own global flags: policy's, then adaptation's */
 };
 void shim_target_done(struct shim_target *t);
+#define _cleanup_target_ _cleanup_(shim_target_done)
 /* Backend chosen by policy p: checks the binary is there and executable (fail closed). */
 int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 			    struct hezo_error **err);
 /* Global flags as the backend understands them (--hezo-* removed). */
-int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct shim_argv *out,
+int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct hezo_strv *out,
 			 struct hezo_error **err);
 /* Is verb one the backend may be handed (runsc: runc's verbs only)? */
 bool shim_backend_has_verb(enum hezo_backend b, const char *verb);
 /* The verb's arguments with the flags this backend does not have removed. */
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
-			   struct shim_argv *out, struct hezo_error **err);
+			   struct hezo_strv *out, struct hezo_error **err);
 /* [path, target args, globals, verb, verb args]. */
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
-		      int argc, char **argv, struct shim_argv *out, struct hezo_error **err);
+		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err);
+
+/* record.c: the state directory's name for a --root, and a file name's hash. */
+/* Directory name under the state dir for a --root: 16 hex digits of FNV-1a/64, or "default". */
+#define SHIM_KEY_LEN 17
+void shim_record_key(const char *root, char out[SHIM_KEY_LEN]);
+uint64_t shim_fnv1a64(const char *s);
 
 /* record.c: which backend created a container, under STATE_DIR/<root key>/<id>.json. */
 int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
@@ -179,14 +214,14 @@ void shim_ended_remove(const struct shim_ctx *ctx, const char *id);
 
 /* run.c: hand over to the backend. */
 /* execve argv[0]; returns only on failure (-errno, err filled). */
-int shim_exec(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);
+int shim_exec(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err);
 /* fork + execve + wait, forwarding SIGTERM/SIGINT/SIGHUP/SIGQUIT; returns the exit status. */
-int shim_spawn_wait(struct shim_ctx *ctx, struct shim_argv *argv, struct hezo_error **err);
+int shim_spawn_wait(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **err);
 /*
  * Run argv with stdin and stderr on /dev/null and collect its stdout (*out NUL-terminated).
  * Returns the exit status (>= 0), or -errno when it could not be run.
  */
-int shim_spawn_capture(struct shim_ctx *ctx, struct shim_argv *argv, char **out, size_t *len,
+int shim_spawn_capture(struct shim_ctx *ctx, struct hezo_strv *argv, char **out, size_t *len,
 		       struct hezo_error **err);
 /* Resolve the target of a non-create verb for container id (may be NULL: no container). */
 int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
@@ -265,6 +300,8 @@ int shim_runsc_exec_helper(char *buf, size_t size);
  * directory) that is an executable regular file, resolved into buf. -ENOENT when none is.
  */
 int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size);
+/* Is there a tmpfs on /dev among mounts (where a helper's mount point can be made)? */
+bool shim_has_dev_tmpfs(const struct hezo_json *mounts);
 /* Append to mounts a read-only bind (rbind,ro,nosuid,nodev) of helper at dest. */
 int shim_mount_helper(struct hezo_json *mounts, const char *dest, const char *helper,
 		      struct hezo_error **err);
@@ -279,7 +316,7 @@ int shim_runsc_prepare_exec(struct hezo_json *spec, char **hex, struct hezo_erro
  */
 int shim_runsc_seccomp_enosys(struct hezo_json *spec, unsigned *rewritten, struct hezo_error **err);
 /* At exec: [helper, hex, "--"] from the record, or a refusal when it has none. */
-int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct shim_argv *out,
+int shim_runsc_exec_prefix(const struct hezo_json *rec, const char *id, struct hezo_strv *out,
 			   struct hezo_error **err);
 
 /*
@@ -348,23 +385,59 @@ void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN]);
 /* lifecycle.c: kill's signal is SIGKILL in one of the forms runc takes (9, KILL, SIGKILL). */
 bool shim_signal_is_kill(const char *sig);
 
-/* Verb handlers: argv[0..argc) are the words after the verb. Return the exit status. */
-int shim_cmd_create(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_exec(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_delete(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_start(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_kill(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_state(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_ps(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+/* update-flags.c: runc update's flags (the words after the verb, parsed by its table). */
+/* runc's memory values (go-units RAMInBytes: "512m", "1.5g", "1024", "2GiB"), or "-1". */
+int shim_parse_size(const char *s, int64_t *out);
+
+/*
+ * Turn runc update's flag form into one OCI LinuxResources object. *out is NULL when no
+ * resource flag was given. Errors name the flag.
+ */
+int shim_update_flags_to_json(const struct shim_args *a, struct hezo_json **out,
+			      struct hezo_error **err);
+/* Is name one of update's resource flags (converted into the JSON)? */
+bool shim_update_is_resource_flag(const char *name);
+
+/* update's arguments for the backend: "--resources -" and the words that are not resources. */
+int shim_update_backend_args(const struct shim_args *a, char **argv, struct hezo_strv *out);
+
+/* exec.c: the exec filter. */
+/* "net_admin" and "CAP_NET_ADMIN" name the same capability for runc: the canonical form. */
+void shim_cap_name(const char *v, char *buf, size_t size);
+
+/*
+ * exec's arguments for the backend: --cap values cap_ok refuses are taken out, and an explicit
+ * --no-new-privs=false (which would override the spec's true) is dropped. Every other word is
+ * kept as given. *dropped counts the removed --cap values.
+ */
+int shim_exec_filter(const struct shim_args *a, char **argv,
+		     bool (*cap_ok)(const char *cap, void *data), void *data, struct hezo_strv *out,
+		     size_t *dropped);
+
+/*
+ * Verb handlers, after the opening (v). Return the exit status (0, or the backend's), or -errno
+ * with err filled, which main.c reports once.
+ */
+int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_update(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_ps(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 /* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
-int shim_cmd_ps_all(struct shim_ctx *ctx, bool json);
-int shim_cmd_features(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-/* Answer for a container nobody recorded when no backend can be chosen (see passthrough.c). */
-int shim_cmd_unrecorded(struct shim_ctx *ctx, const char *verb, const char *id, bool force,
-			struct hezo_error *why);
-/* Admin helper verbs: never reach a backend. */
-int shim_cmd_passthrough(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
-int shim_cmd_inspect(struct shim_ctx *ctx, const char *verb, int argc, char **argv);
+int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err);
+/* doc and a newline on stdout ("ps: cannot write to stdout" when it cannot be). */
+int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err);
+int shim_cmd_features(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+/*
+ * Answer for a container nobody recorded when no backend can be chosen (see passthrough.c);
+ * *err holds why no backend could be, and is replaced by the answer where there is one.
+ */
+int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool force,
+			struct hezo_error **err);
+int shim_cmd_passthrough(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 
 #endif

@@ -56,89 +56,43 @@ static int resources_stdin(const struct hezo_json *res, struct hezo_error **err)
 	return 0;
 }
 
-int shim_cmd_update(struct shim_ctx *ctx, const char *verb, int argc, char **argv)
+int shim_cmd_update(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
-	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	_cleanup_json_ struct hezo_json *res = NULL;
-	struct shim_argv kept = {0}, av = {0};
-	struct shim_target t = {0};
-	struct shim_args a = {0};
-	const char *id, *src;
+	_cleanup_strv_ struct hezo_strv kept = {0}, av = {0};
+	_cleanup_target_ struct shim_target t = {0};
+	const char *id = v->id, *src;
 	int r;
 
-	r = shim_parse_args(shim_verb_spec(verb), argc, argv, &a, &err);
+	r = shim_resolve_policy(ctx, id, &t, &p, err);
 	if (r < 0)
-		goto fail;
-	if (a.help) {
-		shim_args_done(&a);
-		return shim_cmd_passthrough(ctx, verb, argc, argv);
-	}
-	id = shim_args_positional(&a, 0);
-	if (a.npos != 1) {
-		r = hezo_error_set(&err, EINVAL,
-				   "update: expected exactly one container ID, got %zu", a.npos);
-		goto fail;
-	}
-	r = shim_validate_id(id, &err);
-	if (r < 0)
-		goto fail;
-	r = shim_resolve_policy(ctx, id, &t, &p, &err);
-	if (r < 0)
-		goto fail;
-
+		return r;
 	/* As runc: with --resources the resource flags are ignored. */
-	src = shim_args_get(&a, "resources");
+	src = shim_args_get(&v->args, "resources");
 	if (src && *src)
-		r = read_resources(src, &res, &err);
+		r = read_resources(src, &res, err);
 	else
-		r = shim_update_flags_to_json(&a, &res, &err);
+		r = shim_update_flags_to_json(&v->args, &res, err);
 	if (r < 0)
-		goto fail;
-	if (!res && !(res = hezo_json_new_object())) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
+		return r;
+	if (!res && !(res = hezo_json_new_object()))
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	/* Spelling first: runsc's own refusals below must not read a key runc would fold. */
-	r = hezo_spec_check_keys(res, HEZO_SPEC_DOC_RESOURCES, "resources", &err);
-	if (r < 0) {
-		hezo_error_prefix(&err, "update %s", id);
-		goto fail;
-	}
-	if (t.backend == HEZO_BACKEND_RUNSC && (r = shim_runsc_check_update(res, id, &err)) < 0)
-		goto fail;
-	r = hezo_policy_apply_resources(p, res, &err);
-	if (r < 0) {
-		hezo_error_prefix(&err, "update %s", id);
-		goto fail;
-	}
-
+	r = hezo_spec_check_keys(res, HEZO_SPEC_DOC_RESOURCES, "resources", err);
+	if (r < 0)
+		return hezo_error_prefix(err, "update %s", id);
+	if (t.backend == HEZO_BACKEND_RUNSC && (r = shim_runsc_check_update(res, id, err)) < 0)
+		return r;
+	r = hezo_policy_apply_resources(p, res, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "update %s", id);
 	/* runsc has no update: the shim writes the sandbox's cgroup itself. */
-	if (t.backend == HEZO_BACKEND_RUNSC) {
-		r = shim_runsc_update(ctx, &t, id, p, res, &err);
-		if (r < 0)
-			goto fail;
-		shim_args_done(&a);
-		shim_target_done(&t);
-		return 0;
-	}
-	r = shim_update_backend_args(&a, argv, &kept);
-	if (r < 0) {
-		r = hezo_error_set(&err, ENOMEM, "out of memory");
-		goto fail;
-	}
-	r = shim_backend_argv(ctx, &t, verb, (int)kept.n, kept.v, &av, &err);
-	if (r < 0)
-		goto fail;
-	r = resources_stdin(res, &err);
-	if (r < 0)
-		goto fail;
-	shim_args_done(&a);
-	r = shim_exec(ctx, &av, &err);
-fail:
-	shim_args_done(&a);
-	shim_argv_done(&kept);
-	shim_argv_done(&av);
-	shim_target_done(&t);
-	return shim_fail_stderr(ctx, err);
+	if (t.backend == HEZO_BACKEND_RUNSC)
+		return shim_runsc_update(ctx, &t, id, p, res, err);
+	if (shim_update_backend_args(&v->args, v->argv, &kept) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = shim_backend_argv(ctx, &t, v->name, (int)kept.n, kept.v, &av, err);
+	r = r ?: resources_stdin(res, err);
+	return r < 0 ? r : shim_exec(ctx, &av, err);
 }

@@ -395,7 +395,7 @@ static void test_exec_filter(void **state)
 			"CAP_SYS_ADMIN"};
 	const char *want[] = {"-c", "chown", "--tty", "--cap",	      "CAP_CHOWN",
 			      "c1", "sh",    "--cap", "CAP_SYS_ADMIN"};
-	struct shim_argv out = {0};
+	struct hezo_strv out = {0};
 	struct shim_args a;
 	size_t dropped;
 	int calls = 0;
@@ -413,7 +413,7 @@ static void test_exec_filter(void **state)
 	assert_int_equal(out.n, ARGC(want));
 	for (size_t i = 0; i < out.n; i++)
 		assert_string_equal(out.v[i], want[i]);
-	shim_argv_done(&out);
+	hezo_strv_done(&out);
 	shim_args_done(&a);
 }
 
@@ -515,7 +515,7 @@ static void test_update_backend_args(void **state)
 	char *argv[] = {"--memory",	  "8g", "--l3-cache-schema", "L3:0=f",
 			"--pids-limit=9", "-r", "/tmp/r.json",	     "ctr"};
 	const char *want[] = {"--resources", "-", "--l3-cache-schema", "L3:0=f", "ctr"};
-	struct shim_argv out = {0};
+	struct hezo_strv out = {0};
 	struct shim_args a;
 
 	assert_int_equal(shim_parse_args(shim_verb_spec("update"), ARGC(argv), argv, &a, NULL), 0);
@@ -523,7 +523,7 @@ static void test_update_backend_args(void **state)
 	assert_int_equal(out.n, ARGC(want));
 	for (size_t i = 0; i < out.n; i++)
 		assert_string_equal(out.v[i], want[i]);
-	shim_argv_done(&out);
+	hezo_strv_done(&out);
 	shim_args_done(&a);
 }
 
@@ -729,8 +729,12 @@ static void test_log_file(void **state)
 	snprintf(path, sizeof(path), "%s/log.json", dir);
 	ctx.g.log = path;
 	ctx.g.log_fmt = SHIM_LOG_JSON;
-	assert_int_equal(shim_failf(&ctx, "first %d", 1), 1);
-	assert_int_equal(shim_failf(&ctx, "second"), 1);
+	for (int i = 0; i < 2; i++) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+
+		hezo_error_set(&e, EINVAL, i == 0 ? "first %d" : "second", 1);
+		assert_int_equal(shim_report(&ctx, e), 1);
+	}
 	shim_log(&ctx, "debug", "not shown without --debug");
 	close(ctx.log_fd);
 	assert_int_equal(stat(path, &st), 0);
@@ -750,6 +754,73 @@ static void test_log_file(void **state)
 	assert_int_equal(strlen(strchr(nl + 1, '\n')), 1); /* exactly two lines */
 	unlink(path);
 	rmdir(dir);
+}
+
+/* ---- the verbs' opening (verb.c) ---- */
+
+static int open_verb(const char *verb, unsigned rules, struct shim_verb *v, char **msg,
+		     const char *w0, const char *w1, const char *w2)
+{
+	static char *argv[4];
+	_cleanup_error_ struct hezo_error *e = NULL;
+	int argc = 0, r;
+
+	argv[0] = (char *)w0;
+	argv[1] = (char *)w1;
+	argv[2] = (char *)w2;
+	while (argc < 3 && argv[argc])
+		argc++;
+	r = shim_verb_open(verb, argc, argv, rules, v, &e);
+	*msg = e ? strdup(e->msg) : NULL;
+	return r;
+}
+
+static void test_verb_open(void **state)
+{
+	const unsigned policed = SHIM_VERB_HELP_PASSES | SHIM_VERB_ID;
+	_cleanup_verb_ struct shim_verb v = {0};
+	char *msg = NULL;
+
+	/* --help goes to the backend before the ID is looked at. */
+	assert_int_equal(
+		open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "--help", NULL, NULL), 1);
+	assert_null(msg);
+	assert_null(v.id);
+	shim_verb_done(&v);
+	assert_true(open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "a", "b", NULL) < 0);
+	assert_string_equal(msg, "create: expected exactly one container ID, got 2");
+	free(msg);
+	shim_verb_done(&v);
+	assert_true(open_verb("create", policed | SHIM_VERB_ONE_ID, &v, &msg, "--bogus", "a",
+			      NULL) < 0);
+	assert_string_equal(msg, "create: flag provided but not defined: --bogus");
+	free(msg);
+	shim_verb_done(&v);
+	/* exec: the ID is checked, the command after it is not. */
+	assert_true(open_verb("exec", policed, &v, &msg, ".x", "sh", NULL) < 0);
+	assert_non_null(strstr(msg, "container ID \".x\" is not"));
+	free(msg);
+	shim_verb_done(&v);
+	assert_int_equal(open_verb("exec", policed, &v, &msg, "-t", "c1", "sh"), 0);
+	assert_string_equal(v.id, "c1");
+	assert_null(msg);
+	shim_verb_done(&v);
+	assert_true(open_verb("exec", policed, &v, &msg, NULL, NULL, NULL) < 0);
+	assert_string_equal(msg, "container ID is missing");
+	free(msg);
+	shim_verb_done(&v);
+	/* delete without an ID: the backend prints its usage. */
+	assert_int_equal(
+		open_verb("delete", policed | SHIM_VERB_NO_ID_PASSES, &v, &msg, "-f", NULL, NULL),
+		1);
+	shim_verb_done(&v);
+	/* The pass-through verbs take the ID as given: their own rule decides. */
+	assert_int_equal(open_verb("state", 0, &v, &msg, "a/b", NULL, NULL), 0);
+	assert_string_equal(v.id, "a/b");
+	shim_verb_done(&v);
+	assert_int_equal(open_verb("kill", 0, &v, &msg, "-h", "c1", NULL), 0);
+	assert_null(v.id);
+	assert_true(v.args.help);
 }
 
 /* ---- records ---- */
@@ -1048,7 +1119,7 @@ static void test_backend_globals(void **state)
 		"hezo-shim", "--root",	       "/r", "--log",	   "/l",	"--log-format",
 		"json",	     "--criu",	       "/c", "--rootless", "auto",	"--systemd-cgroup",
 		"--debug",   "--hezo-project", "p",  "--hezo-x=1", "--other=1", "create"};
-	struct shim_argv runc = {0}, runsc = {0};
+	struct hezo_strv runc = {0}, runsc = {0};
 	struct shim_globals g;
 
 	assert_int_equal(shim_parse_globals(ARGC(argv), argv, &g, NULL), 0);
@@ -1070,8 +1141,8 @@ static void test_backend_globals(void **state)
 		assert_null(strstr(runsc.v[i], "rootless"));
 		assert_null(strstr(runsc.v[i], "hezo"));
 	}
-	shim_argv_done(&runc);
-	shim_argv_done(&runsc);
+	hezo_strv_done(&runc);
+	hezo_strv_done(&runsc);
 	shim_globals_done(&g);
 
 	char *argv2[] = {"hezo-shim", "--rootless", "true", "state", "x"};
@@ -1079,7 +1150,7 @@ static void test_backend_globals(void **state)
 	assert_int_equal(shim_backend_globals(HEZO_BACKEND_RUNSC, &g, &runsc, NULL), 0);
 	assert_int_equal(runsc.n, 1);
 	assert_string_equal(runsc.v[0], "--rootless=true");
-	shim_argv_done(&runsc);
+	hezo_strv_done(&runsc);
 	shim_globals_done(&g);
 }
 
@@ -1087,7 +1158,7 @@ static void test_backend_verb_args(void **state)
 {
 	char *argv[] = {"--bundle",	    "/b", "--no-pivot", "--pid-file", "/p",
 			"--no-new-keyring", "id"};
-	struct shim_argv runc = {0}, runsc = {0}, st = {0};
+	struct hezo_strv runc = {0}, runsc = {0}, st = {0};
 	char *ps[] = {"c1", "-ef", "--no-pivot"};
 
 	assert_int_equal(
@@ -1109,9 +1180,9 @@ static void test_backend_verb_args(void **state)
 	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "ps", 3, ps, &st, NULL), 0);
 	assert_int_equal(st.n, 3);
 	assert_string_equal(st.v[2], "--no-pivot");
-	shim_argv_done(&runc);
-	shim_argv_done(&runsc);
-	shim_argv_done(&st);
+	hezo_strv_done(&runc);
+	hezo_strv_done(&runsc);
+	hezo_strv_done(&st);
 }
 
 /* ---- policy-driven target choice ---- */
@@ -1478,16 +1549,16 @@ static void test_signal_is_kill(void **state)
 static void test_spawn_capture(void **state)
 {
 	struct shim_ctx ctx = {.log_fd = -1};
-	struct shim_argv av = {0};
+	struct hezo_strv av = {0};
 	_cleanup_free_ char *out = NULL;
 	size_t len;
 
-	assert_int_equal(shim_argv_push(&av, "/bin/sh"), 0);
-	assert_int_equal(shim_argv_push(&av, "-c"), 0);
-	assert_int_equal(shim_argv_push(&av, "echo out; echo err >&2; exit 3"), 0);
+	assert_int_equal(hezo_strv_push(&av, "/bin/sh"), 0);
+	assert_int_equal(hezo_strv_push(&av, "-c"), 0);
+	assert_int_equal(hezo_strv_push(&av, "echo out; echo err >&2; exit 3"), 0);
 	assert_int_equal(shim_spawn_capture(&ctx, &av, &out, &len, NULL), 3);
 	assert_string_equal(out, "out\n");
-	shim_argv_done(&av);
+	hezo_strv_done(&av);
 }
 
 static void test_record_var_run(void **state)
@@ -1659,7 +1730,7 @@ static void test_prepare_exec(void **state)
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	struct hezo_json *spec;
-	struct shim_argv pre = {0};
+	struct hezo_strv pre = {0};
 	char *hex = NULL;
 	const char *helper = getenv("HEZO_SECCOMP_EXEC_BIN");
 
@@ -1686,7 +1757,7 @@ static void test_prepare_exec(void **state)
 	assert_string_equal(pre.v[0], SHIM_SECCOMP_EXEC_DEST);
 	assert_string_equal(pre.v[1], hex);
 	assert_string_equal(pre.v[2], "--");
-	shim_argv_done(&pre);
+	hezo_strv_done(&pre);
 	free(hex);
 
 	/* no tmpfs on /dev: nowhere to put the helper, refused */
@@ -1712,7 +1783,7 @@ static void test_backend_runsc_aliases(void **state)
 	char *create[] = {"-b", "/b", "--pid-file=/p", "id"};
 	char *create2[] = {"-b=/b", "-no-pivot", "id"};
 	char *exec[] = {"-d", "-t", "-u", "0", "--cwd", "/", "id", "-b", "x"};
-	struct shim_argv o = {0};
+	struct hezo_strv o = {0};
 
 	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "create", ARGC(create), create,
 						&o, NULL),
@@ -1721,14 +1792,14 @@ static void test_backend_runsc_aliases(void **state)
 	assert_string_equal(o.v[0], "--bundle");
 	assert_string_equal(o.v[1], "/b");
 	assert_string_equal(o.v[2], "--pid-file=/p");
-	shim_argv_done(&o);
+	hezo_strv_done(&o);
 	assert_int_equal(shim_backend_verb_args(HEZO_BACKEND_RUNSC, "create", ARGC(create2),
 						create2, &o, NULL),
 			 0);
 	assert_int_equal(o.n, 2);
 	assert_string_equal(o.v[0], "--bundle=/b");
 	assert_string_equal(o.v[1], "id");
-	shim_argv_done(&o);
+	hezo_strv_done(&o);
 	/* the command after the ID is the workload's, not ours to rewrite */
 	assert_int_equal(
 		shim_backend_verb_args(HEZO_BACKEND_RUNSC, "exec", ARGC(exec), exec, &o, NULL), 0);
@@ -1738,13 +1809,13 @@ static void test_backend_runsc_aliases(void **state)
 	assert_string_equal(o.v[2], "--user");
 	assert_string_equal(o.v[3], "0");
 	assert_string_equal(o.v[7], "-b");
-	shim_argv_done(&o);
+	hezo_strv_done(&o);
 	/* runc keeps its aliases */
 	assert_int_equal(
 		shim_backend_verb_args(HEZO_BACKEND_RUNC, "create", ARGC(create), create, &o, NULL),
 		0);
 	assert_string_equal(o.v[0], "-b");
-	shim_argv_done(&o);
+	hezo_strv_done(&o);
 
 	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "create"));
 	assert_true(shim_backend_has_verb(HEZO_BACKEND_RUNSC, "spec"));
@@ -1894,6 +1965,7 @@ int main(void)
 		cmocka_unit_test(test_log_line_json),
 		cmocka_unit_test(test_log_line_text),
 		cmocka_unit_test(test_log_file),
+		cmocka_unit_test(test_verb_open),
 		cmocka_unit_test(test_record_key),
 		cmocka_unit_test(test_record_roundtrip),
 		cmocka_unit_test(test_ns_owner),
