@@ -24,7 +24,7 @@ struct backend_verb_drop {
 
 struct backend_desc {
 	enum hezo_backend id;
-	enum gmode criu, rootless;
+	enum gmode rootless;
 	const struct backend_verb_drop *drops; /* terminated by a NULL verb */
 	/* The backend has no one-letter aliases (runc's -b, -d, -t ...): spell flags out. */
 	bool long_flags;
@@ -64,9 +64,9 @@ static int runsc_extra_args(const struct hezo_policy *p, struct hezo_strv *out)
 }
 
 static const struct backend_desc backends[] = {
-	{HEZO_BACKEND_RUNSC, G_DROP, G_BOOL, runsc_drops, true, true, runsc_extra_args},
-	{HEZO_BACKEND_RUNC, G_PASS, G_PASS, no_drops, false, false, NULL},
-	{HEZO_BACKEND_CRUN, G_DROP, G_PASS, no_drops, false, false, NULL},
+	{HEZO_BACKEND_RUNSC, G_BOOL, runsc_drops, true, true, runsc_extra_args},
+	{HEZO_BACKEND_RUNC, G_PASS, no_drops, false, false, NULL},
+	{HEZO_BACKEND_CRUN, G_PASS, no_drops, false, false, NULL},
 };
 
 static const struct backend_desc *desc(enum hezo_backend b)
@@ -156,13 +156,8 @@ int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, stru
 	r = r ?: push_value(out, G_PASS, "log", g->log);
 	r = r ?: push_value(out, G_PASS, "log-format", g->log_format);
 	r = r ?: push_value(out, G_PASS, "root", g->root);
-	r = r ?: push_value(out, d->criu, "criu", g->criu);
 	r = r ?: push_bool(out, "systemd-cgroup", g->systemd_cgroup);
 	r = r ?: push_value(out, d->rootless, "rootless", g->rootless);
-	for (size_t i = 0; r == 0 && i < g->unknown.n; i++)
-		if (strncmp(g->unknown.v[i], "--hezo-", 7) != 0 &&
-		    strncmp(g->unknown.v[i], "-hezo-", 6) != 0)
-			r = hezo_strv_push(out, g->unknown.v[i]);
 	if (r < 0)
 		return hezo_error_set(err, -r, "out of memory");
 	return 0;

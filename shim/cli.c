@@ -111,8 +111,6 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 			/* Someone else's flag (a backend's own): hand it on verbatim. */
 			if (hezo_strv_push(&g->unknown, tok) < 0)
 				return hezo_error_set(err, ENOMEM, "out of memory");
-			if (!value)
-				g->unknown_bare = true;
 			continue;
 		}
 		if (global_flags[k].value) {
@@ -220,19 +218,6 @@ static const struct shim_flag run_flags[] = {
 	END,
 };
 
-static const struct shim_flag restore_flags[] = {
-	V("console-socket", 0), V("image-path", 0),
-	V("work-path", 0),	B("tcp-established", 0),
-	B("ext-unix-sk", 0),	B("shell-job", 0),
-	B("file-locks", 0),	V("manage-cgroups-mode", 0),
-	V("bundle", 'b'),	B("detach", 'd'),
-	V("pid-file", 0),	B("no-subreaper", 0),
-	B("no-pivot", 0),	V("empty-ns", 0),
-	B("auto-dedup", 0),	B("lazy-pages", 0),
-	V("lsm-profile", 0),	V("lsm-mount-context", 0),
-	V("pidfd-socket", 0),	END,
-};
-
 static const struct shim_flag exec_flags[] = {
 	V("console-socket", 0), V("cwd", 0),	      V("env", 'e'),
 	B("tty", 't'),		V("user", 'u'),	      V("additional-gids", 'g'),
@@ -271,34 +256,14 @@ static const struct shim_flag list_flags[] = {V("format", 'f'), B("quiet", 'q'),
 static const struct shim_flag events_flags[] = {V("interval", 0), B("stats", 0), END};
 static const struct shim_flag no_flags[] = {END};
 
-static const struct shim_flag checkpoint_flags[] = {
-	V("image-path", 0),	     V("work-path", 0),
-	V("parent-path", 0),	     B("leave-running", 0),
-	B("tcp-established", 0),     B("ext-unix-sk", 0),
-	B("shell-job", 0),	     B("lazy-pages", 0),
-	V("status-fd", 0),	     V("page-server", 0),
-	B("file-locks", 0),	     B("pre-dump", 0),
-	V("manage-cgroups-mode", 0), V("empty-ns", 0),
-	B("auto-dedup", 0),	     END,
-};
-
 static const struct shim_verb_spec verbs[] = {
-	{"create", create_flags, false, true},
-	{"run", run_flags, false, true},
-	{"restore", restore_flags, false, true},
-	{"exec", exec_flags, true, true},
-	{"update", update_flags, false, true},
-	{"start", no_flags, false, false},
-	{"state", no_flags, false, false},
-	{"kill", kill_flags, false, false},
-	{"delete", delete_flags, false, false},
-	{"ps", ps_flags, true, false},
-	{"pause", no_flags, false, false},
-	{"resume", no_flags, false, false},
-	{"checkpoint", checkpoint_flags, false, false},
-	{"events", events_flags, false, false},
-	{"features", no_flags, false, false},
-	{"list", list_flags, false, false},
+	{"create", create_flags, false, true}, {"run", run_flags, false, true},
+	{"exec", exec_flags, true, true},      {"update", update_flags, false, true},
+	{"start", no_flags, false, false},     {"state", no_flags, false, false},
+	{"kill", kill_flags, false, false},    {"delete", delete_flags, false, false},
+	{"ps", ps_flags, true, false},	       {"pause", no_flags, false, false},
+	{"resume", no_flags, false, false},    {"events", events_flags, false, false},
+	{"features", no_flags, false, false},  {"list", list_flags, false, false},
 };
 
 static const struct shim_verb_spec generic_verb = {NULL, no_flags, false, false};
@@ -311,16 +276,6 @@ const struct shim_verb_spec *shim_verb_spec(const char *verb)
 		if (strcmp(verbs[i].verb, verb) == 0)
 			return &verbs[i];
 	return &generic_verb;
-}
-
-bool shim_verb_is_policed(const char *verb)
-{
-	static const char *const policed[] = {"create", "run", "restore", "exec", "update"};
-
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(policed); i++)
-		if (strcmp(policed[i], verb) == 0)
-			return true;
-	return false;
 }
 
 static const struct shim_flag *find_flag(const struct shim_verb_spec *vs, const char *name,

@@ -32,8 +32,7 @@ struct shim_globals {
 	enum shim_log_format log_fmt;
 	bool help, version;
 	struct hezo_strv unknown; /* unknown global flags, verbatim, in order */
-	bool unknown_bare; /* one of them had no =value: the backend may read the next word */
-	int verb;	   /* index of the verb in argv; argc when there is none */
+	int verb;		  /* index of the verb in argv; argc when there is none */
 };
 
 /* Parse argv[1..] up to the verb. On error g still holds what was read (the log settings). */
@@ -62,8 +61,6 @@ struct shim_verb_spec {
 
 /* The table entry for verb, or the generic entry for a verb runc does not have. */
 const struct shim_verb_spec *shim_verb_spec(const char *verb);
-/* Verbs whose effect policy must see; everything else passes through. */
-bool shim_verb_is_policed(const char *verb);
 
 /* One parsed item of a verb's arguments. */
 struct shim_opt {

@@ -1,5 +1,5 @@
 /*
- * create, run and restore: put the bundle's config.json in the policy's box, record the backend,
+ * create and run: put the bundle's config.json in the policy's box, record the backend,
  * then hand over to it on a bundle of the shim's own. Nothing is changed on disk until every check
  * has passed, and a bundle the backend refuses gets its config.json back and no record.
  */
@@ -382,9 +382,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	if (r < 0)
 		return r;
-	/* restore brings its process tree back from the checkpoint: no new PID 1. */
-	init_how = "restore";
-	if (strcmp(verb, "restore") != 0 && (r = shim_init_prepare(p, spec, &init_how, err)) < 0)
+	r = shim_init_prepare(p, spec, &init_how, err);
+	if (r < 0)
 		return r;
 	if (t.backend == HEZO_BACKEND_RUNSC) {
 		r = shim_runsc_check_spec(p, spec, err);
@@ -442,8 +441,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	/*
 	 * create returns once the container exists, so the shim waits for it and undoes its work
-	 * when the backend refuses the bundle (as runc leaves nothing). run and restore stay the
-	 * backend's own process: they last as long as the container.
+	 * when the backend refuses the bundle (as runc leaves nothing). run stays the
+	 * backend's own process: it lasts as long as the container.
 	 */
 	if (strcmp(verb, "create") == 0)
 		r = shim_spawn_wait(ctx, &av, err);

@@ -1,6 +1,7 @@
 /*
  * hezo-shim: called exactly like runc. Reads runc's global flags, then hands the verb to its
- * handler; create/run/restore/exec/update go through policy, everything else passes through.
+ * handler; create/run/exec/update go through policy, checkpoint/restore are refused, everything
+ * else passes through.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "hezo-config.h"
 #include "hezo-install.h"
+#include "hezo-log.h"
 #include "hezo-netlog.h"
 #include "shim.h"
 
@@ -25,7 +27,6 @@ static const struct {
 } handlers[] = {
 	{"create", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
 	{"run", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
-	{"restore", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
 	{"exec", shim_cmd_exec, POLICED},
 	/* containerd shows update's stderr, not its --log. */
 	{"update", shim_cmd_update, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDERR},
@@ -72,12 +73,13 @@ static void usage(FILE *f)
 {
 	fputs("usage: hezo-shim [global options] COMMAND [options] [ID] [args...]\n"
 	      "\n"
-	      "An OCI runtime called like runc: create, run and restore put the container in the\n"
-	      "policy's box (" HEZO_POLICY_PATH ", or $HEZO_POLICY), exec and update are clamped\n"
-	      "to it, and every other command goes to the backend that created the container.\n"
+	      "An OCI runtime called like runc: create and run put the container in the policy's\n"
+	      "box (" HEZO_POLICY_PATH ", or $HEZO_POLICY), exec and update are clamped to it,\n"
+	      "and every other command goes to the backend that created the container\n"
+	      "(checkpoint and restore are refused: CRIU would restore outside the box).\n"
 	      "\n"
-	      "Commands: create run restore exec update start state kill delete ps pause resume\n"
-	      "          checkpoint events features list\n"
+	      "Commands: create run exec update start state kill delete ps pause resume events\n"
+	      "          features list\n"
 	      "Admin:    install|uninstall --docker|--containerd|--podman [--dry-run]\n"
 	      "          doctor                      check backends, kernel, proxyd, engines\n"
 	      "          policy check FILE           validate a policy file, naming every error\n"
@@ -162,18 +164,35 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error
 		return hezo_error_set(err, EPERM, "command \"%s\" is not allowed through hezo-shim",
 				      verb);
 	/*
-	 * A flag we do not know, given without =value, might take the next word as its value in
-	 * the backend's eyes; then the backend's verb would be a later word than ours. Refuse when
-	 * such a word could be a command that policy must see.
+	 * Only the global flags the shim knows reach the backend: any other would follow the
+	 * policy's own on its command line and override them (runsc's --oci-seccomp=false,
+	 * --ignore-cgroups, --network=host, --allow-flag-override).
 	 */
-	if (c->g.unknown_bare) {
-		for (int i = c->g.verb + 1; i < argc; i++)
-			if (shim_verb_is_policed(argv[i]) || is_forbidden(argv[i]))
-				return hezo_error_set(err, EINVAL,
-						      "unknown global flag without =value before "
-						      "\"%s\": give unknown flags as --flag=value",
-						      argv[i]);
+	if (c->g.unknown.n > 0) {
+		char q[128];
+
+		hezo_json_escape(q, sizeof(q), c->g.unknown.v[0]);
+		return hezo_error_set(
+			err, EPERM,
+			"global flag \"%s\" is not handed to the backend through "
+			"hezo-shim (only --root, --log, --log-format, --debug, "
+			"--systemd-cgroup and --rootless; a backend's own flags go in "
+			"the policy's backends.NAME.args)",
+			q);
 	}
+	/* CRIU runs as root on the host: it dumps and restores the processes' credentials,
+	 * capability sets and seccomp filters from an image the caller names. */
+	if (c->g.criu)
+		return hezo_error_set(err, EPERM,
+				      "global flag --criu: CRIU runs as root outside the box, so "
+				      "which binary runs is not the caller's to choose");
+	if (strcmp(verb, "checkpoint") == 0 || strcmp(verb, "restore") == 0)
+		return hezo_error_set(err, EPERM,
+				      "command \"%s\" is not allowed through hezo-shim: CRIU, as "
+				      "root on the host, takes the processes' credentials, "
+				      "capabilities and seccomp filters from the checkpoint image, "
+				      "outside the box",
+				      verb);
 	return run_verb(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1, err);
 }
 

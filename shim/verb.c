@@ -29,8 +29,9 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 		return hezo_error_set(err, EINVAL, "%s: expected exactly one container ID, got %zu",
 				      name, v->args.npos);
 	if (rules & SHIM_VERB_ID)
-		return shim_validate_id(v->id, err);
-	return 0;
+		r = shim_validate_id(v->id, err);
+	/* create, run and exec: what the caller hands on by descriptor. */
+	return r ?: shim_check_preserved_fds(&v->args, err);
 }
 
 void shim_verb_done(struct shim_verb *v)

@@ -288,6 +288,45 @@ expect_refused noconfig 'config\.json' "$WORK/noconfig" create -b "$WORK/noconfi
 
 expect_refused unknownverb 'frobnicate' "$WORK" frobnicate
 
+# --- global flags, CRIU and inherited descriptors (red team pass 4, F3) ---------------------------
+# A global flag the shim does not know would follow the policy's own on the backend's command line
+# and override them (runsc: --oci-seccomp=false, --ignore-cgroups, --allow-flag-override).
+for gflag in --oci-seccomp=false --ignore-cgroups --allow-flag-override --network=host --debug-log=/tmp/x; do
+	fresh_bundle "gflag${gflag%%=*}"
+	expect_refused "gflag${gflag%%=*}" "global flag \"$gflag\" is not handed to the backend through hezo-shim" \
+		"$B" "$gflag" run -b "$B"
+done
+# CRIU runs as root on the host and restores credentials and seccomp from the caller's image.
+fresh_bundle criu
+expect_refused criu 'global flag --criu: CRIU runs as root outside the box' "$B" --criu /bin/true create -b "$B"
+expect_refused checkpoint 'command "checkpoint" is not allowed through hezo-shim' "$WORK" checkpoint --image-path "$WORK/img"
+fresh_bundle restore
+expect_refused restore 'command "restore" is not allowed through hezo-shim' "$B" restore --image-path "$WORK/img" -b "$B"
+# --preserve-fds: a directory (here the host's /), a file or a connected socket would reach past
+# every mount rule; pipes and listening sockets are what socket activation and pipelines pass.
+fresh_bundle pfd-dir
+exec 3</
+expect_refused pfd-dir '--preserve-fds: fd 3 is a directory; only pipes and listening or unconnected sockets' \
+	"$B" run --preserve-fds 1 -b "$B"
+expect_refused pfd-exec '--preserve-fds: fd 3 is a directory' "$WORK" exec --preserve-fds 1
+exec 3<&-
+fresh_bundle pfd-file
+exec 3</etc/hostname
+expect_refused pfd-file '--preserve-fds: fd 3 is a file' "$B" create --preserve-fds=1 -b "$B"
+exec 3<&-
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	fresh_bundle pfd-pipe
+	jq -c '.process.args = ["sh", "-c", "echo through-the-pipe >&3"]' "$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"
+	new_pfd=hezo-bad-pfd-$(hezo_rand)
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$new_pfd'"
+	out=$( { hezo_shim --root "$ROOT" run --preserve-fds 1 -b "$B" "$new_pfd" 3>&1 >/dev/null 2>"$WORK/pfd-pipe.err" </dev/null; } | cat) && rc=0 || rc=$?
+	expect_eq "$rc:$out" "0:through-the-pipe" "[pfd-pipe] a pipe is handed to the box, which writes to it" ||
+		diag "$(head -c 2000 "$WORK/pfd-pipe.err")"
+	hezo_bundle_cleanup "$ROOT" "$new_pfd"
+else
+	skip "[pfd-pipe] a pipe is handed to the box, which writes to it" "runsc has no --preserve-fds"
+fi
+
 # --- broken policy ----------------------------------------------------------------------------------
 policy_case()
 {
