@@ -133,6 +133,24 @@ expect_ne "$OUT" "secret-of-$UB" "[hezo first] ... and reads no volume of P"
 check "[hezo first] P removed" cri_remove_pod "$P"
 check "[hezo first] the hezo pod removed" cri_remove_pod "$H"
 
+# === a hezo sandbox made before kubelet made the pod's directory (the pod not on this node yet) ===
+if [ -n "$APP_ROWS" ]; then
+	UA=$(cri_uid)
+	ACFG=$(cri_pod_config ahead "$UA" default)
+	A=$(cri_run_pod hezo "$ACFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[ahead] a hezo sandbox whose pod has no kubelet directory yet starts" ||
+		diag "$(cat "$CRI_DIR/err")"
+	sleep 0.1
+	kubelet_pod "$UA"
+	thief "$A" "$ACFG" loot "$UA"
+	expect_ne "$RC" 0 "[ahead] its app container binding the pod's Secret kubelet made later is refused"
+	expect_match "$OUT" "hezo-shim: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox" \
+		"[ahead] ... naming the mount"
+	one_line "$OUT" "[ahead] ... one line"
+	expect_ne "$OUT" "secret-of-$UA" "[ahead] ... and reads no Secret"
+	check "[ahead] the pod removed" cri_remove_pod "$A"
+fi
+
 # === a hezo pod restarting: the sandbox removed, a new one with the same uid ======================
 # kubelet stops the old sandbox, runs the next attempt and removes the old one later (its garbage
 # collection); the last attempt here follows a removal.
