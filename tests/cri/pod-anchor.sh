@@ -17,16 +17,7 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-anchor.$$
 # shellcheck source=tests/cri/cri-lib.sh
 . "$here/cri-lib.sh"
 
-hezo_require_root
-hezo_require_backend
-hezo_require_shim
-cri_require
-
-[ -e "$HEZO_TEST_DIR" ] && bail_out "$HEZO_TEST_DIR exists already"
-tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
-hezo_make_wrapper
-hezo_write_policy docker
-cri_start "$HEZO_TEST_WRAPPER"
+cri_setup
 KROOT=$CRI_DIR/kubelet
 hezo_write_policy docker "$(cri_policy_filter) | .mounts.kubeletRoot = \"$KROOT\""
 TASKS=$CRI_DIR/state/io.containerd.runtime.v2.task/$CRI_NS
@@ -178,7 +169,5 @@ done
 
 expect_eq "$(cri ListPodSandbox | jq '.items | length')" 0 "no pod left in containerd"
 expect_eq "$(find "$HEZO_TEST_STATE" -name '*.json' 2>/dev/null)" "" "no shim record left"
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done
