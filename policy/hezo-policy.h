@@ -155,6 +155,9 @@ const char *const *hezo_policy_backend_args(const struct hezo_policy *p, enum he
 enum hezo_runsc_network hezo_policy_runsc_network(const struct hezo_policy *p);
 uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p);
 const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
+/* mounts.kubeletRoot (NULL if none) and mounts.engineRoots (NULL-terminated, never NULL). */
+const char *hezo_policy_kubelet_root(const struct hezo_policy *p);
+const char *const *hezo_policy_engine_roots(const struct hezo_policy *p);
 enum hezo_egress_mode hezo_policy_egress_mode(const struct hezo_policy *p);
 /* The effective egress section as JSON ({"mode":..,"allow":[..],"resolvers":[..],...}). */
 struct hezo_json *hezo_policy_egress_json(const struct hezo_policy *p);

@@ -298,6 +298,18 @@ const char *hezo_policy_project(const struct hezo_policy *p)
 	return p->project;
 }
 
+const char *hezo_policy_kubelet_root(const struct hezo_policy *p)
+{
+	return p->kubelet_root;
+}
+
+const char *const *hezo_policy_engine_roots(const struct hezo_policy *p)
+{
+	static const char *const none[] = {NULL};
+
+	return p->engine_roots.v ? (const char *const *)p->engine_roots.v : none;
+}
+
 enum hezo_egress_mode hezo_policy_egress_mode(const struct hezo_policy *p)
 {
 	return p->egress_mode;

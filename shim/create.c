@@ -364,7 +364,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	env.ns_owner = shim_ns_owner;
 	owner_q = (struct shim_owner_query){.ctx = ctx,
 					    .project = hezo_policy_project(p),
-					    .annotations = hezo_spec_annotations(spec)};
+					    .annotations = hezo_spec_annotations(spec),
+					    .policy = p};
 	env.data = &owner_q;
 	env.held = &held;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */

@@ -47,6 +47,7 @@ struct cgroup_owner {
 	char *cgroup; /* relative to a hierarchy's root, from hezo_policy_cgroup_path */
 	char *project;
 	char *type; /* CRI's container-type: "sandbox", "container" or NULL */
+	char *bundle;
 	char *pod[POD_KEYS];
 };
 
@@ -65,6 +66,7 @@ static void owner_done(struct cgroup_owner *o)
 	free(o->cgroup);
 	free(o->project);
 	free(o->type);
+	free(o->bundle);
 	for (size_t k = 0; k < POD_KEYS; k++)
 		free(o->pod[k]);
 }
@@ -89,7 +91,8 @@ static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
 	struct cgroup_owner o = {0}, *nv;
 	bool ok = dup_or_null(id, &o.id) && dup_or_null(cgroup, &o.cgroup) &&
 		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project) &&
-		  dup_or_null(hezo_json_string(hezo_json_get(ann, CONTAINER_TYPE)), &o.type);
+		  dup_or_null(hezo_json_string(hezo_json_get(ann, CONTAINER_TYPE)), &o.type) &&
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "bundle")), &o.bundle);
 
 	for (size_t k = 0; ok && k < POD_KEYS; k++)
 		ok = dup_or_null(hezo_json_string(hezo_json_get(ann, pod_keys[k])), &o.pod[k]);
@@ -271,6 +274,31 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 	return 0;
 }
 
+/*
+ * A live engine sandbox other than self's claiming pod uid: refused, naming it. self_bundle (the
+ * sandbox's recorded bundle) given: *self_live says whether that bundle is a live engine task
+ * naming the uid itself.
+ */
+static int engine_rival(const struct shim_owner_query *q, const char *uid, const char *self,
+			const char *self_bundle, bool *self_live, struct hezo_error **err)
+{
+	static const char *const none[] = {NULL};
+	struct shim_pod_claims c;
+	int r = shim_pod_claims(q->policy ? hezo_policy_engine_roots(q->policy) : none, uid, self,
+				self_bundle, &c, err);
+
+	if (r < 0)
+		return r;
+	if (self_live)
+		*self_live = c.self_live;
+	if (c.other)
+		r = hezo_error_set(err, EEXIST,
+				   "annotation %s: pod %s is also sandbox %s's, a live task at %s",
+				   pod_keys[KEY_SANDBOX_UID], uid, c.other, c.where);
+	shim_pod_claims_done(&c);
+	return r;
+}
+
 int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		 struct hezo_error **err)
 {
@@ -309,14 +337,30 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		    same(o->pod[KEY_SANDBOX_ID], sandbox))
 			found = o;
 	}
+	/* The engines' word: no other live sandbox of any runtime handler claims the pod. */
+	if (r == 0 && claim && strcmp(type, "sandbox") == 0)
+		r = engine_rival(q, claim, id, NULL, NULL, err);
 	if (r == 0 && found && strcmp(type, "container") == 0) {
-		if (claim && strcmp(claim, found->pod[KEY_SANDBOX_UID]) != 0)
+		const char *pod = found->pod[KEY_SANDBOX_UID];
+		bool live = false;
+
+		if (claim && strcmp(claim, pod) != 0)
 			r = hezo_error_set(err, EPERM,
 					   "annotation %s: %s is not the uid of this container's "
 					   "sandbox %s (pod %s)",
-					   pod_keys[KEY_SANDBOX_UID], claim, sandbox,
-					   found->pod[KEY_SANDBOX_UID]);
-		else if (!(*uid = strdup(found->pod[KEY_SANDBOX_UID])))
+					   pod_keys[KEY_SANDBOX_UID], claim, sandbox, pod);
+		/* The real pod may have started since the sandbox did. */
+		else if ((r = engine_rival(q, pod, sandbox, found->bundle ?: "", &live, err)) < 0)
+			;
+		/*
+		 * A sandbox that is no live engine task naming the uid, or a pod whose kubelet
+		 * directory is not there or younger than the sandbox: no pod volumes.
+		 */
+		else if (!live || !shim_pod_dir_anchors(
+					  q->policy ? hezo_policy_kubelet_root(q->policy) : NULL,
+					  pod, found->bundle))
+			;
+		else if (!(*uid = strdup(pod)))
 			r = hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	scan_done(&s);

@@ -147,6 +147,7 @@ struct shim_owner_query {
 	const struct shim_ctx *ctx;
 	const char *project;		     /* the asking container's, NULL if none */
 	const struct hezo_json *annotations; /* its config.json's; NULL if none */
+	const struct hezo_policy *policy;    /* engine and kubelet roots; NULL: none known */
 };
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err);
@@ -154,12 +155,40 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 bool shim_pod_key(const char *key);
 /*
  * The pod uid of an app container (CRI container-type "container"), from the record of the
- * sandbox its sandbox-id names: a live sandbox of the shim's, of the same project. *uid NULL when
- * there is none. Refused: a claimed sandbox-uid that is not the sandbox's; a sandbox (container
- * id) claiming the uid of another live sandbox.
+ * sandbox its sandbox-id names: a live sandbox of the shim's, of the same project, whose recorded
+ * bundle is a live engine task naming that uid (podanchor.c), the pod's kubelet directory there.
+ * *uid NULL when there is none. Refused: a claimed sandbox-uid that is not the sandbox's; a
+ * sandbox (container id) claiming the uid of another live sandbox, the shim's or any live engine
+ * sandbox's (another runtime handler's pod); an app container whose sandbox's uid another live
+ * engine sandbox claims (the real pod started since).
  */
 int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		 struct hezo_error **err);
+
+/*
+ * podanchor.c: pod sandboxes as the engines show them, in the bundle directories containerd
+ * (ROOT/io.containerd.runtime.v2.task/NS/ID) and CRI-O (ROOT/overlay-containers/ID/userdata)
+ * write under each engine root, and Docker's containerd: a live task whose config.json is a CRI
+ * sandbox's names its pod uid, whatever runtime handler runs it.
+ */
+struct shim_pod_claims {
+	bool self_live; /* self is a live engine sandbox task naming the uid */
+	char *other;	/* the first other live sandbox naming it, NULL if none */
+	char *where;	/* its bundle directory */
+};
+/*
+ * The live engine sandboxes claiming pod uid: self's own task (container self, and where
+ * self_bundle is given, in that very directory), and any other's.
+ */
+int shim_pod_claims(const char *const *roots, const char *uid, const char *self,
+		    const char *self_bundle, struct shim_pod_claims *c, struct hezo_error **err);
+void shim_pod_claims_done(struct shim_pod_claims *c);
+/*
+ * Is KUBELET/pods/UID a directory, made no later than the sandbox's bundle where the filesystems
+ * keep birth times? kubelet makes it before it asks for the sandbox: a sandbox made before the
+ * pod came to this node is not the pod's.
+ */
+bool shim_pod_dir_anchors(const char *kubelet_root, const char *uid, const char *bundle);
 
 /*
  * alive.c: is a process, or a backend's container, alive. One reading of /proc and of runc's and

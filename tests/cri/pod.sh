@@ -114,8 +114,9 @@ kubelet_mounts()
 }
 VUID=$(cri_uid)
 VCFG=$(cri_pod_config vols "$VUID" default)
-VPOD=$(cri_run_pod hezo "$VCFG" 2>"$CRI_DIR/err") || diag "$(cat "$CRI_DIR/err")"
+# kubelet makes the pod's directory and volumes before it asks for the sandbox.
 TLOG=$(kubelet_pod "$VUID" app)
+VPOD=$(cri_run_pod hezo "$VCFG" 2>"$CRI_DIR/err") || diag "$(cat "$CRI_DIR/err")"
 VAPP=$(cri_create "$VPOD" "$VCFG" "$(cri_container_config app 'exec sleep 100000' \
 	"$(kubelet_mounts "$VUID" "$TLOG")")" 2>"$CRI_DIR/err") && rc=0 || rc=$?
 expect_eq "$rc" 0 "[volumes] CreateContainer with kubelet's mounts of its own pod" || diag "$(cat "$CRI_DIR/err")"

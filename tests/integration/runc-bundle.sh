@@ -483,18 +483,24 @@ UID2=22222222-bbbb-4bbb-8bbb-$(printf '%012d' $RANDOM)
 for u in "$UID1" "$UID2"; do
 	mkdir -p "$KROOT/pods/$u/volumes/kubernetes.io~secret/s" && echo "secret-of-$u" >"$KROOT/pods/$u/volumes/kubernetes.io~secret/s/token"
 done
-jq --arg k "$KROOT" '.mounts.kubeletRoot = $k' "$HEZO_TEST_POLICY" >"$WORK/policy-pods.json" ||
-	bail_out "cannot write the pod policy"
+# Pod 1's sandbox bundle is where containerd's runc v2 shim keeps a task's (an engine root of this
+# test's own): a sandbox's pod uid counts only for a live engine task whose config.json names it.
+CTRD=$WORK/ctrd
+TASKS=$CTRD/io.containerd.runtime.v2.task/hezo-it
+jq --arg k "$KROOT" --arg c "$CTRD" '.mounts.kubeletRoot = $k | .mounts.engineRoots += [$c]' \
+	"$HEZO_TEST_POLICY" >"$WORK/policy-pods.json" || bail_out "cannot write the pod policy"
 # pod_ann TYPE SANDBOX UID NAME: containerd 1.6 CRI's annotations of a pod's container (jq filter).
 pod_ann()
 {
 	printf '.annotations = {"io.kubernetes.cri.container-type": "%s", "io.kubernetes.cri.sandbox-id": "%s", "io.kubernetes.cri.sandbox-uid": "%s", "io.kubernetes.cri.sandbox-name": "%s", "io.kubernetes.cri.sandbox-namespace": "hezo-it"}' "$@"
 }
 # pod_create LABEL ARGV FILTER: hezo-shim create of bundle LABEL for ID with the pod policy; sets RC.
+# POD_BUNDLE: the bundle directory, else WORK/LABEL.
 pod_create()
 {
-	hezo_make_bundle "$WORK/$1" "$ID" "$2" "$3" || bail_out "cannot make bundle"
-	HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$ROOT" create -b "$WORK/$1" \
+	local b=${POD_BUNDLE:-$WORK/$1}
+	hezo_make_bundle "$b" "$ID" "$2" "$3" || bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$ROOT" create -b "$b" \
 		--pid-file "$WORK/$1.pid" "$ID" >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null && RC=0 || RC=$?
 }
 # Joining the namespaces of pod 1's sandbox (net only under runc: runsc bundles run without one).
@@ -508,10 +514,23 @@ secret_of() { printf '.mounts += [{destination: "/secrets/s", type: "bind", sour
 
 new_id pod1
 S1=$ID
-pod_create pod1 '["sleep", "600"]' "$(pod_ann sandbox "$S1" "$UID1" pod1)"
+mkdir -p "$TASKS"
+POD_BUNDLE=$TASKS/$S1 pod_create pod1 '["sleep", "600"]' "$(pod_ann sandbox "$S1" "$UID1" pod1)"
 expect_eq "$RC" 0 "[pod] create of pod 1's sandbox exits 0" || diag "$(cat "$WORK/pod1.err")"
 check "[pod] start pod 1's sandbox" hezo_shim --root "$ROOT" start "$S1"
 S1PID=$(cat "$WORK/pod1.pid" 2>/dev/null)
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	# No init.pid yet: to the engine's eyes no task runs there, so the uid is nobody's.
+	new_id podnotask
+	pod_create podnotask '["true"]' \
+		"$(pod_ann container "$S1" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")"
+	expect_ne "$RC" 0 "[pod] an app container of a sandbox that is no live engine task gets no pod volume"
+	expect_match "$(cat "$WORK/podnotask.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox$" \
+		"[pod] one line saying so"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+fi
+# What containerd's runc v2 shim writes beside config.json once the task runs.
+echo "$S1PID" >"$TASKS/$S1/init.pid"
 REC1=$(hezo_state_records "$S1" | head -n 1)
 expect_eq "$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"] + " " + .annotations["io.kubernetes.cri.container-type"]' "$REC1" 2>&1)" \
 	"$UID1 sandbox" "[pod] the sandbox's record keeps its pod uid and container type"
