@@ -160,6 +160,15 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 			g->rootless = value;
 			break;
 		case G_PROJECT:
+			/* The admin's wrapper gives it first; a caller's flag after it must not
+			 * win. */
+			if (g->project) {
+				g->verb = argc;
+				return hezo_error_set(err, EINVAL,
+						      "--hezo-project given twice (\"%.64s\", then "
+						      "\"%.64s\"): a container has one project",
+						      g->project, value);
+			}
 			g->project = value;
 			break;
 		case G_DEBUG:

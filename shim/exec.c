@@ -234,6 +234,14 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	size_t dropped;
 	int r;
 
+	/* runc joins containerCgroup + SUB after a string-prefix test only: ../X reaches any
+	 * cgroup whose path starts with the box's, outside its limits. */
+	if (shim_args_get(&v->args, "cgroup"))
+		return hezo_error_set(
+			err, EPERM,
+			"exec %s: --cgroup is not allowed (the process stays in the box's "
+			"own cgroup)",
+			id);
 	r = shim_resolve_policy(ctx, id, &t, &p, err);
 	if (r < 0)
 		return r;

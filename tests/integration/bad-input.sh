@@ -306,10 +306,34 @@ expect_refused restore 'command "restore" is not allowed through hezo-shim' "$B"
 # every mount rule; pipes and listening sockets are what socket activation and pipelines pass.
 fresh_bundle pfd-dir
 exec 3</
-expect_refused pfd-dir '--preserve-fds: fd 3 is a directory; only pipes and listening or unconnected sockets' \
+expect_refused pfd-dir '--preserve-fds: fd 3 is a directory; only pipes are handed to the box' \
 	"$B" run --preserve-fds 1 -b "$B"
 expect_refused pfd-exec '--preserve-fds: fd 3 is a directory' "$WORK" exec --preserve-fds 1
+# runc reads the count as Go's flag package does (0x1 is 1): any spelling but decimal is refused.
+fresh_bundle pfd-hex
+expect_refused pfd-hex '--preserve-fds "0x1": not a count of descriptors' "$B" run --preserve-fds 0x1 -b "$B"
+# runc's create and run also hand on systemd's LISTEN_FDS descriptors (red team pass 5, F2).
+fresh_bundle pfd-listen
+LISTEN_FDS=1 LISTEN_PID=1 expect_refused pfd-listen 'LISTEN_FDS: fd 3 is a directory' "$B" run -b "$B"
 exec 3<&-
+# A socket stays in the caller's network namespace: unconnected it connects to host loopback,
+# listening it is disconnected and then connects (red team pass 5, F3).
+fresh_bundle pfd-socket
+pfd_sock=hezo-bad-pfdsock-$(hezo_rand)
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$pfd_sock'"
+python3 -c 'import os, socket, sys; s = socket.socket(); os.dup2(s.fileno(), 3); os.set_inheritable(3, True); os.execvp(sys.argv[1], sys.argv[1:])' \
+	env HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
+	"$HEZO_SHIM_BIN" --root "$ROOT" run --preserve-fds 1 -b "$B" "$pfd_sock" \
+	>"$WORK/pfd-socket.out" 2>"$WORK/pfd-socket.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[pfd-socket] a socket of the caller's netns is refused"
+expect_eq "$(cat "$WORK/pfd-socket.err")" \
+	"hezo-shim: --preserve-fds: fd 3 is a socket (of the caller's network namespace); only pipes are handed to the box" \
+	"[pfd-socket] in one line"
+# runc joins exec --cgroup SUB after a string-prefix test only (red team pass 5, F4).
+expect_refused exec-cgroup '--cgroup is not allowed' "$WORK" exec --cgroup ../elsewhere
+# The admin's wrapper gives --hezo-project first; a caller's second one must not win (pass 5, F5).
+fresh_bundle project-twice
+expect_refused project-twice '--hezo-project given twice \("beta", then "alpha"\)' "$B" --hezo-project beta --hezo-project=alpha run -b "$B"
 fresh_bundle pfd-file
 exec 3</etc/hostname
 expect_refused pfd-file '--preserve-fds: fd 3 is a file' "$B" create --preserve-fds=1 -b "$B"
