@@ -1,4 +1,4 @@
-/* Namespaces as /proc shows them: which processes are in one. */
+/* Namespaces as /proc shows them: which tasks (processes and their threads) are in one. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,14 +10,78 @@
 
 #include "hezo-netns.h"
 
-int hezo_ns_foreach_pid(int nsfd, const char *kind, int (*fn)(pid_t pid, void *data), void *data,
-			struct hezo_error **err)
+/* A /proc directory entry that is a decimal id, else 0. */
+static long proc_id(const char *name)
 {
-	struct stat ns, st;
+	char *end;
+	long id = strtol(name, &end, 10);
+
+	return end == name || *end || id <= 0 ? 0 : id;
+}
+
+/*
+ * The tasks of process pid in the namespace ns: each one's own /proc/PID/task/TID/ns/KIND, since
+ * a thread can have joined another network, IPC, UTS, mount, cgroup or time namespace than its
+ * leader (setns from one thread). 1 when fn stopped the scan (its value in *stop), 0 when done,
+ * -errno when the live process's task list could not be read.
+ */
+static int scan_tasks(int procfd, long pid, const char *kind, const struct stat *ns,
+		      int (*fn)(pid_t pid, pid_t tid, void *data), void *data, int *stop)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "%ld/task", pid);
+	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* gone meanwhile, or not ours to list */
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	for (errno = 0; (de = readdir(d)); errno = 0) {
+		long tid = proc_id(de->d_name);
+		struct stat st;
+
+		if (!tid)
+			continue;
+		snprintf(path, sizeof(path), "%ld/ns/%s", tid, kind);
+		/* Gone meanwhile, or not ours to inspect (this machine's PID 1): skipped. */
+		if (fstatat(dirfd(d), path, &st, 0) < 0)
+			continue;
+		if (st.st_dev == ns->st_dev && st.st_ino == ns->st_ino) {
+			*stop = fn((pid_t)pid, (pid_t)tid, data);
+			if (*stop != 0) {
+				closedir(d);
+				return 1;
+			}
+		}
+	}
+	if (errno) {
+		int e = errno;
+
+		closedir(d);
+		snprintf(path, sizeof(path), "%ld", pid);
+		/* A process that exits while its tasks are listed: nothing left to count. */
+		return faccessat(procfd, path, F_OK, 0) < 0 ? 0 : -e;
+	}
+	closedir(d);
+	return 0;
+}
+
+int hezo_ns_foreach_task(int nsfd, const char *kind, int (*fn)(pid_t pid, pid_t tid, void *data),
+			 void *data, struct hezo_error **err)
+{
+	struct stat ns;
 	struct dirent *de;
 	pid_t self = getpid();
 	DIR *d;
-	int r = 0;
+	int r = 0, stop = 0;
 
 	if (!kind || !kind[0] || strchr(kind, '/'))
 		return hezo_error_set(err, EINVAL, "namespace kind \"%s\"", kind ? kind : "");
@@ -27,21 +91,17 @@ int hezo_ns_foreach_pid(int nsfd, const char *kind, int (*fn)(pid_t pid, void *d
 	if (!d)
 		return hezo_error_set_errno(err, errno, "/proc");
 	for (errno = 0; (de = readdir(d)); errno = 0) {
-		char path[300];
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
+		long pid = proc_id(de->d_name);
 
-		if (end == de->d_name || *end || pid <= 0 || pid == self)
+		if (!pid || pid == self)
 			continue;
-		snprintf(path, sizeof(path), "%s/ns/%s", de->d_name, kind);
-		/* Gone meanwhile, or not ours to inspect (this machine's PID 1): skipped. */
-		if (fstatat(dirfd(d), path, &st, 0) < 0)
-			continue;
-		if (st.st_dev == ns.st_dev && st.st_ino == ns.st_ino) {
-			r = fn((pid_t)pid, data);
-			if (r != 0)
-				break;
+		r = scan_tasks(dirfd(d), pid, kind, &ns, fn, data, &stop);
+		if (r < 0) {
+			closedir(d);
+			return hezo_error_set_errno(err, -r, "reading /proc/%ld/task", pid);
 		}
+		if (r > 0)
+			break;
 	}
 	if (r == 0 && errno) {
 		int e = errno;
@@ -50,10 +110,10 @@ int hezo_ns_foreach_pid(int nsfd, const char *kind, int (*fn)(pid_t pid, void *d
 		return hezo_error_set_errno(err, e, "reading /proc");
 	}
 	closedir(d);
-	return r;
+	return stop;
 }
 
-static int found(pid_t pid, void *data)
+static int found(pid_t pid, pid_t tid, void *data)
 {
 	return 1;
 }
@@ -63,7 +123,7 @@ int hezo_ns_in_use(int nsfd, const char *kind, bool *used, struct hezo_error **e
 	int r;
 
 	*used = true;
-	r = hezo_ns_foreach_pid(nsfd, kind, found, NULL, err);
+	r = hezo_ns_foreach_task(nsfd, kind, found, NULL, err);
 	if (r < 0)
 		return r;
 	*used = r > 0;

@@ -5,11 +5,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "hezo-file.h"
 #include "policy-internal.h"
@@ -22,16 +27,33 @@ static const struct {
 	const char *proc;
 	bool required; /* absent or the host's is refused unless allowHost says so */
 	unsigned host_bit;
+	int clone_flag; /* what NS_GET_NSTYPE answers for a namespace of this kind */
 } ns_kinds[] = {
-	{"pid", "pid", true, HEZO_NS_PID},
-	{"network", "net", true, HEZO_NS_NETWORK},
-	{"mount", "mnt", true, 0},
-	{"ipc", "ipc", true, HEZO_NS_IPC},
-	{"uts", "uts", true, HEZO_NS_UTS},
-	{"user", "user", false, 0},
-	{"cgroup", "cgroup", false, HEZO_NS_CGROUP},
-	{"time", "time", false, 0},
+	{"pid", "pid", true, HEZO_NS_PID, CLONE_NEWPID},
+	{"network", "net", true, HEZO_NS_NETWORK, CLONE_NEWNET},
+	{"mount", "mnt", true, 0, CLONE_NEWNS},
+	{"ipc", "ipc", true, HEZO_NS_IPC, CLONE_NEWIPC},
+	{"uts", "uts", true, HEZO_NS_UTS, CLONE_NEWUTS},
+	{"user", "user", false, 0, CLONE_NEWUSER},
+	{"cgroup", "cgroup", false, HEZO_NS_CGROUP, CLONE_NEWCGROUP},
+	{"time", "time", false, 0, CLONE_NEWTIME},
 };
+
+/*
+ * Where engines pin the namespaces they make for a container before its first process is in
+ * them: ip-netns's directories (containerd CRI's cni-*, podman's netns-*, CRI-O's), CRI-O's pinns
+ * directories, and containerd CRI's netns_mounts_under_state_dir (below an engine root, as
+ * ENGINE_ROOT/io.containerd.grpc.v1.cri/netns). A namespace nobody is in anywhere else is a
+ * host's pin (hezo-proxyd's, an admin's) and is not this container's to join.
+ */
+static const struct {
+	const char *proc;
+	const char *dir;
+} ns_pin_dirs[] = {
+	{"net", "/run/netns"},	   {"net", "/var/run/netns"},	{"ipc", "/var/run/ipcns"},
+	{"uts", "/var/run/utsns"}, {"user", "/var/run/userns"},
+};
+#define CRI_NETNS_DIR "io.containerd.grpc.v1.cri/netns"
 
 /* /proc/<pid>/ns or /proc/<pid>/task/<tid>/ns: the kernel's, nobody renames in it. */
 static bool proc_ns_dir(const char *dir)
@@ -134,13 +156,55 @@ static int resolve_ns_path(const char *path, char *out, size_t size, struct hezo
 	return hezo_error_set(err, ELOOP, "too many symlinks");
 }
 
+/* dir, resolved, is the directory path (resolved) is directly in. */
+static bool directly_in(const char *path, const char *dir)
+{
+	char real[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || slash == path || !realpath(dir, real))
+		return false;
+	return strlen(real) == (size_t)(slash - path) && strncmp(path, real, strlen(real)) == 0;
+}
+
+/* Is path (resolved) a namespace of /proc kind kind that an engine pinned for a container? */
+static bool engine_pin(const struct hezo_policy *p, const char *kind, const char *path)
+{
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ns_pin_dirs); i++)
+		if (strcmp(kind, ns_pin_dirs[i].proc) == 0 && directly_in(path, ns_pin_dirs[i].dir))
+			return true;
+	for (size_t i = 0; strcmp(kind, "net") == 0 && i < p->engine_roots.n; i++) {
+		_cleanup_free_ char *dir = NULL;
+
+		if (asprintf(&dir, "%s/%s", p->engine_roots.v[i], CRI_NETNS_DIR) < 0)
+			return false;
+		if (directly_in(path, dir))
+			return true;
+	}
+	return false;
+}
+
+/* The pin directories of kind, for the error that names them. */
+static const char *pin_dirs_shown(const char *kind)
+{
+	if (strcmp(kind, "net") == 0)
+		return "/run/netns, /var/run/netns, an engine root's " CRI_NETNS_DIR;
+	if (strcmp(kind, "ipc") == 0)
+		return "/var/run/ipcns";
+	if (strcmp(kind, "uts") == 0)
+		return "/var/run/utsns";
+	if (strcmp(kind, "user") == 0)
+		return "/var/run/userns";
+	return "engines pin none of this kind";
+}
+
 /*
  * A namespace named by path that is not the host's: only one of hezo-shim's own containers', or
- * one no process is in yet (the engine made it for this container). Anything else is some other
+ * one no task is in yet that the engine pinned for this container. Anything else is some other
  * process's box, or none, and the egress rules would be installed in it too.
  */
-static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char *type,
-			  const char *kind, const char *path, const char *held,
+static int check_ns_owner(const struct hezo_policy *p, const struct hezo_apply_env *env, size_t i,
+			  const char *type, const char *kind, const char *path, const char *held,
 			  struct hezo_error **err)
 {
 	_cleanup_error_ struct hezo_error *e = NULL;
@@ -163,7 +227,53 @@ static int check_ns_owner(const struct hezo_apply_env *env, size_t i, const char
 		return hezo_error_set(err, r == -ENOMEM ? ENOMEM : -r,
 				      "linux.namespaces[%zu] (%s): path %s: %s", i, type, path,
 				      e && e->msg ? e->msg : "cannot tell whose namespace it is");
+	if (!owner && !engine_pin(p, kind, path))
+		return hezo_error_set(err, EPERM,
+				      "linux.namespaces[%zu] (%s): path %s: no process is in this "
+				      "namespace, and it is not where an engine pins the one it "
+				      "makes for a container (%s)",
+				      i, type, path, pin_dirs_shown(kind));
 	return 0;
+}
+
+/*
+ * Open path as the namespace the entry names: an nsfs file (looked at through O_PATH first, so a
+ * FIFO or a device such as a watchdog is never opened), of the entry's kind. Returns the fd.
+ */
+static int open_ns(const char *path, size_t i, const char *type, int clone_flag,
+		   struct hezo_error **err)
+{
+	_cleanup_close_ int o = open(path, O_PATH | O_CLOEXEC);
+	char self[64];
+	struct statfs sf;
+	int fd, t;
+
+	if (o < 0 || fstatfs(o, &sf) < 0)
+		return hezo_error_set_errno(err, errno, "linux.namespaces[%zu] (%s): path %s", i,
+					    type, path);
+	if (sf.f_type != NSFS_MAGIC)
+		return hezo_error_set(err, EINVAL,
+				      "linux.namespaces[%zu] (%s): path %s is not a namespace", i,
+				      type, path);
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", o);
+	fd = open(self, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "linux.namespaces[%zu] (%s): path %s", i,
+					    type, path);
+	t = ioctl(fd, NS_GET_NSTYPE);
+	if (t != clone_flag) {
+		const char *is = "unknown";
+
+		for (size_t k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++)
+			if (t == ns_kinds[k].clone_flag)
+				is = ns_kinds[k].type;
+		close(fd);
+		return hezo_error_set(err, EINVAL,
+				      "linux.namespaces[%zu] (%s): path %s is a namespace of kind "
+				      "%s, not %s",
+				      i, type, path, is, type);
+	}
+	return fd;
 }
 
 /* Keep *fd (the namespace at path, as checked) for the backend; env without held: nothing kept. */
@@ -256,8 +366,10 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 				 * Opened once: the namespace judged is the one held, whatever PID
 				 * the path names by the time the backend would open it again.
 				 */
-				nsfd = open(path, O_RDONLY | O_CLOEXEC);
-				if (nsfd < 0 || fstat(nsfd, &a) < 0)
+				nsfd = open_ns(path, i, type, ns_kinds[k].clone_flag, err);
+				if (nsfd < 0)
+					return nsfd;
+				if (fstat(nsfd, &a) < 0)
 					return hezo_error_set_errno(
 						err, errno, "linux.namespaces[%zu] (%s): path %s",
 						i, type, path);
@@ -268,7 +380,7 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 				    a.st_ino == b.st_ino)
 					host = true;
 				else
-					r = check_ns_owner(env, i, type, ns_kinds[k].proc, path,
+					r = check_ns_owner(p, env, i, type, ns_kinds[k].proc, path,
 							   held, err);
 				if (r == 0 && !host)
 					r = hold_ns(env, path, &nsfd, &a, err);

@@ -57,6 +57,7 @@ struct owner_scan {
 	size_t n;
 	const char *owner;		 /* the first container found in the namespace */
 	pid_t foreign;			 /* a process in it that is no container's */
+	pid_t foreign_tid;		 /* its task in it: foreign, or one of its threads */
 	const struct cgroup_owner *away; /* a container of another project or pod in it */
 };
 
@@ -198,11 +199,12 @@ static bool same_box(const struct shim_owner_query *q, const struct cgroup_owner
 	return true;
 }
 
-static int visit(pid_t pid, void *data)
+/* A task in the namespace: the cgroup that counts is the task's own (a thread can be moved). */
+static int visit(pid_t pid, pid_t tid, void *data)
 {
 	struct owner_scan *s = data;
 	char cg[PATH_MAX];
-	int r = shim_proc_cgroup(pid, cg, sizeof(cg));
+	int r = shim_proc_cgroup(tid, cg, sizeof(cg));
 
 	if (r == -ENOENT || r == -ESRCH)
 		return 0; /* gone meanwhile */
@@ -218,6 +220,7 @@ static int visit(pid_t pid, void *data)
 		}
 	}
 	s->foreign = pid;
+	s->foreign_tid = tid;
 	return 1;
 }
 
@@ -235,7 +238,7 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		return hezo_error_set_errno(err, errno, "%s", path);
 	r = load_records(q->ctx->state_dir, &s, err);
 	if (r == 0)
-		r = hezo_ns_foreach_pid(fd, kind, visit, &s, err);
+		r = hezo_ns_foreach_task(fd, kind, visit, &s, err);
 	if (r < 0) {
 		scan_done(&s);
 		return r;
@@ -249,6 +252,9 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		if (hezo_read_file_at(AT_FDCWD, cpath, sizeof(comm), &c, &len, NULL) == 0)
 			snprintf(comm, sizeof(comm), " %.*s", (int)strcspn(c, "\n"), c);
 		scan_done(&s);
+		if (s.foreign_tid != s.foreign)
+			return hezo_error_set(err, ESRCH, "thread %d of process %d%s is in it",
+					      (int)s.foreign_tid, (int)s.foreign, comm);
 		return hezo_error_set(err, ESRCH, "process %d%s is in it", (int)s.foreign, comm);
 	}
 	if (s.away) {

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <setjmp.h>
@@ -209,15 +210,19 @@ static void test_log_json_truncates(void **state)
 	assert_non_null(strstr(buf, "\"time\":\"1970-01-01T00:00:00.000000000Z\"}"));
 }
 
-static int count_pid(pid_t pid, void *data)
-{
-	struct {
-		pid_t want;
-		int seen;
-	} *c = data;
+struct task_count {
+	pid_t want, want_tid; /* want_tid 0: any task of want */
+	int seen, other;
+};
 
-	if (pid == c->want)
+static int count_task(pid_t pid, pid_t tid, void *data)
+{
+	struct task_count *c = data;
+
+	if (pid == c->want && (!c->want_tid || tid == c->want_tid))
 		c->seen++;
+	else
+		c->other++;
 	return 0;
 }
 
@@ -226,10 +231,7 @@ static void test_ns_in_use(void **state)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_close_ int fd = -1;
-	struct {
-		pid_t want;
-		int seen;
-	} c = {0};
+	struct task_count c = {0};
 	int pipefd[2];
 	char path[64], ok = 0;
 	bool used = false;
@@ -257,8 +259,9 @@ static void test_ns_in_use(void **state)
 	assert_int_equal(hezo_ns_in_use(fd, "ipc", &used, &err), 0);
 	assert_true(used);
 	c.want = pid;
-	assert_int_equal(hezo_ns_foreach_pid(fd, "ipc", count_pid, &c, &err), 0);
+	assert_int_equal(hezo_ns_foreach_task(fd, "ipc", count_task, &c, &err), 0);
 	assert_int_equal(c.seen, 1);
+	assert_int_equal(c.other, 0);
 	/* The same process is in the host's network namespace, not in this one. */
 	assert_int_equal(hezo_ns_in_use(fd, "net", &used, &err), 0);
 	assert_false(used);
@@ -268,6 +271,74 @@ static void test_ns_in_use(void **state)
 	assert_false(used);
 	assert_true(hezo_ns_in_use(fd, "../x", &used, &err) < 0);
 	assert_true(used);
+}
+
+/* A child's second thread unshares an IPC namespace; the child's leader stays in the host's. */
+static int thread_pipe[2];
+
+static void *unshare_thread(void *arg)
+{
+	pid_t tid = unshare(CLONE_NEWIPC) == 0 ? gettid() : 0;
+
+	if (write(thread_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	pause();
+	return arg;
+}
+
+/*
+ * A namespace only a thread is in is in use, and the scan names that thread (red team rt12d F4:
+ * IPC, network, UTS, cgroup and time namespaces are per thread).
+ */
+static void test_ns_thread(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_close_ int fd = -1, hostfd = -1;
+	struct task_count c = {0};
+	char path[80];
+	bool used = false;
+	pid_t pid, tid = 0;
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(pipe2(thread_pipe, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, unshare_thread, NULL) != 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(thread_pipe[1]);
+	assert_int_equal(read(thread_pipe[0], &tid, sizeof(tid)), sizeof(tid));
+	close(thread_pipe[0]);
+	assert_true(tid > 0 && tid != pid);
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/ns/ipc", (int)pid, (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hezo_ns_in_use(fd, "ipc", &used, &err), 0);
+	assert_true(used);
+	c.want = pid;
+	c.want_tid = tid;
+	assert_int_equal(hezo_ns_foreach_task(fd, "ipc", count_task, &c, &err), 0);
+	assert_int_equal(c.seen, 1);
+	assert_int_equal(c.other, 0);
+	/* The host's IPC namespace: the child's leader is among its tasks, its thread is not. */
+	hostfd = open("/proc/self/ns/ipc", O_RDONLY | O_CLOEXEC);
+	assert_true(hostfd >= 0);
+	c = (struct task_count){.want = pid, .want_tid = pid};
+	assert_int_equal(hezo_ns_foreach_task(hostfd, "ipc", count_task, &c, &err), 0);
+	assert_int_equal(c.seen, 1);
+	c = (struct task_count){.want = pid, .want_tid = tid};
+	assert_int_equal(hezo_ns_foreach_task(hostfd, "ipc", count_task, &c, &err), 0);
+	assert_int_equal(c.seen, 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_int_equal(hezo_ns_in_use(fd, "ipc", &used, &err), 0);
+	assert_false(used);
 }
 
 static void test_mkdir_p(void **state)
@@ -424,6 +495,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_error_prefix),
 		cmocka_unit_test(test_ns_in_use),
+		cmocka_unit_test(test_ns_thread),
 		cmocka_unit_test(test_error_errno),
 		cmocka_unit_test(test_read_limit),
 		cmocka_unit_test(test_atomic_write),

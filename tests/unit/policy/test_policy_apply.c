@@ -912,7 +912,7 @@ static void test_namespace_other_container(void **state)
 	struct hezo_apply_env env = {.id = "c1", .ns_owner = owner_fake};
 	int pipefd[2];
 	pid_t pid;
-	char ok, doc[512], path[64], want[256];
+	char ok, doc[512], path[64], want[512];
 
 	assert_int_equal(pipe2(pipefd, O_CLOEXEC), 0);
 	pid = fork();
@@ -949,8 +949,18 @@ static void test_namespace_other_container(void **state)
 		owner_answer.ret = 0;
 		owner_answer.owner = "other-container";
 		ns_case(p, doc, NULL);
-		owner_answer.owner = NULL; /* nobody in it yet */
-		ns_case(p, doc, NULL);
+		/*
+		 * Nobody in it: only where an engine pins a container's namespace, never a
+		 * /proc path (a thread-only namespace, or one whose process the owner missed).
+		 */
+		owner_answer.owner = NULL;
+		snprintf(want, sizeof(want),
+			 "linux.namespaces[4] (network): path %s: no process is in this namespace, "
+			 "and it is not where an engine pins the one it makes for a container "
+			 "(/run/netns, /var/run/netns, an engine root's "
+			 "io.containerd.grpc.v1.cri/netns)",
+			 path);
+		ns_case(p, doc, want);
 		/* Every kind is asked about, by its /proc name. */
 		snprintf(doc, sizeof(doc),
 			 "[{\"type\":\"pid\"},{\"type\":\"ipc\",\"path\":\"/proc/%d/ns/ipc\"},"
@@ -960,7 +970,26 @@ static void test_namespace_other_container(void **state)
 		ns_case(p, doc, "linux.namespaces[1] (ipc): path /proc/");
 		assert_string_equal(owner_answer.kind, "ipc");
 		owner_answer.ret = 0;
+		ns_case(p, doc, "linux.namespaces[1] (ipc): path /proc/");
+		owner_answer.owner = "other-container";
 		ns_case(p, doc, NULL);
+		/* A namespace of another kind than the entry's type. */
+		snprintf(
+			doc, sizeof(doc),
+			"[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+			"{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"/proc/%d/ns/ipc\"}]",
+			(int)pid);
+		snprintf(want, sizeof(want),
+			 "linux.namespaces[4] (network): path /proc/%d/ns/ipc is a namespace of "
+			 "kind "
+			 "ipc, not network",
+			 (int)pid);
+		ns_case(p, doc, want);
+		/* Not a namespace at all (opened without following it as a file: no FIFO hangs). */
+		ns_case(p,
+			"[{\"type\":\"pid\"},{\"type\":\"ipc\"},{\"type\":\"uts\"},"
+			"{\"type\":\"mount\"},{\"type\":\"network\",\"path\":\"/etc/hostname\"}]",
+			"linux.namespaces[4] (network): path /etc/hostname is not a namespace");
 		cur_env = NULL;
 	}
 	kill(pid, SIGKILL);

@@ -1,6 +1,7 @@
 /* Unit tests for the shim's command line: every form the engines send, log lines, records. */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <regex.h>
 #include <sched.h>
 #include <signal.h>
@@ -894,6 +895,66 @@ static void move_to(const char *cg, pid_t pid)
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 	snprintf(pidtxt, sizeof(pidtxt), "%d\n", (int)pid);
 	put_file(procs, pidtxt);
+}
+
+/* A child's second thread in an IPC namespace of its own; its leader stays in the host's. */
+static int owner_thread_pipe[2];
+
+static void *owner_thread(void *arg)
+{
+	pid_t tid = unshare(CLONE_NEWIPC) == 0 ? gettid() : 0;
+
+	if (write(owner_thread_pipe[1], &tid, sizeof(tid)) != sizeof(tid))
+		_exit(1);
+	pause();
+	return arg;
+}
+
+/*
+ * ns_owner: a namespace only a thread of a host process is in is that process's, not empty, and
+ * the refusal names the thread (red team rt12d pass 4, F4).
+ */
+static void test_ns_owner_thread(void **state)
+{
+	char dir[] = "/tmp/hezo-shim-owner-thread-XXXXXX", nspath[80], want[128];
+	struct shim_ctx ctx = {.log_fd = -1};
+	struct shim_owner_query q = {.ctx = &ctx, .project = "alpha"};
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *owner = NULL;
+	pid_t pid, tid = 0;
+	int r;
+
+	if (geteuid() != 0) {
+		skip();
+		return;
+	}
+	assert_non_null(mkdtemp(dir));
+	ctx.state_dir = dir;
+	assert_int_equal(pipe2(owner_thread_pipe, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, owner_thread, NULL) != 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(owner_thread_pipe[1]);
+	assert_int_equal(read(owner_thread_pipe[0], &tid, sizeof(tid)), sizeof(tid));
+	close(owner_thread_pipe[0]);
+	snprintf(nspath, sizeof(nspath), "/proc/%d/task/%d/ns/ipc", (int)pid, (int)tid);
+	r = shim_ns_owner(&q, "ipc", nspath, &owner, &err);
+	snprintf(want, sizeof(want), "thread %d of process %d ", (int)tid, (int)pid);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	rmdir(dir);
+	assert_true(tid > 0 && tid != pid);
+	assert_int_equal(r, -ESRCH);
+	assert_null(owner);
+	assert_non_null(err);
+	assert_true(strncmp(err->msg, want, strlen(want)) == 0);
 }
 
 /*
@@ -1940,6 +2001,7 @@ int main(void)
 		cmocka_unit_test(test_record_key),
 		cmocka_unit_test(test_record_roundtrip),
 		cmocka_unit_test(test_ns_owner),
+		cmocka_unit_test(test_ns_owner_thread),
 		cmocka_unit_test(test_backend_globals),
 		cmocka_unit_test(test_backend_verb_args),
 		cmocka_unit_test(test_target_missing_runsc),

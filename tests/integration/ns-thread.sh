@@ -1,0 +1,151 @@
+#!/bin/bash
+# Integration (red team rt12d pass 4, F4): a namespace that only a THREAD of a host process is in
+# is not "empty", and an empty namespace is joined only where engines pin the ones they make for a
+# container. Network, IPC, UTS, cgroup and time namespaces are per thread (setns from one thread:
+# libnetwork's netns.Do, CNI plugins, LockOSThread), so a host daemon's main thread can sit in
+# the host's namespaces while one of its threads serves inside another. Run on HEZO_TEST_BACKEND.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+
+hezo_require_root
+hezo_require_tools jq runc timeout ip unshare mount umount python3 "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+diag "backend $HEZO_TEST_BACKEND ($(hezo_backend_bin)), shim $HEZO_SHIM_BIN"
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-nsthread-$HEZO_TEST_BACKEND
+WORK=$(mktemp -d "$HEZO_TEST_DIR/nsthread.XXXXXX")
+tap_cleanup "rm -rf '$WORK'"
+hezo_write_policy bundle
+HELPER=$here/ns-thread.py
+NS=hezo-test-nsthread-net-$(hezo_rand)
+KIND_NS=hezo-test-nsthread-kind-$(hezo_rand)
+PORT=$((20000 + $$ % 20000))
+SHM_KEY=0x4e535448 # "NSTH"
+
+# new_id NAME: sets ID to a fresh container ID that the exit trap cleans up.
+new_id()
+{
+	ID="hezo-it-nsthread-$1-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
+}
+
+# helper NAME ARGS...: start ns-thread.py ARGS... READY in the background, wait for its thread to
+# be in place, set HPID and HTID (the process and the thread that is elsewhere).
+helper()
+{
+	local name=$1 i
+	shift
+	python3 "$HELPER" "$@" "$WORK/$name.ready" >"$WORK/$name.log" 2>&1 &
+	tap_cleanup "kill $! 2>/dev/null"
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$WORK/$name.ready" ] && break
+		sleep 0.1
+	done
+	read -r HPID HTID <"$WORK/$name.ready" 2>/dev/null ||
+		bail_out "helper $name did not start: $(cat "$WORK/$name.log")"
+}
+
+# ino PATH: the inode of the namespace PATH names.
+ino() { stat -L -c %i "$1" 2>/dev/null || echo "<no $1>"; }
+
+# attempt NAME ARGV_JSON JQ_FILTER: `run` a bundle through the shim; rc in RC, stdout in OUT,
+# stderr in ERR.
+attempt()
+{
+	local name=$1 argv=$2 filter=$3
+	new_id "$name"
+	hezo_make_bundle "$WORK/$name" "$ID" "$argv" "$filter" || bail_out "cannot make bundle $name"
+	hezo_shim --root "$ROOT" run -b "$WORK/$name" "$ID" >"$WORK/$name.out" 2>"$WORK/$name.err" \
+		</dev/null && RC=0 || RC=$?
+	OUT=$(cat "$WORK/$name.out")
+	ERR=$(cat "$WORK/$name.err")
+	hezo_bundle_cleanup "$ROOT" "$ID"
+}
+
+# refused NAME REGEX: the run was refused with exactly one line on stderr, matching REGEX.
+refused()
+{
+	expect_ne "$RC" 0 "[$1] refused (non-zero exit)" || diag "stdout: $OUT"
+	expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: $2" "[$1] one line naming the field and why"
+}
+
+# setns_filter TYPE PATH: a jq filter naming PATH for the namespace of TYPE.
+setns_filter()
+{
+	printf '.linux.namespaces |= map(if .type == "%s" then .path = "%s" else . end)' "$1" "$2"
+}
+
+# --- F4: a host daemon's thread in a named netns, its main thread in the host's ---------------------
+ip netns add "$NS" || bail_out "cannot create $NS"
+tap_cleanup "ip netns del '$NS'"
+ip -n "$NS" link set lo up || bail_out "cannot bring up lo in $NS"
+helper net net "/run/netns/$NS" "$PORT"
+[ "$(ino "/proc/$HPID/ns/net")" = "$(ino /proc/self/ns/net)" ] &&
+	[ "$(ino "/proc/$HPID/task/$HTID/ns/net")" = "$(ino "/run/netns/$NS")" ] ||
+	bail_out "the helper is not as planned: leader $(readlink "/proc/$HPID/ns/net"), thread $(readlink "/proc/$HPID/task/$HTID/ns/net")"
+diag "daemon $HPID in the host's netns, its thread $HTID in $NS (net:[$(ino "/run/netns/$NS")])"
+attempt threadnet '["sh", "-c", "nc -w 3 127.0.0.1 '"$PORT"' </dev/null; echo nc=$?"]' \
+	"$(setns_filter network "/run/netns/$NS")"
+refused "thread net" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$NS is a namespace that processes of no hezo-shim container are in \\(thread $HTID of process $HPID [^)]* is in it\\)\$"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_no_match "$OUT" HOST-DAEMON-THREAD "[thread net] inside, nothing reached the daemon's thread on 127.0.0.1:$PORT"
+else
+	skip "[thread net] inside, nothing reached the daemon's thread on 127.0.0.1:$PORT" \
+		"runsc bundles here run with network none (shared/ENVIRONMENT.md)"
+fi
+
+# --- the same for IPC: a thread's own IPC namespace, by /proc/PID/task/TID/ns/ipc --------------------
+helper ipc ipc "$SHM_KEY"
+[ "$(ino "/proc/$HPID/ns/ipc")" = "$(ino /proc/self/ns/ipc)" ] &&
+	[ "$(ino "/proc/$HPID/task/$HTID/ns/ipc")" != "$(ino /proc/self/ns/ipc)" ] ||
+	bail_out "the IPC helper is not as planned"
+attempt threadipc '["sh", "-c", "cat /proc/sysvipc/shm; true"]' \
+	"$(setns_filter ipc "/proc/$HPID/task/$HTID/ns/ipc")"
+refused "thread ipc" "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$HPID/task/$HTID/ns/ipc is a namespace that processes of no hezo-shim container are in \\(thread $HTID of process $HPID [^)]* is in it\\)\$"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_no_match "$OUT" "^ *$((SHM_KEY)) " "[thread ipc] inside, the daemon's shared memory segment is not there"
+else
+	skip "[thread ipc] inside, the daemon's shared memory segment is not there" \
+		"gVisor keeps System V IPC in the Sentry: a host IPC namespace is never seen inside"
+fi
+
+# --- empty namespaces pinned where no engine pins a container's ----------------------------------
+# As hezo-proxyd's own pins (/run/hezo-proxyd/netns, root 0700): a directory only root may write.
+PINS=$WORK/pins
+mkdir -m 0700 "$PINS" || bail_out "cannot make $PINS"
+tap_cleanup "umount '$PINS/net0' '$PINS/ipc0' '$WORK/io.containerd.grpc.v1.cri/netns/cni-hezo'"
+touch "$PINS/net0" "$PINS/ipc0" && unshare --net="$PINS/net0" true && unshare --ipc="$PINS/ipc0" true ||
+	bail_out "cannot pin namespaces in $PINS"
+attempt pinnet '["true"]' "$(setns_filter network "$PINS/net0")"
+refused "pinned net" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $PINS/net0: no process is in this namespace, and it is not where an engine pins the one it makes for a container \\(/run/netns, /var/run/netns, an engine root's io\\.containerd\\.grpc\\.v1\\.cri/netns\\)\$"
+attempt pinipc '["true"]' "$(setns_filter ipc "$PINS/ipc0")"
+refused "pinned ipc" "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path $PINS/ipc0: no process is in this namespace, and it is not where an engine pins the one it makes for a container \\(/var/run/ipcns\\)\$"
+# containerd's CRI form, but in a directory that is no engine root (mounts.engineRoots).
+CRI_LIKE=$WORK/io.containerd.grpc.v1.cri/netns
+mkdir -p "$CRI_LIKE" && touch "$CRI_LIKE/cni-hezo" && unshare --net="$CRI_LIKE/cni-hezo" true ||
+	bail_out "cannot pin a namespace in $CRI_LIKE"
+attempt crilike '["true"]' "$(setns_filter network "$CRI_LIKE/cni-hezo")"
+refused "CRI look-alike" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $CRI_LIKE/cni-hezo: no process is in this namespace, and it is not where an engine pins"
+
+# --- a namespace of another kind than the entry's type -------------------------------------------
+touch "/run/netns/$KIND_NS" && tap_cleanup "rm -f '/run/netns/$KIND_NS'" &&
+	unshare --ipc="/run/netns/$KIND_NS" true && tap_cleanup "umount '/run/netns/$KIND_NS'" ||
+	bail_out "cannot pin an IPC namespace at /run/netns/$KIND_NS"
+attempt kind '["true"]' "$(setns_filter network "/run/netns/$KIND_NS")"
+expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$KIND_NS is a namespace of kind ipc, not network\$" \
+	"[kind] an IPC namespace named as the network one is refused in one line"
+
+# --- a path that is no namespace: judged without opening it (a device could act on an open) --------
+mkfifo -m 0600 "$WORK/fifo" || bail_out "cannot make a FIFO"
+HEZO_SHIM_TIMEOUT=20 attempt fifo '["true"]' "$(setns_filter network "$WORK/fifo")"
+expect_match "$RC:$(wc -l <<<"$ERR"):$ERR" "^[1-9][0-9]*:1:hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $WORK/fifo is not a namespace\$" \
+	"[fifo] a FIFO named as a namespace is refused at the check, in one line"
+
+tap_done
