@@ -229,8 +229,8 @@ int hezo_policy_check_kubelet_source(const struct hezo_policy *p, const struct h
 				     const char *src, bool *handled, struct hezo_error **err);
 
 /*
- * namespaces.c, cgroups.c, rootfs.c, hooks.c: fields that point outside the box. linux.namespaces: each kind new, the host's (if
- * allowHost says so), one of hezo-shim's own containers' or one no process is in yet (asked of
+ * namespaces.c, cgroups.c, rootfs.c, hooks.c: fields that point outside the box.
+ * linux.namespaces: each kind new, the host's (if allowHost says so), one of hezo-shim's own containers' or one no process is in yet (asked of
  * env->ns_owner; without it every path-named namespace is refused).
  */
 int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
