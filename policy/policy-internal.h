@@ -230,8 +230,9 @@ int hezo_policy_check_kubelet_source(const struct hezo_policy *p, const struct h
 
 /*
  * namespaces.c, cgroups.c, rootfs.c, hooks.c: fields that point outside the box.
- * linux.namespaces: each kind new, the host's (if allowHost says so), one of hezo-shim's own containers' or one no process is in yet (asked of
- * env->ns_owner; without it every path-named namespace is refused).
+ * linux.namespaces: each kind new, the host's (if allowHost says so), one of hezo-shim's own
+ * containers' or one no process is in yet (asked of env->ns_owner; without it every path-named
+ * namespace is refused).
  */
 int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
 				 const struct hezo_apply_env *env, struct hezo_error **err);
