@@ -289,6 +289,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	static const char k8s_source[] = "annotation \"io.kubernetes.cri.sandbox-namespace\"";
+	static const char k8s_crio_source[] = "annotation \"io.kubernetes.pod.namespace\"";
 	const char *project = NULL, *source = NULL, *named;
 	bool missing = false;
 	int r;
@@ -318,9 +319,25 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 		project = project_hint;
 		source = "--hezo-project";
 	} else {
-		project = hezo_json_string(
+		/* containerd's key, else CRI-O's; two that disagree name no one namespace. */
+		const char *cri = hezo_json_string(
 			hezo_json_get(annotations, "io.kubernetes.cri.sandbox-namespace"));
-		source = k8s_source;
+		const char *crio =
+			hezo_json_string(hezo_json_get(annotations, "io.kubernetes.pod.namespace"));
+
+		if (cri && crio && strcmp(cri, crio) != 0) {
+			char qa[256], qb[256];
+			hezo_policy_quote(qa, sizeof(qa), cri);
+			hezo_policy_quote(qb, sizeof(qb), crio);
+			return hezo_error_set(
+				err, EINVAL,
+				"annotations \"io.kubernetes.cri.sandbox-namespace\"=%s "
+				"and \"io.kubernetes.pod.namespace\"=%s name two "
+				"Kubernetes namespaces",
+				qa, qb);
+		}
+		project = cri ?: crio;
+		source = cri ? k8s_source : k8s_crio_source;
 	}
 	if (named && project && strcmp(named, project) != 0) {
 		char qn[256], qp[256];
@@ -351,7 +368,7 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 		 * Kubernetes names a namespace for every pod; one without a project file of its
 		 * own gets the global box (never looser). A project asked for by name must exist.
 		 */
-		if (r < 0 && missing && source == k8s_source) {
+		if (r < 0 && missing && (source == k8s_source || source == k8s_crio_source)) {
 			hezo_error_free(*err);
 			*err = NULL;
 			r = policy_clone(base, &p, err);

@@ -592,6 +592,19 @@ static void test_project_selection(void **state)
 	p = for_container_ok(f->base, "{\"org.hezo.project\":\"web\"}", NULL);
 	assert_string_equal(hezo_policy_project(p), "web");
 	hezo_policy_free(p);
+	/* CRI-O names the namespace with a key of its own (red team pass 5, F8). */
+	for_container_fails(
+		f->base,
+		"{\"org.hezo.project\":\"web\",\"io.kubernetes.pod.namespace\":\"kube-ns\"}", NULL,
+		"this container's project is \"kube-ns\" (from annotation "
+		"\"io.kubernetes.pod.namespace\")");
+	p = for_container_ok(f->base, "{\"io.kubernetes.pod.namespace\":\"kube-ns\"}", NULL);
+	assert_string_equal(hezo_policy_project(p), "kube-ns");
+	hezo_policy_free(p);
+	for_container_fails(f->base,
+			    "{\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\","
+			    "\"io.kubernetes.pod.namespace\":\"web\"}",
+			    NULL, "name two Kubernetes namespaces");
 	p = for_container_ok(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"kube-ns\"}",
 			     "hint");
 	assert_string_equal(hezo_policy_project(p), "hint");
