@@ -15,6 +15,8 @@
 #include "hezo-netlog.h"
 #include "shim.h"
 
+extern char **environ;
+
 typedef int (*verb_fn)(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 
 /* The policed verbs check their ID before anything else; the others judge it themselves. */
@@ -196,11 +198,38 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error
 	return run_verb(c, verb, argc - c->g.verb - 1, argv + c->g.verb + 1, err);
 }
 
+/*
+ * runc's nsexec reads _LIBCONTAINER_* (the handshake with its own init) on every start, before
+ * its command line: the caller's would make the backend act on descriptors and data of the
+ * caller's choosing. The shim uses none of them.
+ */
+static void scrub_backend_env(void)
+{
+	for (size_t i = 0; environ[i];) {
+		_cleanup_free_ char *name = NULL;
+
+		if (strncmp(environ[i], "_LIBCONTAINER_", 14) != 0) {
+			i++;
+			continue;
+		}
+		name = strndup(environ[i], strcspn(environ[i], "="));
+		/* unsetenv takes it out of environ; if it cannot, nothing may run. */
+		if (!name || unsetenv(name) < 0) {
+			fputs("hezo-shim: cannot clear _LIBCONTAINER_* from the environment\n",
+			      stderr);
+			exit(1);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	struct shim_ctx ctx = {.argc = argc, .argv = argv, .log_fd = -1};
-	int r = dispatch(&ctx, argc, argv, &err);
+	int r;
+
+	scrub_backend_env();
+	r = dispatch(&ctx, argc, argv, &err);
 
 	/* Every failure is reported here, once. */
 	if (r < 0)

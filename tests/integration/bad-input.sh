@@ -329,6 +329,20 @@ expect_ne "$rc" 0 "[pfd-socket] a socket of the caller's netns is refused"
 expect_eq "$(cat "$WORK/pfd-socket.err")" \
 	"hezo-shim: --preserve-fds: fd 3 is a socket (of the caller's network namespace); only pipes are handed to the box" \
 	"[pfd-socket] in one line"
+# runc's nsexec acts on _LIBCONTAINER_* before its command line (`_LIBCONTAINER_INITPIPE=99 runc
+# --version` fails: "could not inform the parent"): the caller's never reach the backend.
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	fresh_bundle libcontainer-env
+	env_id=hezo-bad-lcenv-$(hezo_rand)
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$env_id'"
+	_LIBCONTAINER_INITPIPE=99 _LIBCONTAINER_STATEDIR=/tmp hezo_shim --root "$ROOT" run -b "$B" "$env_id" \
+		>"$WORK/lcenv.out" 2>"$WORK/lcenv.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[libcontainer-env] the caller's _LIBCONTAINER_* do not reach runc" ||
+		diag "$(head -c 2000 "$WORK/lcenv.err")"
+	hezo_bundle_cleanup "$ROOT" "$env_id"
+else
+	skip "[libcontainer-env] the caller's _LIBCONTAINER_* do not reach runc" "runsc has no nsexec"
+fi
 # runc joins exec --cgroup SUB after a string-prefix test only (red team pass 5, F4).
 expect_refused exec-cgroup '--cgroup is not allowed' "$WORK" exec --cgroup ../elsewhere
 # The admin's wrapper gives --hezo-project first; a caller's second one must not win (pass 5, F5).
