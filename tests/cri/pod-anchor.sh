@@ -16,6 +16,8 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-anchor.$$
 . "$here/../lib/common.sh"
 # shellcheck source=tests/cri/cri-lib.sh
 . "$here/cri-lib.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
 
 cri_setup
 KROOT=$CRI_DIR/kubelet
@@ -142,13 +144,13 @@ if [ -n "$APP_ROWS" ]; then
 	mimic()
 	{
 		local id=hezo-mimic-$1-$$
-		MID=$id
 		hezo_make_bundle "$3" "$id" '["cat", "/s/password"]' \
 			".annotations = ($(jq -c '.annotations' "$TASKS/$M/config.json") | .[\"io.kubernetes.cri.container-type\"] = \"container\")
 			| .linux.namespaces |= map(if (.type | IN(\"ipc\", \"network\")) then .path = \"/proc/$MPID/ns/\" + (if .type == \"network\" then \"net\" else .type end) else . end)
 			| .mounts += [{destination: \"/s\", type: \"bind\", source: \"$KROOT/pods/$UM/volumes/kubernetes.io~secret/db\", options: [\"rbind\", \"ro\"]}]" ||
 			bail_out "cannot make bundle"
 		hezo_shim --root "$2" create -b "$3" "$id" >"$CRI_DIR/$1.out" 2>"$CRI_DIR/$1.err" </dev/null && RC=0 || RC=$?
+		[ "$RC" = 0 ] && hezo_shim --root "$2" delete --force "$id" >/dev/null 2>&1
 		hezo_bundle_cleanup "$2" "$id"
 	}
 	if [ -n "$MROOT" ] && [ -n "$MPID" ]; then
