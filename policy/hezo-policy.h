@@ -124,6 +124,11 @@ struct hezo_apply_env {
 	/* Where a live container of this ID already runs (another --root, an engine's state). */
 	const char *id_in_use;
 	/*
+	 * bundle is an engine's own task bundle for id (containerd's task directory, CRI-O's or
+	 * podman's userdata): only then are the engines' per-container files of id this one's.
+	 */
+	bool engine_bundle;
+	/*
 	 * The pod uid of the container's sandbox, from the sandbox's own record (never from the
 	 * container's annotations); NULL: no running sandbox, so no pod volumes.
 	 */

@@ -357,6 +357,14 @@ static int engine_file_ours(const struct hezo_apply_env *env, const struct hezo_
 			"already runs (%s)",
 			id, dest, env->id_in_use);
 	}
+	/* A stopped container's files are what it gets at its next start: only its engine's. */
+	if (*ok && !env->engine_bundle) {
+		*ok = false;
+		return hezo_error_set(err, EPERM,
+				      "bind source is container %s's file for %s, and this bundle "
+				      "(%s) is not an engine's own bundle for %s",
+				      id, dest, env->bundle ?: "unknown", id);
+	}
 	if (*ok || !env->ns_owner)
 		return 0;
 	for (size_t d = 0; d < HEZO_ARRAY_SIZE(engine_file_ns); d++) {

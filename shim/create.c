@@ -325,6 +325,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	struct hezo_apply_env env = {0};
 	struct shim_owner_query owner_q;
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
+	char task_dir[PATH_MAX];
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
@@ -365,7 +366,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	owner_q = (struct shim_owner_query){.ctx = ctx,
 					    .project = hezo_policy_project(p),
 					    .annotations = hezo_spec_annotations(spec),
-					    .policy = p};
+					    .policy = p,
+					    .bundle = bundle_real};
 	env.data = &owner_q;
 	env.held = &held;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
@@ -378,6 +380,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	shim_engine_roots(docker_root, podman_root);
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
+	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
+						    task_dir) >= 0;
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
 	r = hezo_policy_apply_spec(p, spec, &env, err);

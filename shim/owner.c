@@ -48,6 +48,7 @@ struct cgroup_owner {
 	char *project;
 	char *type; /* CRI's container-type: "sandbox", "container" or NULL */
 	char *bundle;
+	char *root; /* the backend's --root it was made under, NULL: the default */
 	char *pod[POD_KEYS];
 };
 
@@ -68,6 +69,7 @@ static void owner_done(struct cgroup_owner *o)
 	free(o->project);
 	free(o->type);
 	free(o->bundle);
+	free(o->root);
 	for (size_t k = 0; k < POD_KEYS; k++)
 		free(o->pod[k]);
 }
@@ -93,7 +95,8 @@ static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
 	bool ok = dup_or_null(id, &o.id) && dup_or_null(cgroup, &o.cgroup) &&
 		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project) &&
 		  dup_or_null(hezo_json_string(hezo_json_get(ann, CONTAINER_TYPE)), &o.type) &&
-		  dup_or_null(hezo_json_string(hezo_json_get(rec, "bundle")), &o.bundle);
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "bundle")), &o.bundle) &&
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "root")), &o.root);
 
 	for (size_t k = 0; ok && k < POD_KEYS; k++)
 		ok = dup_or_null(hezo_json_string(hezo_json_get(ann, pod_keys[k])), &o.pod[k]);
@@ -305,6 +308,28 @@ static int engine_rival(const struct shim_owner_query *q, const char *uid, const
 	return r;
 }
 
+/*
+ * Is the app container the engine's own, beside its sandbox: its bundle (resolved) an engine task
+ * directory for its ID in the very directory that holds the sandbox's task (containerd's NS
+ * directory, CRI-O's overlay-containers), made under the sandbox's --root? Copying a running
+ * pod's annotations and joining its namespaces from anywhere else gets none of its volumes.
+ */
+static bool app_beside_sandbox(const struct shim_owner_query *q, const char *id,
+			       const struct cgroup_owner *sandbox)
+{
+	static const char *const none[] = {NULL};
+	const char *const *roots = q->policy ? hezo_policy_engine_roots(q->policy) : none;
+	char sreal[PATH_MAX], sparent[PATH_MAX], aparent[PATH_MAX];
+	int sk, ak;
+
+	if (!q->bundle || !sandbox->bundle || !same(q->ctx->g.root, sandbox->root) ||
+	    !realpath(sandbox->bundle, sreal))
+		return false;
+	sk = shim_engine_task_bundle(roots, sreal, sandbox->id, sparent);
+	ak = shim_engine_task_bundle(roots, q->bundle, id, aparent);
+	return sk >= 0 && ak == sk && strcmp(sparent, aparent) == 0;
+}
+
 int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		 struct hezo_error **err)
 {
@@ -359,12 +384,14 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		else if ((r = engine_rival(q, pod, sandbox, found->bundle ?: "", &live, err)) < 0)
 			;
 		/*
-		 * A sandbox that is no live engine task naming the uid, or a pod whose kubelet
-		 * directory is not there or younger than the sandbox: no pod volumes.
+		 * A sandbox that is no live engine task naming the uid, an app container that is
+		 * not the engine's task beside it, or a pod whose kubelet directory is not there or
+		 * younger than the sandbox: no pod volumes.
 		 */
-		else if (!live || !shim_pod_dir_anchors(
-					  q->policy ? hezo_policy_kubelet_root(q->policy) : NULL,
-					  pod, found->bundle))
+		else if (!live || !app_beside_sandbox(q, id, found) ||
+			 !shim_pod_dir_anchors(q->policy ? hezo_policy_kubelet_root(q->policy)
+							 : NULL,
+					       pod, found->bundle))
 			;
 		else if (!(*uid = strdup(pod)))
 			r = hezo_error_set(err, ENOMEM, "out of memory");

@@ -101,6 +101,47 @@ static int foreach_bundle(const char *const *roots, int (*fn)(const struct pod_b
 	return r;
 }
 
+int shim_engine_task_bundle(const char *const *roots, const char *bundle, const char *id,
+			    char parent[PATH_MAX])
+{
+	size_t nroots = 0, blen;
+
+	if (!bundle || !id || !id[0] || strchr(id, '/') || strcmp(id, ".") == 0 ||
+	    strcmp(id, "..") == 0)
+		return -1;
+	blen = strlen(bundle);
+	while (roots[nroots])
+		nroots++;
+	for (size_t i = 0; i < nroots + HEZO_ARRAY_SIZE(extra_roots); i++) {
+		const char *root = i < nroots ? roots[i] : extra_roots[i - nroots];
+		char real[PATH_MAX], want[PATH_MAX];
+		const char *ns, *slash;
+		size_t n;
+
+		if (root[0] != '/' || !realpath(root, real))
+			continue;
+		/* containerd: REAL/io.containerd.runtime.v2.task/NS/ID, NS one component. */
+		n = (size_t)snprintf(want, sizeof(want), "%s/io.containerd.runtime.v2.task/", real);
+		if (n < sizeof(want) && blen > n && strncmp(bundle, want, n) == 0) {
+			ns = bundle + n;
+			slash = strchr(ns, '/');
+			if (slash && slash != ns && strcmp(slash + 1, id) == 0 &&
+			    (size_t)(slash - bundle) < PATH_MAX) {
+				memcpy(parent, bundle, (size_t)(slash - bundle));
+				parent[slash - bundle] = '\0';
+				return 0;
+			}
+		}
+		/* CRI-O and podman: REAL/overlay-containers/ID/userdata. */
+		if ((size_t)snprintf(want, sizeof(want), "%s/overlay-containers/%s/userdata", real,
+				     id) < sizeof(want) &&
+		    strcmp(bundle, want) == 0 &&
+		    (size_t)snprintf(parent, PATH_MAX, "%s/overlay-containers", real) < PATH_MAX)
+			return 1;
+	}
+	return -1;
+}
+
 static const char *ann(const struct hezo_json *a, const char *key)
 {
 	return hezo_json_string(hezo_json_get(a, key));

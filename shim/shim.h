@@ -148,6 +148,7 @@ struct shim_owner_query {
 	const char *project;		     /* the asking container's, NULL if none */
 	const struct hezo_json *annotations; /* its config.json's; NULL if none */
 	const struct hezo_policy *policy;    /* engine and kubelet roots; NULL: none known */
+	const char *bundle;		     /* its bundle directory, resolved; NULL: unknown */
 };
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		  struct hezo_error **err);
@@ -156,11 +157,12 @@ bool shim_pod_key(const char *key);
 /*
  * The pod uid of an app container (CRI container-type "container"), from the record of the
  * sandbox its sandbox-id names: a live sandbox of the shim's, of the same project, whose recorded
- * bundle is a live engine task naming that uid (podanchor.c), the pod's kubelet directory there.
- * *uid NULL when there is none. Refused: a claimed sandbox-uid that is not the sandbox's; a
- * sandbox (container id) claiming the uid of another live sandbox, the shim's or any live engine
- * sandbox's (another runtime handler's pod); an app container whose sandbox's uid another live
- * engine sandbox claims (the real pod started since).
+ * bundle is a live engine task naming that uid (podanchor.c), the pod's kubelet directory there,
+ * and this container's own bundle (q->bundle) the engine's task for id beside the sandbox's, under
+ * the sandbox's --root. *uid NULL when there is none. Refused: a claimed sandbox-uid that is not
+ * the sandbox's; a sandbox (container id) claiming the uid of another live sandbox, the shim's or
+ * any live engine sandbox's (another runtime handler's pod); an app container whose sandbox's uid
+ * another live engine sandbox claims (the real pod started since).
  */
 int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		 struct hezo_error **err);
@@ -183,6 +185,14 @@ struct shim_pod_claims {
 int shim_pod_claims(const char *const *roots, const char *uid, const char *self,
 		    const char *self_bundle, struct shim_pod_claims *c, struct hezo_error **err);
 void shim_pod_claims_done(struct shim_pod_claims *c);
+/*
+ * Is bundle (resolved) an engine's own task bundle for container id, as the engines lay them out
+ * under each of roots and Docker's containerd: 0 for containerd's
+ * ROOT/io.containerd.runtime.v2.task/NS/id (parent: that NS directory), 1 for containers/storage's
+ * ROOT/overlay-containers/id/userdata (parent: ROOT/overlay-containers), -1 when it is neither.
+ */
+int shim_engine_task_bundle(const char *const *roots, const char *bundle, const char *id,
+			    char parent[PATH_MAX]);
 /*
  * Is KUBELET/pods/UID a directory, made no later than the sandbox's bundle where the filesystems
  * keep birth times? kubelet makes it before it asks for the sandbox: a sandbox made before the

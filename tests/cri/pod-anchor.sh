@@ -16,6 +16,8 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-anchor.$$
 . "$here/../lib/common.sh"
 # shellcheck source=tests/cri/cri-lib.sh
 . "$here/cri-lib.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
 
 cri_setup
 KROOT=$CRI_DIR/kubelet
@@ -123,6 +125,56 @@ one_line "$OUT" "[hezo first] ... one line"
 expect_ne "$OUT" "secret-of-$UB" "[hezo first] ... and reads no volume of P"
 check "[hezo first] P removed" cri_remove_pod "$P"
 check "[hezo first] the hezo pod removed" cri_remove_pod "$H"
+
+# === a raw create copying a running hezo pod's CRI keys (red team pass 5, F6) =====================
+# Its own bundle, outside containerd's task directory or under another --root, joining the pod's
+# namespaces: only the engine's own app container, a task beside the sandbox's under the sandbox's
+# --root, gets the pod's volumes.
+if [ -n "$APP_ROWS" ]; then
+	UM=$(cri_uid)
+	kubelet_pod "$UM"
+	MCFG=$(cri_pod_config mimicked "$UM" default)
+	M=$(cri_run_pod hezo "$MCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[mimic] a hezo pod starts" || diag "$(cat "$CRI_DIR/err")"
+	MREC=$(hezo_state_records "$M" | head -n 1)
+	MROOT=$(jq -r '.root // empty' "$MREC" 2>/dev/null)
+	MPID=$(cat "$TASKS/$M/init.pid" 2>/dev/null)
+	# mimic LABEL ROOT BUNDLE: the pod's annotations as an app container's, its net and ipc joined,
+	# its Secret bound; RC, and the refusal in $CRI_DIR/LABEL.err.
+	mimic()
+	{
+		local id=hezo-mimic-$1-$$
+		hezo_make_bundle "$3" "$id" '["cat", "/s/password"]' \
+			".annotations = ($(jq -c '.annotations' "$TASKS/$M/config.json") | .[\"io.kubernetes.cri.container-type\"] = \"container\")
+			| .linux.namespaces |= map(if (.type | IN(\"ipc\", \"network\")) then .path = \"/proc/$MPID/ns/\" + (if .type == \"network\" then \"net\" else .type end) else . end)
+			| .mounts += [{destination: \"/s\", type: \"bind\", source: \"$KROOT/pods/$UM/volumes/kubernetes.io~secret/db\", options: [\"rbind\", \"ro\"]}]" ||
+			bail_out "cannot make bundle"
+		hezo_shim --root "$2" create -b "$3" "$id" >"$CRI_DIR/$1.out" 2>"$CRI_DIR/$1.err" </dev/null && RC=0 || RC=$?
+		[ "$RC" = 0 ] && hezo_shim --root "$2" delete --force "$id" >/dev/null 2>&1
+		hezo_bundle_cleanup "$2" "$id"
+	}
+	if [ -n "$MROOT" ] && [ -n "$MPID" ]; then
+		for c in "elsewhere $CRI_DIR/mimic-root $CRI_DIR/mimic-b" \
+			"sameroot $MROOT $CRI_DIR/mimic-b2" \
+			"beside $CRI_DIR/mimic-root $TASKS/hezo-mimic-beside-$$"; do
+			read -r label root b <<<"$c"
+			mimic "$label" "$root" "$b"
+			expect_ne "$RC" 0 "[mimic $label] a raw create with the pod's CRI keys gets no pod volume"
+			expect_match "$(cat "$CRI_DIR/$label.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox\$" \
+				"[mimic $label] ... in one line naming the mount"
+			expect_eq "$(wc -l <"$CRI_DIR/$label.err" | tr -d ' ')" 1 "[mimic $label] ... exactly one line" ||
+				diag "$(cat "$CRI_DIR/$label.err")"
+			rm -rf "$b"
+		done
+		rm -rf "$CRI_DIR/mimic-root"
+	else
+		expect_eq "$MROOT $MPID" "(the pod's --root and pid)" "[mimic] the pod's record and init.pid"
+	fi
+	# The engine's own app container of that pod still gets it.
+	thief "$M" "$MCFG" own "$UM"
+	expect_eq "$OUT" "secret-of-$UM" "[mimic] the pod's own app container reads its Secret" || diag "rc=$RC: $OUT"
+	check "[mimic] the pod removed" cri_remove_pod "$M"
+fi
 
 # === a hezo sandbox made before kubelet made the pod's directory (the pod not on this node yet) ===
 if [ -n "$APP_ROWS" ]; then

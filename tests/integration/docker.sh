@@ -350,6 +350,31 @@ for rt in "$RT" runc; do
 	hezo_bundle_cleanup "$RAWROOT" "$CID"
 	hezo_docker rm -f "$NAME" >/dev/null 2>&1
 done
+# A STOPPED container's engine files under its ID (red team pass 5, F7): what is written there is
+# what it gets at its next `docker start`, so only Docker's own bundle for that ID has them.
+new_name stopped
+out=$(timeout 60 "$HEZO_DOCKER" run --runtime="$RT" --name "$NAME" "$IMG" sh -c 'head -c 0 /etc/hosts' 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[stopped] docker run of a container that exits at once exits 0" || diag "$out"
+CID=$(hezo_docker inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+CROOT=$(hezo_docker info -f '{{.DockerRootDir}}')/containers/$CID
+tap_cleanup "hezo_bundle_cleanup '$RAWROOT' '$CID'"
+before=$(md5sum <"$CROOT/hosts")
+for f in hosts resolv.conf hostname; do
+	hezo_make_bundle "$RAWB/stopped-$f" "$CID" '["true"]' \
+		".mounts += [{destination: \"/etc/$f\", type: \"bind\", source: \"$CROOT/$f\", options: [\"rbind\", \"rw\"]}]" ||
+		bail_out "cannot make bundle"
+	hezo_shim --root "$RAWROOT" create -b "$RAWB/stopped-$f" "$CID" >"$RAWB/stopped-$f.out" 2>"$RAWB/stopped-$f.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[stopped] its /etc/$f under its ID, from a bundle of the caller's, is refused"
+	expect_eq "$(cat "$RAWB/stopped-$f.err")" \
+		"hezo-shim: mounts[$(jq '.mounts | length - 1' "$RAWB/stopped-$f/config.json")] (/etc/$f): bind source is container $CID's file for /etc/$f, and this bundle ($RAWB/stopped-$f) is not an engine's own bundle for $CID" \
+		"[stopped] one line naming the mount, the container and the bundle ($f)"
+	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[stopped] no container made for its $f"
+	hezo_bundle_cleanup "$RAWROOT" "$CID"
+done
+expect_eq "$(md5sum <"$CROOT/hosts")" "$before" "[stopped] its hosts file is as Docker left it"
+out=$(timeout 60 "$HEZO_DOCKER" start -a "$NAME" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[stopped] docker start of it (Docker's own bundle) still gets its files and exits 0" || diag "$out"
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
 
 # --- run -it ---------------------------------------------------------------------------------------------
 new_name tty

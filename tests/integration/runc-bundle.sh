@@ -556,12 +556,13 @@ pod_create podnoclaim '["cat", "/secrets/s/token"]' \
 expect_ne "$RC" 0 "[pod] without a uid claim another pod's secret is refused too"
 hezo_bundle_cleanup "$ROOT" "$ID"
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
-	# Its own pod's secret, with or without the uid annotation: mounted, read from inside.
+	# Its own pod's secret, with or without the uid annotation: mounted, read from inside. Its
+	# bundle is containerd's task directory beside the sandbox's, as the engine lays it out.
 	for claim in with without; do
 		new_id "podown$claim"
 		f="$(pod_ann container "$S1" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")"
 		[ $claim = without ] && f="$f | del(.annotations[\"io.kubernetes.cri.sandbox-uid\"])"
-		pod_create "podown$claim" '["cat", "/secrets/s/token"]' "$f"
+		POD_BUNDLE=$TASKS/$ID pod_create "podown$claim" '["cat", "/secrets/s/token"]' "$f"
 		expect_eq "$RC" 0 "[pod] an app container of pod 1 ($claim the uid annotation) mounts pod 1's secret" ||
 			diag "$(cat "$WORK/podown$claim.err")"
 		hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1
@@ -571,6 +572,23 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		done
 		expect_eq "$(cat "$WORK/podown$claim.out")" "secret-of-$UID1" "[pod] ... and reads it from inside"
 		hezo_bundle_cleanup "$ROOT" "$ID"
+	done
+	# The same app container with a bundle of its own outside the engine's task directory, or
+	# beside the sandbox's task but under another --root (red team pass 5, F6): no pod volume.
+	for away in bundle root; do
+		new_id "podaway$away"
+		b=$WORK/podaway$away r=$ROOT
+		[ $away = root ] && b=$TASKS/$ID r=$ROOT.other
+		hezo_make_bundle "$b" "$ID" '["cat", "/secrets/s/token"]' \
+			"$(pod_ann container "$S1" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")" ||
+			bail_out "cannot make bundle"
+		HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$r" create -b "$b" "$ID" \
+			>"$WORK/podaway$away.out" 2>"$WORK/podaway$away.err" </dev/null && rc=0 || rc=$?
+		expect_ne "$rc" 0 "[pod] an app container of pod 1 whose own $away is not the engine's gets no pod volume"
+		expect_match "$(cat "$WORK/podaway$away.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox\$" \
+			"[pod] ... in one line naming the mount ($away)"
+		hezo_bundle_cleanup "$r" "$ID"
+		rm -rf "$b" "$ROOT.other"
 	done
 	# A sandbox-id that names no live sandbox: no pod volumes at all.
 	new_id podnosandbox
@@ -604,6 +622,37 @@ expect_match "$(cat "$WORK/podjoin.err")" "^hezo-shim: linux\\.namespaces\\[[0-9
 	"[pod] one line naming the owner and the other pod"
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_bundle_cleanup "$ROOT" "$S1"
+
+# --- a stopped container's engine files under its ID (red team pass 5, F7) ------------------------
+# A stand-in Docker root and containerd root of the test's own: the container's hosts file is
+# handed on only to a create whose bundle is the engine's task directory for that ID.
+new_id stopped
+SDOCK=$WORK/stand-in/containers
+mkdir -p "$SDOCK/$ID" && printf '127.0.0.1 localhost\n10.1.2.3 db.internal\n' >"$SDOCK/$ID/hosts"
+jq --arg d "$SDOCK" --arg c "$CTRD" '.mounts.engineRoots += [$d, $c]' "$HEZO_TEST_POLICY" >"$WORK/policy-stopped.json" ||
+	bail_out "cannot write the policy"
+for where in raw engine; do
+	b=$WORK/stopped-$where
+	[ $where = engine ] && b=$CTRD/io.containerd.runtime.v2.task/moby/$ID
+	hezo_make_bundle "$b" "$ID" '["sh", "-c", "echo 10.66.66.66 db.internal >/etc/hosts"]' \
+		".mounts += [{destination: \"/etc/hosts\", type: \"bind\", source: \"$SDOCK/$ID/hosts\", options: [\"rbind\", \"rw\"]}]" ||
+		bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-stopped.json hezo_shim --root "$ROOT" create -b "$b" "$ID" \
+		>"$WORK/stopped-$where.out" 2>"$WORK/stopped-$where.err" </dev/null && rc=0 || rc=$?
+	if [ $where = raw ]; then
+		expect_ne "$rc" 0 "[stopped] a stopped container's hosts file to a bundle of the caller's under its ID is refused"
+		expect_eq "$(cat "$WORK/stopped-$where.err")" \
+			"hezo-shim: mounts[$(jq '.mounts | length - 1' "$b/config.json")] (/etc/hosts): bind source is container $ID's file for /etc/hosts, and this bundle ($b) is not an engine's own bundle for $ID" \
+			"[stopped] one line naming the mount, the container and the bundle"
+		expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[stopped] no container made"
+	else
+		expect_eq "$rc" 0 "[stopped] the engine's own bundle for the ID (its task directory) gets the file" ||
+			diag "$(cat "$WORK/stopped-$where.err")"
+	fi
+	hezo_bundle_cleanup "$ROOT" "$ID"
+done
+expect_eq "$(sed -n 2p "$SDOCK/$ID/hosts")" "10.1.2.3 db.internal" "[stopped] the file is as the engine wrote it"
+rm -rf "$WORK/stand-in" "$CTRD/io.containerd.runtime.v2.task/moby"
 
 # --- root.path in a storage tree that is not the engine's configured one (F4) --------------------
 # A look-alike of Docker's overlay2 layout (and of podman's) under the test's own directory: the

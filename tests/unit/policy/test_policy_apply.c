@@ -214,8 +214,10 @@ static void place_engine_root(struct hezo_json *spec, const char *root)
 	}
 	snprintf(env_docker, sizeof(env_docker), "%s/var/lib/docker", root);
 	snprintf(env_podman, sizeof(env_podman), "%s/var/lib/containers/storage", root);
+	/* Each capture is its engine's own create: the shim finds its bundle an engine's. */
 	test_env = (struct hezo_apply_env){.id = env_id,
 					   .bundle = env_bundle,
+					   .engine_bundle = true,
 					   .ns_owner = owner_nobody,
 					   .docker_root = env_docker,
 					   .podman_root = env_podman};

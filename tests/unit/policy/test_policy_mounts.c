@@ -435,7 +435,11 @@ static void test_engine_files(void **state)
 	_cleanup_free_ char *cri_shm =
 		place(f->root, "run/containerd/io.containerd.grpc.v1.cri/sandboxes/" ID_A "/shm/");
 	_cleanup_free_ char *docker_root = NULL, *a_dir = NULL, *want = NULL, *above = NULL;
-	struct hezo_apply_env env_a = {.id = ID_A};
+	_cleanup_free_ char *raw = NULL, *raw_rootfs = NULL;
+	/* The shim's word for an engine's own create of A (its task or userdata bundle). */
+	struct hezo_apply_env env_a = {.id = ID_A, .engine_bundle = true};
+	/* A create under A's ID whose bundle is no engine's: A may be stopped (pass 5, F7). */
+	struct hezo_apply_env env_raw = {.id = ID_A};
 	struct owners owners = {0};
 	struct hezo_apply_env env_c = {
 		.id = "cccc3333", .ns_owner = fake_ns_owner, .data = &owners};
@@ -463,6 +467,21 @@ static void test_engine_files(void **state)
 	ENGINE(&env_a, "/dev/shm", pod_shm, NULL);
 	ENGINE(&env_a, "/etc/hosts", cri_hosts, NULL);
 	ENGINE(&env_a, "/dev/shm", cri_shm, NULL);
+	/* A stopped container's files go to no create under its ID but its engine's own. */
+	raw_rootfs = place(f->root, "raw/rootfs/");
+	assert_true(asprintf(&raw, "%s/raw", f->root) > 0);
+	env_raw.bundle = raw;
+	assert_true(asprintf(&want,
+			     "mounts[0] (/etc/hosts): bind source is container " ID_A
+			     "'s file for /etc/hosts, and this bundle (%s) is not an engine's own "
+			     "bundle for " ID_A,
+			     raw) > 0);
+	ENGINE(&env_raw, "/etc/hosts", a_hosts, want);
+	free(want);
+	want = NULL;
+	ENGINE(&env_raw, "/etc/resolv.conf", a_resolv, "is not an engine's own bundle for " ID_A);
+	ENGINE(&env_raw, "/dev/shm", pod_shm, "is not an engine's own bundle for " ID_A);
+	ENGINE(&env_raw, "/etc/hosts", cri_hosts, "is not an engine's own bundle for " ID_A);
 	/* (/run is a policy tmpfs by default; .containerenv is judged where it is kept.) */
 	{
 		_cleanup_policy_ struct hezo_policy *norun = NULL;
@@ -576,7 +595,10 @@ static void test_engine_files(void **state)
 	join(spec, f, "net,ipc,uts");
 	add(spec, "/etc/hosts", "bind", a_hosts, "rbind");
 	expect_ok(p, spec,
-		  &(struct hezo_apply_env){.id = ID_A, .ns_owner = fake_ns_owner, .data = &owners});
+		  &(struct hezo_apply_env){.id = ID_A,
+					   .ns_owner = fake_ns_owner,
+					   .data = &owners,
+					   .engine_bundle = true});
 	hezo_json_free(spec);
 	/* uts owner hands hostname (a CRI pod's sandbox), not hosts. */
 	owners = (struct owners){.uts = ID_B};

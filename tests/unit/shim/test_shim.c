@@ -1866,6 +1866,51 @@ static void write_text(const char *path, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
+/* podanchor.c: an engine's own task bundle for an ID, as containerd and CRI-O lay them out. */
+static void test_engine_task_bundle(void **state)
+{
+	char dir[] = "/tmp/hezo-taskb-XXXXXX", ctrd[PATH_MAX], crio[PATH_MAX], link[PATH_MAX];
+	char b[PATH_MAX * 2], want[PATH_MAX * 2], parent[PATH_MAX], cmd[PATH_MAX + 16];
+	const char *roots[3] = {ctrd, link, NULL};
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(ctrd, sizeof(ctrd), "%s/ctrd", dir);
+	snprintf(crio, sizeof(crio), "%s/crio", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	assert_int_equal(mkdir(ctrd, 0700), 0);
+	assert_int_equal(mkdir(crio, 0700), 0);
+	assert_int_equal(symlink(crio, link), 0);
+
+	snprintf(b, sizeof(b), "%s/io.containerd.runtime.v2.task/k8s.io/abc", ctrd);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), 0);
+	snprintf(want, sizeof(want), "%s/io.containerd.runtime.v2.task/k8s.io", ctrd);
+	assert_string_equal(parent, want);
+	/* Another ID's task, a task without its namespace, or below one more directory. */
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abd", parent), -1);
+	snprintf(b, sizeof(b), "%s/io.containerd.runtime.v2.task/abc", ctrd);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), -1);
+	snprintf(b, sizeof(b), "%s/io.containerd.runtime.v2.task/k8s.io/x/abc", ctrd);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), -1);
+	/* CRI-O's userdata under a root named through a symlink: compared as resolved. */
+	snprintf(b, sizeof(b), "%s/overlay-containers/abc/userdata", crio);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), 1);
+	snprintf(want, sizeof(want), "%s/overlay-containers", crio);
+	assert_string_equal(parent, want);
+	snprintf(b, sizeof(b), "%s/overlay-containers/abc", crio);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), -1);
+	/* The same shapes outside every engine root, and IDs that are no name. */
+	snprintf(b, sizeof(b), "%s/io.containerd.runtime.v2.task/k8s.io/abc", dir);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), -1);
+	snprintf(b, sizeof(b), "%s/overlay-containers/abc/userdata", dir);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "abc", parent), -1);
+	snprintf(b, sizeof(b), "%s/io.containerd.runtime.v2.task/k8s.io/..", ctrd);
+	assert_int_equal(shim_engine_task_bundle(roots, b, "..", parent), -1);
+	assert_int_equal(shim_engine_task_bundle(roots, NULL, "abc", parent), -1);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* alive.c: runc's and runsc's state files, by pid, start time and (when asked) cgroup. */
 static void test_alive(void **state)
 {
@@ -2017,6 +2062,7 @@ int main(void)
 		cmocka_unit_test(test_prepare_exec),
 		cmocka_unit_test(test_runsc_seccomp_enosys),
 		cmocka_unit_test(test_backend_runsc_aliases),
+		cmocka_unit_test(test_engine_task_bundle),
 		cmocka_unit_test(test_alive),
 		cmocka_unit_test(test_tidy_execs),
 	};
