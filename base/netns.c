@@ -25,6 +25,12 @@ static long proc_id(const char *name)
  * leader (setns from one thread). 1 when fn stopped the scan (its value in *stop), 0 when done,
  * -errno when the live process's task list could not be read.
  */
+/* What an openat or fstatat below /proc answers for a task that has gone or is not ours. */
+static bool gone(int e)
+{
+	return e == ENOENT || e == ESRCH || e == EACCES;
+}
+
 static int scan_tasks(int procfd, long pid, const char *kind, const struct stat *ns,
 		      int (*fn)(pid_t pid, pid_t tid, void *data), void *data, int *stop)
 {
@@ -35,8 +41,10 @@ static int scan_tasks(int procfd, long pid, const char *kind, const struct stat 
 
 	snprintf(path, sizeof(path), "%ld/task", pid);
 	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Gone meanwhile, or not ours to list (this machine's PID 1); anything else (out of
+	 * descriptors or memory) would make a process look absent, so it fails the scan. */
 	if (fd < 0)
-		return 0; /* gone meanwhile, or not ours to list */
+		return gone(errno) ? 0 : -errno;
 	d = fdopendir(fd);
 	if (!d) {
 		int e = errno;
@@ -52,8 +60,14 @@ static int scan_tasks(int procfd, long pid, const char *kind, const struct stat 
 			continue;
 		snprintf(path, sizeof(path), "%ld/ns/%s", tid, kind);
 		/* Gone meanwhile, or not ours to inspect (this machine's PID 1): skipped. */
-		if (fstatat(dirfd(d), path, &st, 0) < 0)
-			continue;
+		if (fstatat(dirfd(d), path, &st, 0) < 0) {
+			int e = errno;
+
+			if (gone(e))
+				continue;
+			closedir(d);
+			return -e;
+		}
 		if (st.st_dev == ns->st_dev && st.st_ino == ns->st_ino) {
 			*stop = fn((pid_t)pid, (pid_t)tid, data);
 			if (*stop != 0) {

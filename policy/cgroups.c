@@ -203,6 +203,26 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
  * systemd scopes docker-<id>.scope, libpod-<id>.scope, cri-containerd-<id>.scope,
  * crio-<id>.scope. A name merely containing the ID ("docker" for ID "docker") is not one.
  */
+/*
+ * A systemd unit's name: systemd puts a unit's processes in the cgroup of that name (a service
+ * started later lands in /system.slice/X.service), so a container named so would count them as
+ * its own. Engines name theirs PREFIX-ID.scope, checked below.
+ */
+static bool unit_named(const char *name)
+{
+	static const char *const units[] = {".service", ".socket", ".scope",	".slice",
+					    ".mount",	".target", ".timer",	".path",
+					    ".swap",	".device", ".automount"};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(units); i++) {
+		size_t un = strlen(units[i]);
+		if (n > un && strcmp(name + n - un, units[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool cgroup_name_is_id(const char *name, const char *id)
 {
 	static const char *const scopes[] = {"docker-", "libpod-", "cri-containerd-", "crio-"};
@@ -211,9 +231,9 @@ static bool cgroup_name_is_id(const char *name, const char *id)
 	if (!idn)
 		return false;
 	if (strcmp(name, id) == 0)
-		return true;
+		return !unit_named(name);
 	if (strncmp(name, "libpod-", 7) == 0 && strcmp(name + 7, id) == 0)
-		return true;
+		return !unit_named(name);
 	if (n < 6 || strcmp(name + n - 6, ".scope") != 0)
 		return false;
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(scopes); i++) {
@@ -256,7 +276,8 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 			err, EPERM,
 			"linux.cgroupsPath %s: the cgroup's name is not the container's "
 			"ID in an engine's form (ID, libpod-ID, docker-ID.scope, "
-			"libpod-ID.scope, cri-containerd-ID.scope, crio-ID.scope)",
+			"libpod-ID.scope, cri-containerd-ID.scope, crio-ID.scope; never a "
+			"systemd unit's name such as X.service)",
 			q);
 	{
 		char parent[PATH_MAX];

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -290,6 +291,40 @@ static void *unshare_thread(void *arg)
  * A namespace only a thread is in is in use, and the scan names that thread (red team rt12d F4:
  * IPC, network, UTS, cgroup and time namespaces are per thread).
  */
+/*
+ * Out of descriptors while the tasks are listed: the scan fails, it never counts the processes it
+ * could not look at as gone (red team pass 6, F2: EMFILE made a host daemon's netns look empty).
+ */
+static void test_ns_scan_out_of_fds(void **state)
+{
+	pid_t pid = fork();
+	int status;
+
+	(void)state;
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hezo_error *err = NULL;
+		struct rlimit rl;
+		bool used = false;
+		int nsfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), lowest, r;
+
+		lowest = dup(0);
+		if (nsfd < 0 || lowest < 0)
+			_exit(10);
+		close(lowest);
+		/* /proc itself opens at `lowest`; every PID/task after it is EMFILE. */
+		rl.rlim_cur = rl.rlim_max = (rlim_t)lowest + 1;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(11);
+		r = hezo_ns_in_use(nsfd, "net", &used, &err);
+		/* This very process is in the namespace: "unused" would be the fail-open answer. */
+		_exit(r < 0 && err && strstr(err->msg, "Too many open files") ? 0 : used ? 12 : 13);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_ns_thread(void **state)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -496,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_error_prefix),
 		cmocka_unit_test(test_ns_in_use),
 		cmocka_unit_test(test_ns_thread),
+		cmocka_unit_test(test_ns_scan_out_of_fds),
 		cmocka_unit_test(test_error_errno),
 		cmocka_unit_test(test_read_limit),
 		cmocka_unit_test(test_atomic_write),

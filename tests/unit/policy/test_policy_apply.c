@@ -1072,6 +1072,15 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "system.slice:evil:4e55eae8d648",
 		"the cgroup's name is not the container's ID");
 	cg_case(p, id, "system.slice:crio:4e55eae8d648", NULL);
+	/* A unit's name: systemd would put that unit's host processes in it (red team pass 6, F3).
+	 */
+	cg_case(p, "rt12f-svc.service", "/system.slice/rt12f-svc.service",
+		"never a systemd unit's name such as X.service");
+	cg_case(p, "session-1.scope", "/session-1.scope",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, "x.socket", "/libpod_parent/libpod-x.socket",
+		"the cgroup's name is not the container's ID");
+	cg_case(p, "x.service", "system.slice:docker:x.service", NULL);
 	cg_case(p, id, "/docker/docker-4e55eae8d648.scope", NULL);
 	cg_case(p, id, "/", "linux.cgroupsPath \"/\": not a clean absolute path");
 	cg_case(p, id, "/docker/../4e55eae8d648", "not a clean absolute path");
