@@ -405,6 +405,21 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = r ?: build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, err);
 	if (r < 0)
 		return r;
+	/* The namespaces handed by path: a pin it leaves stays this container's while recorded. */
+	if (held.nnss) {
+		struct hezo_json *joined = hezo_json_ensure_array(rec, "joined");
+
+		for (size_t i = 0; joined && i < held.nnss; i++) {
+			struct hezo_json *e = hezo_json_new_object();
+
+			if (!e || hezo_json_append(joined, e) < 0 ||
+			    hezo_json_set(e, "dev", hezo_json_new_uint(held.nss[i].dev)) < 0 ||
+			    hezo_json_set(e, "ino", hezo_json_new_uint(held.nss[i].ino)) < 0)
+				joined = NULL;
+		}
+		if (!joined)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 	/* Names, hosts, files and placeholders: exec puts the placeholders in again. */
 	if (secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "hezo-file.h"
 #include "hezo-netns.h"
@@ -130,8 +131,9 @@ static bool container_alive(const struct hezo_json *rec, const char *id, const c
 	return false;
 }
 
-/* Every record under every --root key: ID and cgroup of each container that has one. */
-static int load_records(const char *state_dir, struct owner_scan *s, struct hezo_error **err)
+/* Every record under every --root key, parsed, to fn until it returns non-zero (returned). */
+static int walk_records(const char *state_dir, int (*fn)(const struct hezo_json *rec, void *data),
+			void *data, struct hezo_error **err)
 {
 	DIR *top = opendir(state_dir);
 	struct dirent *k;
@@ -154,30 +156,42 @@ static int load_records(const char *state_dir, struct owner_scan *s, struct hezo
 			continue;
 		kfd = -1; /* the DIR owns it now */
 		while (r == 0 && (f = readdir(d))) {
-			_cleanup_free_ char *data = NULL;
+			_cleanup_free_ char *text = NULL;
 			_cleanup_json_ struct hezo_json *rec = NULL;
-			const char *id, *cg;
-			char rel[PATH_MAX];
 			size_t len, n = strlen(f->d_name);
 
 			if (f->d_name[0] == '.' || n < 6 || strcmp(f->d_name + n - 5, ".json") != 0)
 				continue;
-			if (hezo_read_file_at(dirfd(d), f->d_name, OWNER_FILE_MAX, &data, &len,
+			if (hezo_read_file_at(dirfd(d), f->d_name, OWNER_FILE_MAX, &text, &len,
 					      NULL) < 0 ||
-			    hezo_json_parse(data, len, &rec, NULL) < 0)
+			    hezo_json_parse(text, len, &rec, NULL) < 0)
 				continue;
-			id = hezo_json_string(hezo_json_get(rec, "id"));
-			cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
-			if (!id || !cg || hezo_policy_cgroup_path(cg, rel, sizeof(rel)) < 0 ||
-			    !container_alive(rec, id, rel))
-				continue;
-			if (scan_add(s, id, rel, rec) < 0)
-				r = hezo_error_set(err, ENOMEM, "out of memory");
+			r = fn(rec, data);
 		}
 		closedir(d);
 	}
 	closedir(top);
+	if (r < 0)
+		return hezo_error_set(err, -r, "out of memory");
 	return r;
+}
+
+static int add_live(const struct hezo_json *rec, void *data)
+{
+	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
+	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
+	char rel[PATH_MAX];
+
+	if (!id || !cg || hezo_policy_cgroup_path(cg, rel, sizeof(rel)) < 0 ||
+	    !container_alive(rec, id, rel))
+		return 0;
+	return scan_add(data, id, rel, rec);
+}
+
+/* Every record under every --root key: ID and cgroup of each live container that has one. */
+static int load_records(const char *state_dir, struct owner_scan *s, struct hezo_error **err)
+{
+	return walk_records(state_dir, add_live, s, err);
 }
 
 /* Equal strings, or both absent. */
@@ -225,6 +239,69 @@ static int visit(pid_t pid, pid_t tid, void *data)
 	s->foreign = pid;
 	s->foreign_tid = tid;
 	return 1;
+}
+
+/*
+ * A namespace that no task is in, named by a record's "joined" list (the namespaces a container
+ * was handed by path, by device and inode): a pin another project's container used and left
+ * (stopped, not deleted) is still that container's. Stops at the first record naming it.
+ */
+struct pin_query {
+	const struct shim_owner_query *q;
+	uint64_t dev, ino;
+	struct owner_scan found; /* the record naming it, in found.v[0] */
+};
+
+static int pin_of(const struct hezo_json *rec, void *data)
+{
+	struct pin_query *pq = data;
+	const struct hezo_json *j = hezo_json_get_type(rec, "joined", HEZO_JSON_ARRAY);
+	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
+
+	HEZO_JSON_FOREACH (i, j) {
+		uint64_t dev, ino;
+
+		if (!id || hezo_json_get_uint64(hezo_json_get(j->items[i], "dev"), &dev) < 0 ||
+		    hezo_json_get_uint64(hezo_json_get(j->items[i], "ino"), &ino) < 0 ||
+		    dev != pq->dev || ino != pq->ino)
+			continue;
+		return scan_add(&pq->found, id, "", rec) < 0 ? -ENOMEM : 1;
+	}
+	return 0;
+}
+
+static int pinned_owner(const struct shim_owner_query *q, int fd, char **owner,
+			struct hezo_error **err)
+{
+	struct pin_query pq = {.q = q};
+	const struct cgroup_owner *o;
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "namespace");
+	pq.dev = (uint64_t)st.st_dev;
+	pq.ino = (uint64_t)st.st_ino;
+	r = walk_records(q->ctx->state_dir, pin_of, &pq, err);
+	if (r <= 0) {
+		scan_done(&pq.found);
+		return r;
+	}
+	o = &pq.found.v[0];
+	if (!same_box(q, o))
+		r = hezo_error_set(
+			err, EPERM,
+			"no process is in it, but container %s of project %s%s was "
+			"handed it and is still recorded; this container's project is %s",
+			o->id, o->project ?: "(none)",
+			same(q->project, o->project) ? " (another pod)" : "",
+			q->project ?: "(none)");
+	else if (!(*owner = strdup(o->id)))
+		r = hezo_error_set(err, ENOMEM, "out of memory");
+	else
+		r = 0;
+	scan_done(&pq.found);
+	return r;
 }
 
 int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
@@ -280,7 +357,7 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		}
 	}
 	scan_done(&s);
-	return 0;
+	return *owner ? 0 : pinned_owner(q, fd, owner, err);
 }
 
 /*

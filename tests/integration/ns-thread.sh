@@ -134,6 +134,44 @@ mkdir -p "$CRI_LIKE" && touch "$CRI_LIKE/cni-hezo" && unshare --net="$CRI_LIKE/c
 attempt crilike '["true"]' "$(setns_filter network "$CRI_LIKE/cni-hezo")"
 refused "CRI look-alike" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $CRI_LIKE/cni-hezo: no process is in this namespace, and it is not where an engine pins"
 
+# --- a pin another project's container was handed and left (red team pass 6, F1) ------------------
+# CNI, podman and CRI-O leave a pod's pinned netns in place while its containers are stopped; the
+# pin stays the stopped container's project's for as long as the shim records that container.
+PIN=hezo-test-nsthread-pin-$(hezo_rand)
+ip netns add "$PIN" || bail_out "cannot create $PIN"
+tap_cleanup "ip netns del '$PIN'"
+PROJ=$WORK/projects
+mkdir -p "$PROJ" && echo '{}' >"$PROJ/alpha.json" && echo '{}' >"$PROJ/beta.json"
+jq --arg d "$PROJ" '.projectsDir = $d' "$HEZO_TEST_POLICY" >"$WORK/policy-projects.json" ||
+	bail_out "cannot write the projects policy"
+# pin_create NAME PROJECT: create (and start) a container of PROJECT handed the pin; rc in RC.
+pin_create()
+{
+	new_id "$1"
+	hezo_make_bundle "$WORK/$1" "$ID" '["true"]' "$(setns_filter network "/run/netns/$PIN")" ||
+		bail_out "cannot make bundle $1"
+	HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --hezo-project "$2" --root "$ROOT" \
+		create -b "$WORK/$1" "$ID" >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null && RC=0 || RC=$?
+	ERR=$(cat "$WORK/$1.err")
+	OUT=""
+}
+pin_create pinalpha alpha
+ALPHA=$ID
+expect_eq "$RC" 0 "[pin] a container of project alpha is handed the empty pin" || diag "$ERR"
+hezo_shim --root "$ROOT" start "$ALPHA" >/dev/null 2>&1
+for ((i = 0; i < 50; i++)); do
+	[ "$(hezo_backend --root "$ROOT" state "$ALPHA" 2>/dev/null | jq -r .status)" = stopped ] && break
+	sleep 0.1
+done
+pin_create pinbeta beta
+refused "pin" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$PIN: no process is in it, but container $ALPHA of project alpha was handed it and is still recorded; this container's project is beta\$"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[pin] no container of beta's was made"
+hezo_bundle_cleanup "$ROOT" "$ID"
+pin_create pinalpha2 alpha
+expect_eq "$RC" 0 "[pin] a second container of alpha is handed alpha's pin" || diag "$ERR"
+hezo_bundle_cleanup "$ROOT" "$ID"
+hezo_bundle_cleanup "$ROOT" "$ALPHA"
+
 # --- a namespace of another kind than the entry's type -------------------------------------------
 touch "/run/netns/$KIND_NS" && tap_cleanup "rm -f '/run/netns/$KIND_NS'" &&
 	unshare --ipc="/run/netns/$KIND_NS" true && tap_cleanup "umount '/run/netns/$KIND_NS'" ||
