@@ -378,7 +378,10 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 				else
 					r = check_ns_owner(p, env, i, type, ns_kinds[k].proc, path,
 							   held, err);
-				if (r == 0 && !host)
+				/* The host's too: runc would open /proc/PID/ns/KIND again, after
+				 * PID may have died and its pid gone to a process in another
+				 * namespace. */
+				if (r == 0)
 					r = hold_ns(env, path, &nsfd, &a, err);
 				if (r < 0)
 					return r;

@@ -230,6 +230,23 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		"[netns resolved] the container is in the link's target"
 	hezo_bundle_cleanup "$ROOT" "$ID"
 	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+	# The host's namespace by path is held too (red team pass 6, F6): where allowHost admits it
+	# (here IPC), runc is not handed /proc/PID/ns/KIND to open again after a pid reuse.
+	jq '.namespaces.allowHost = ["ipc"]' "$HEZO_TEST_POLICY" >"$WORK/policy-hostipc.json" ||
+		bail_out "cannot write the host-IPC policy"
+	new_id hostipc
+	hezo_make_bundle "$WORK/hostipc" "$ID" '["true"]' \
+		'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$$"'/ns/ipc" else . end)' ||
+		bail_out "cannot make bundle"
+	HEZO_TEST_POLICY=$WORK/policy-hostipc.json hezo_shim --root "$ROOT" create -b "$WORK/hostipc" \
+		--pid-file "$WORK/hostipc.pid" "$ID" >/dev/null 2>"$WORK/hostipc.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[host ipc held] create exits 0" || diag "stderr: $(cat "$WORK/hostipc.err")"
+	expect_match "$(jq -r '.linux.namespaces[] | select(.type == "ipc") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
+		"^$(priv_bundle "$ID")/mnt/ns-[0-9]+\$" "[host ipc held] the backend is handed the host's IPC namespace held, not /proc/PID/ns/ipc"
+	expect_eq "$(stat -L -c %i "/proc/$(cat "$WORK/hostipc.pid" 2>/dev/null)/ns/ipc" 2>&1)" "$(stat -L -c %i /proc/$$/ns/ipc)" \
+		"[host ipc held] the container is in the host's IPC namespace, as allowHost says"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 	kill "$FPID" 2>/dev/null
 else
 	skip "[swap netns] a container never joined the namespace the link was repointed to" \
