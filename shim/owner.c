@@ -49,7 +49,8 @@ struct cgroup_owner {
 	char *project;
 	char *type; /* CRI's container-type: "sandbox", "container" or NULL */
 	char *bundle;
-	char *root; /* the backend's --root it was made under, NULL: the default */
+	char *root;    /* the backend's --root it was made under, NULL: the default */
+	char *backend; /* "runc", "runsc", ... */
 	char *pod[POD_KEYS];
 };
 
@@ -57,10 +58,11 @@ struct owner_scan {
 	const struct shim_owner_query *q;
 	struct cgroup_owner *v;
 	size_t n;
-	const char *owner;		 /* the first container found in the namespace */
-	pid_t foreign;			 /* a process in it that is no container's */
-	pid_t foreign_tid;		 /* its task in it: foreign, or one of its threads */
-	const struct cgroup_owner *away; /* a container of another project or pod in it */
+	const char *owner;		      /* the first container found in the namespace */
+	const struct cgroup_owner *owner_rec; /* its record */
+	pid_t foreign;			      /* a process in it that is no container's */
+	pid_t foreign_tid;		      /* its task in it: foreign, or one of its threads */
+	const struct cgroup_owner *away;      /* a container of another project or pod in it */
 };
 
 static void owner_done(struct cgroup_owner *o)
@@ -71,6 +73,7 @@ static void owner_done(struct cgroup_owner *o)
 	free(o->type);
 	free(o->bundle);
 	free(o->root);
+	free(o->backend);
 	for (size_t k = 0; k < POD_KEYS; k++)
 		free(o->pod[k]);
 }
@@ -97,7 +100,8 @@ static int scan_add(struct owner_scan *s, const char *id, const char *cgroup,
 		  dup_or_null(hezo_json_string(hezo_json_get(rec, "project")), &o.project) &&
 		  dup_or_null(hezo_json_string(hezo_json_get(ann, CONTAINER_TYPE)), &o.type) &&
 		  dup_or_null(hezo_json_string(hezo_json_get(rec, "bundle")), &o.bundle) &&
-		  dup_or_null(hezo_json_string(hezo_json_get(rec, "root")), &o.root);
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "root")), &o.root) &&
+		  dup_or_null(hezo_json_string(hezo_json_get(rec, "backend")), &o.backend);
 
 	for (size_t k = 0; ok && k < POD_KEYS; k++)
 		ok = dup_or_null(hezo_json_string(hezo_json_get(ann, pod_keys[k])), &o.pod[k]);
@@ -231,8 +235,10 @@ static int visit(pid_t pid, pid_t tid, void *data)
 				s->away = &s->v[i];
 				return 1;
 			}
-			if (!s->owner)
+			if (!s->owner) {
 				s->owner = s->v[i].id;
+				s->owner_rec = &s->v[i];
+			}
 			return 0;
 		}
 	}
@@ -346,6 +352,22 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 			same(q->project, s.away->project) ? " and another pod" : "",
 			q->project ?: "(none)",
 			same(q->project, s.away->project) ? "" : " (see docs/policy.md)");
+		scan_done(&s);
+		return r;
+	}
+	/*
+	 * Under runsc the sandbox's host processes (sentry, gofer) sit in the container's cgroup;
+	 * only its network namespace is the workload's. Its pid, IPC, UTS, mount namespaces on
+	 * the host are runsc's own (the gofer's holds a procfs of the host's pids): a runc box is
+	 * not put in them (a runsc joiner reads only the network path; the Sentry keeps the rest).
+	 */
+	if (s.owner && strcmp(kind, "net") != 0 && s.owner_rec->backend &&
+	    strcmp(s.owner_rec->backend, "runsc") == 0 && q->policy &&
+	    hezo_policy_backend(q->policy) != HEZO_BACKEND_RUNSC) {
+		r = hezo_error_set(err, EPERM,
+				   "it is runsc's own %s namespace for container %s on the host "
+				   "(only a runsc container's network namespace is the workload's)",
+				   kind, s.owner);
 		scan_done(&s);
 		return r;
 	}

@@ -172,6 +172,36 @@ expect_eq "$RC" 0 "[pin] a second container of alpha is handed alpha's pin" || d
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_bundle_cleanup "$ROOT" "$ALPHA"
 
+# --- a runc box in a runsc container's host-side namespace (red team pass 6, F4) ------------------
+# The sandbox's host processes (sentry, gofer) sit in the container's cgroup; their pid namespace
+# holds a procfs of the host's pids and is runsc's own, never the workload's.
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	new_id gofer
+	GOFER=$ID
+	hezo_make_bundle "$WORK/gofer" "$GOFER" '["sleep", "600"]' || bail_out "cannot make bundle gofer"
+	hezo_shim --root "$ROOT" create -b "$WORK/gofer" "$GOFER" >/dev/null 2>"$WORK/gofer.err" </dev/null ||
+		bail_out "cannot create the runsc container: $(cat "$WORK/gofer.err")"
+	GPID=
+	for p in $(cat "/sys/fs/cgroup/pids/hezo-test/$GOFER/cgroup.procs" 2>/dev/null); do
+		[ "$(ino "/proc/$p/ns/pid")" != "$(ino /proc/self/ns/pid)" ] && { GPID=$p; break; }
+	done
+	[ -n "$GPID" ] || bail_out "no host-side process of $GOFER in a pid namespace of its own"
+	new_id gofer-join
+	hezo_make_bundle "$WORK/gofer-join" "$ID" '["true"]' \
+		"$(setns_filter pid "/proc/$GPID/ns/pid") | .annotations[\"org.hezo.backend\"] = \"runc\"" ||
+		bail_out "cannot make bundle gofer-join"
+	hezo_shim --root "$ROOT" run -b "$WORK/gofer-join" "$ID" >"$WORK/gofer-join.out" 2>"$WORK/gofer-join.err" \
+		</dev/null && RC=0 || RC=$?
+	OUT=$(cat "$WORK/gofer-join.out")
+	ERR=$(cat "$WORK/gofer-join.err")
+	refused "runsc host-side pid" "linux\\.namespaces\\[[0-9]+\\] \\(pid\\): path /proc/$GPID/ns/pid: it is runsc's own pid namespace for container $GOFER on the host \\(only a runsc container's network namespace is the workload's\\)\$"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	hezo_bundle_cleanup "$ROOT" "$GOFER"
+else
+	skip "[runsc host-side pid] refused (non-zero exit)" "a runsc container's host side: the runsc run"
+	skip "[runsc host-side pid] one line naming the field and why" "a runsc container's host side: the runsc run"
+fi
+
 # --- a namespace of another kind than the entry's type -------------------------------------------
 touch "/run/netns/$KIND_NS" && tap_cleanup "rm -f '/run/netns/$KIND_NS'" &&
 	unshare --ipc="/run/netns/$KIND_NS" true && tap_cleanup "umount '/run/netns/$KIND_NS'" ||
