@@ -201,14 +201,16 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error
 /*
  * runc's nsexec reads _LIBCONTAINER_* (the handshake with its own init) on every start, before
  * its command line: the caller's would make the backend act on descriptors and data of the
- * caller's choosing. The shim uses none of them.
+ * caller's choosing. runc's create and run hand the box systemd's LISTEN_FDS descriptors (see
+ * fds.c). The shim uses none of them.
  */
 static void scrub_backend_env(void)
 {
 	for (size_t i = 0; environ[i];) {
 		_cleanup_free_ char *name = NULL;
 
-		if (strncmp(environ[i], "_LIBCONTAINER_", 14) != 0) {
+		if (strncmp(environ[i], "_LIBCONTAINER_", 14) != 0 &&
+		    strncmp(environ[i], "LISTEN_", 7) != 0) {
 			i++;
 			continue;
 		}

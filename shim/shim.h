@@ -47,8 +47,8 @@ struct shim_verb {
 int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, struct shim_verb *v,
 		   struct hezo_error **err);
 void shim_verb_done(struct shim_verb *v);
-/* fds.c: --preserve-fds (and, with listen_fds, LISTEN_FDS) hands on only pipes. */
-int shim_check_preserved_fds(const struct shim_args *a, bool listen_fds, struct hezo_error **err);
+/* fds.c: --preserve-fds other than 0 is refused (the caller's descriptors are not handed on). */
+int shim_check_preserved_fds(const struct shim_args *a, struct hezo_error **err);
 #define _cleanup_verb_ _cleanup_(shim_verb_done)
 
 /* log.c: one line per call, one write(); to --log when given, else stderr. */

@@ -30,12 +30,8 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 				      name, v->args.npos);
 	if (rules & SHIM_VERB_ID)
 		r = shim_validate_id(v->id, err);
-	/* create, run and exec: what the caller hands on by descriptor (runc's create and run
-	 * also pass LISTEN_FDS's). */
-	return r
-		       ?: shim_check_preserved_fds(
-				  &v->args, strcmp(name, "create") == 0 || strcmp(name, "run") == 0,
-				  err);
+	/* create, run and exec: nothing of the caller's is handed on by descriptor. */
+	return r ?: shim_check_preserved_fds(&v->args, err);
 }
 
 void shim_verb_done(struct shim_verb *v)
