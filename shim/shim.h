@@ -49,6 +49,8 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 void shim_verb_done(struct shim_verb *v);
 /* fds.c: --preserve-fds other than 0 is refused (the caller's descriptors are not handed on). */
 int shim_check_preserved_fds(const struct shim_args *a, struct hezo_error **err);
+/* fds.c: stdio the box would inherit (create, run -d, exec -d) is no directory or host socket. */
+int shim_check_stdio(struct hezo_error **err);
 #define _cleanup_verb_ _cleanup_(shim_verb_done)
 
 /* log.c: one line per call, one write(); to --log when given, else stderr. */

@@ -31,7 +31,11 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 	if (rules & SHIM_VERB_ID)
 		r = shim_validate_id(v->id, err);
 	/* create, run and exec: nothing of the caller's is handed on by descriptor. */
-	return r ?: shim_check_preserved_fds(&v->args, err);
+	r = r ?: shim_check_preserved_fds(&v->args, err);
+	if (r == 0 &&
+	    (strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0))
+		r = shim_check_stdio(err);
+	return r;
 }
 
 void shim_verb_done(struct shim_verb *v)

@@ -337,6 +337,29 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 else
 	skip "[pfd-listen] LISTEN_FDS's descriptor is not handed to the box" "runsc reads no LISTEN_FDS"
 fi
+# runc hands the caller's stdio to the box as it is for create, run -d and exec -d: a directory
+# there opens the host's tree, a network socket stays in the caller's namespace (pass 7, F4).
+# stdio_case NAME SETUP WANT: run `create` with stdio set up by SETUP (bash redirections).
+stdio_case()
+{
+	local name=$1 setup=$2 want=$3 id=hezo-bad-stdio-$1-$(hezo_rand) rc
+	fresh_bundle "stdio-$name"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
+	HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
+		timeout 60 bash -c "$setup"' exec "$0" --root "$1" create -b "$2" "$3"' \
+		"$HEZO_SHIM_BIN" "$ROOT" "$B" "$id" 2>"$WORK/stdio-$name.err" && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[stdio $name] create is refused"
+	expect_eq "$(cat "$WORK/stdio-$name.err")" "hezo-shim: $want" "[stdio $name] one line naming the descriptor"
+	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$id")" 0 "[stdio $name] no container left"
+	hezo_bundle_cleanup "$ROOT" "$id"
+}
+stdio_case dir 'exec 0</ >/dev/null;' \
+	"standard input (fd 0) is a directory, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+stdio_case socket 'exec >/dev/null; exec python3 -c "import os, socket, sys; s = socket.socket(); os.dup2(s.fileno(), 1); os.execvp(sys.argv[1], sys.argv[1:])" "$0" --root "$1" create -b "$2" "$3" </dev/null;' \
+	"standard output (fd 1) is a network socket of the caller's namespace, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+stdio_case closed 'exec 0<&- >/dev/null;' \
+	"standard input (fd 0) is closed, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+
 # runc's nsexec acts on _LIBCONTAINER_* before its command line (`_LIBCONTAINER_INITPIPE=99 runc
 # --version` fails: "could not inform the parent"): the caller's never reach the backend.
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
