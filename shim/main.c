@@ -217,7 +217,8 @@ static void scrub_backend_env(void)
 		name = strndup(environ[i], strcspn(environ[i], "="));
 		/* unsetenv takes it out of environ; if it cannot, nothing may run. */
 		if (!name || unsetenv(name) < 0) {
-			fputs("hezo-shim: cannot clear _LIBCONTAINER_* from the environment\n",
+			fputs("hezo-shim: cannot clear _LIBCONTAINER_* and LISTEN_* from the "
+			      "environment\n",
 			      stderr);
 			exit(1);
 		}
