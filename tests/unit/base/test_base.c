@@ -308,7 +308,7 @@ static void test_ns_scan_out_of_fds(void **state)
 		bool used = false;
 		int nsfd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), lowest, r;
 
-		lowest = dup(0);
+		lowest = nsfd >= 0 ? fcntl(nsfd, F_DUPFD_CLOEXEC, 0) : -1;
 		if (nsfd < 0 || lowest < 0)
 			_exit(10);
 		close(lowest);
