@@ -235,7 +235,10 @@ static int visit(pid_t pid, pid_t tid, void *data)
 				s->away = &s->v[i];
 				return 1;
 			}
-			if (!s->owner) {
+			/* A pod's sandbox owns its namespaces (and its engine files), whichever of
+			 * the pod's processes /proc lists first (pids wrap). */
+			if (!s->owner || (!same(s->owner_rec->type, "sandbox") &&
+					  same(s->v[i].type, "sandbox"))) {
 				s->owner = s->v[i].id;
 				s->owner_rec = &s->v[i];
 			}
