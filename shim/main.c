@@ -27,9 +27,9 @@ static const struct {
 	verb_fn fn;
 	unsigned rules; /* the opening's (shim_verb_open) */
 } handlers[] = {
-	{"create", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
-	{"run", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID},
-	{"exec", shim_cmd_exec, POLICED},
+	{"create", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDIO},
+	{"run", shim_cmd_create, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDIO},
+	{"exec", shim_cmd_exec, POLICED | SHIM_VERB_STDIO},
 	/* containerd shows update's stderr, not its --log. */
 	{"update", shim_cmd_update, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDERR},
 	{"delete", shim_cmd_delete, POLICED | SHIM_VERB_NO_ID_PASSES},

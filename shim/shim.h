@@ -43,6 +43,7 @@ struct shim_verb {
 #define SHIM_VERB_ONE_ID       (1u << 2) /* exactly one positional */
 #define SHIM_VERB_ID	       (1u << 3) /* the ID is checked: missing or bad is an error */
 #define SHIM_VERB_STDERR       (1u << 4) /* failures on stderr too (ctx->fail_stderr) */
+#define SHIM_VERB_STDIO	       (1u << 5) /* the box may inherit stdio: checked (fds.c) */
 /* 0: run the verb; 1: hand the call to shim_cmd_passthrough untouched; -errno and err. */
 int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, struct shim_verb *v,
 		   struct hezo_error **err);

@@ -32,8 +32,7 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 		r = shim_validate_id(v->id, err);
 	/* create, run and exec: nothing of the caller's is handed on by descriptor. */
 	r = r ?: shim_check_preserved_fds(&v->args, err);
-	if (r == 0 &&
-	    (strcmp(name, "create") == 0 || strcmp(name, "run") == 0 || strcmp(name, "exec") == 0))
+	if (r == 0 && (rules & SHIM_VERB_STDIO))
 		r = shim_check_stdio(err);
 	return r;
 }
