@@ -37,17 +37,26 @@ static const struct {
 
 /*
  * Where engines pin the namespaces they make for a container before its first process is in
- * them: ip-netns's directories (containerd CRI's cni-*, podman's netns-*, CRI-O's), CRI-O's pinns
- * directories, and containerd CRI's netns_mounts_under_state_dir (below an engine root, as
- * ENGINE_ROOT/io.containerd.grpc.v1.cri/netns). A namespace nobody is in anywhere else is a
- * host's pin (hezo-proxyd's, an admin's) and is not this container's to join.
+ * them, and the names they give the pins: ip-netns's directories (containerd CRI's
+ * cni-UUID, podman's netns-UUID, CRI-O's bare UUID), CRI-O's pinns directories (a bare UUID),
+ * and containerd CRI's netns_mounts_under_state_dir (below an engine root, as
+ * ENGINE_ROOT/io.containerd.grpc.v1.cri/netns/cni-UUID). UUID is 8-4-4-4-12 lowercase hex
+ * digits, as Go's %x of 16 random bytes gives them. A namespace nobody is in anywhere else, or
+ * under another name (an admin's `ip netns add vpn`), is a host's pin and not a container's.
  */
+enum pin_names {
+	PIN_ANY_ENGINE = 1, /* cni-UUID, netns-UUID or UUID */
+	PIN_UUID,	    /* UUID */
+	PIN_CNI,	    /* cni-UUID */
+};
 static const struct {
 	const char *proc;
 	const char *dir;
+	enum pin_names names;
 } ns_pin_dirs[] = {
-	{"net", "/run/netns"},	   {"net", "/var/run/netns"},	{"ipc", "/var/run/ipcns"},
-	{"uts", "/var/run/utsns"}, {"user", "/var/run/userns"},
+	{"net", "/run/netns", PIN_ANY_ENGINE}, {"net", "/var/run/netns", PIN_ANY_ENGINE},
+	{"ipc", "/var/run/ipcns", PIN_UUID},   {"uts", "/var/run/utsns", PIN_UUID},
+	{"user", "/var/run/userns", PIN_UUID},
 };
 #define CRI_NETNS_DIR "io.containerd.grpc.v1.cri/netns"
 
@@ -163,34 +172,61 @@ static bool directly_in(const char *path, const char *dir)
 	return strlen(real) == (size_t)(slash - path) && strncmp(path, real, strlen(real)) == 0;
 }
 
+/* 8-4-4-4-12 lowercase hex digits, the whole of s. */
+static bool uuid_shaped(const char *s)
+{
+	for (size_t i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? s[i] != '-'
+			 : !(isdigit((unsigned char)s[i]) || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	}
+	return s[36] == '\0';
+}
+
+/* Is the last component of path a name engines give the pins in a directory of kind names? */
+static bool pin_named(const char *path, enum pin_names names)
+{
+	const char *base = strrchr(path, '/') + 1;
+
+	if (uuid_shaped(base))
+		return names != PIN_CNI;
+	if (strncmp(base, "cni-", 4) == 0 && uuid_shaped(base + 4))
+		return names != PIN_UUID;
+	return names == PIN_ANY_ENGINE && strncmp(base, "netns-", 6) == 0 && uuid_shaped(base + 6);
+}
+
 /* Is path (resolved) a namespace of /proc kind kind that an engine pinned for a container? */
 static bool engine_pin(const struct hezo_policy *p, const char *kind, const char *path)
 {
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ns_pin_dirs); i++)
 		if (strcmp(kind, ns_pin_dirs[i].proc) == 0 && directly_in(path, ns_pin_dirs[i].dir))
-			return true;
+			return pin_named(path, ns_pin_dirs[i].names);
 	for (size_t i = 0; strcmp(kind, "net") == 0 && i < p->engine_roots.n; i++) {
 		_cleanup_free_ char *dir = NULL;
 
 		if (asprintf(&dir, "%s/%s", p->engine_roots.v[i], CRI_NETNS_DIR) < 0)
 			return false;
 		if (directly_in(path, dir))
-			return true;
+			return pin_named(path, PIN_CNI);
 	}
 	return false;
 }
 
-/* The pin directories of kind, for the error that names them. */
+/* The pin directories of kind and the names in them, for the error that names them. */
 static const char *pin_dirs_shown(const char *kind)
 {
 	if (strcmp(kind, "net") == 0)
-		return "/run/netns, /var/run/netns, an engine root's " CRI_NETNS_DIR;
+		return "cni-UUID, netns-UUID or UUID in /run/netns or /var/run/netns, cni-UUID in "
+		       "an "
+		       "engine root's " CRI_NETNS_DIR;
 	if (strcmp(kind, "ipc") == 0)
-		return "/var/run/ipcns";
+		return "UUID in /var/run/ipcns";
 	if (strcmp(kind, "uts") == 0)
-		return "/var/run/utsns";
+		return "UUID in /var/run/utsns";
 	if (strcmp(kind, "user") == 0)
-		return "/var/run/userns";
+		return "UUID in /var/run/userns";
 	return "engines pin none of this kind";
 }
 
@@ -226,8 +262,8 @@ static int check_ns_owner(const struct hezo_policy *p, const struct hezo_apply_e
 	if (!owner && !engine_pin(p, kind, path))
 		return hezo_error_set(err, EPERM,
 				      "linux.namespaces[%zu] (%s): path %s: no process is in this "
-				      "namespace, and it is not where an engine pins the one it "
-				      "makes for a container (%s)",
+				      "namespace, and it is not a pin an engine makes for a "
+				      "container (%s)",
 				      i, type, path, pin_dirs_shown(kind));
 	return 0;
 }

@@ -119,25 +119,36 @@ fi
 # --- empty namespaces pinned where no engine pins a container's ----------------------------------
 # As hezo-proxyd's own pins (/run/hezo-proxyd/netns, root 0700): a directory only root may write.
 PINS=$WORK/pins
+NET_PINS="cni-UUID, netns-UUID or UUID in /run/netns or /var/run/netns, cni-UUID in an engine root's io\\.containerd\\.grpc\\.v1\\.cri/netns"
 mkdir -m 0700 "$PINS" || bail_out "cannot make $PINS"
-tap_cleanup "umount '$PINS/net0' '$PINS/ipc0' '$WORK/io.containerd.grpc.v1.cri/netns/cni-hezo'"
+tap_cleanup "umount '$PINS/net0' '$PINS/ipc0'"
 touch "$PINS/net0" "$PINS/ipc0" && unshare --net="$PINS/net0" true && unshare --ipc="$PINS/ipc0" true ||
 	bail_out "cannot pin namespaces in $PINS"
 attempt pinnet '["true"]' "$(setns_filter network "$PINS/net0")"
-refused "pinned net" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $PINS/net0: no process is in this namespace, and it is not where an engine pins the one it makes for a container \\(/run/netns, /var/run/netns, an engine root's io\\.containerd\\.grpc\\.v1\\.cri/netns\\)\$"
+refused "pinned net" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $PINS/net0: no process is in this namespace, and it is not a pin an engine makes for a container \\($NET_PINS\\)\$"
 attempt pinipc '["true"]' "$(setns_filter ipc "$PINS/ipc0")"
-refused "pinned ipc" "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path $PINS/ipc0: no process is in this namespace, and it is not where an engine pins the one it makes for a container \\(/var/run/ipcns\\)\$"
-# containerd's CRI form, but in a directory that is no engine root (mounts.engineRoots).
+refused "pinned ipc" "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path $PINS/ipc0: no process is in this namespace, and it is not a pin an engine makes for a container \\(UUID in /var/run/ipcns\\)\$"
+# containerd's CRI form and name, but in a directory that is no engine root (mounts.engineRoots).
 CRI_LIKE=$WORK/io.containerd.grpc.v1.cri/netns
-mkdir -p "$CRI_LIKE" && touch "$CRI_LIKE/cni-hezo" && unshare --net="$CRI_LIKE/cni-hezo" true ||
+CRI_PIN=cni-$(cat /proc/sys/kernel/random/uuid)
+tap_cleanup "umount '$CRI_LIKE/$CRI_PIN'"
+mkdir -p "$CRI_LIKE" && touch "$CRI_LIKE/$CRI_PIN" && unshare --net="$CRI_LIKE/$CRI_PIN" true ||
 	bail_out "cannot pin a namespace in $CRI_LIKE"
-attempt crilike '["true"]' "$(setns_filter network "$CRI_LIKE/cni-hezo")"
-refused "CRI look-alike" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $CRI_LIKE/cni-hezo: no process is in this namespace, and it is not where an engine pins"
+attempt crilike '["true"]' "$(setns_filter network "$CRI_LIKE/$CRI_PIN")"
+refused "CRI look-alike" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $CRI_LIKE/$CRI_PIN: no process is in this namespace, and it is not a pin an engine makes for a container \\($NET_PINS\\)\$"
+# An admin's own empty pin in ip-netns's directory (`ip netns add vpn`): not a name an engine gives
+# the pins it makes for a container (red team pass 7 left this; the lead's follow-up).
+ADMIN_PIN=hezo-test-admin-pin-$(hezo_rand)
+ip netns add "$ADMIN_PIN" || bail_out "cannot create $ADMIN_PIN"
+tap_cleanup "ip netns del '$ADMIN_PIN'"
+attempt adminpin '["true"]' "$(setns_filter network "/run/netns/$ADMIN_PIN")"
+refused "admin pin" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$ADMIN_PIN: no process is in this namespace, and it is not a pin an engine makes for a container \\($NET_PINS\\)\$"
 
 # --- a pin another project's container was handed and left (red team pass 6, F1) ------------------
 # CNI, podman and CRI-O leave a pod's pinned netns in place while its containers are stopped; the
 # pin stays the stopped container's project's for as long as the shim records that container.
-PIN=hezo-test-nsthread-pin-$(hezo_rand)
+# Named as containerd CRI names the pins it makes (cni-UUID).
+PIN=cni-$(cat /proc/sys/kernel/random/uuid)
 ip netns add "$PIN" || bail_out "cannot create $PIN"
 tap_cleanup "ip netns del '$PIN'"
 PROJ=$WORK/projects
