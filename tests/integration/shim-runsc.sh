@@ -9,7 +9,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export HEZO_TEST_BACKEND=runsc
 # A directory and runtime name of our own, so integration tests of other modules are not
 # disturbed when both run on one machine.
-export HEZO_TEST_DIR=${HEZO_RUNSC_TEST_DIR:-/run/hezo-test/runsc-shim}
+# The caller's HEZO_TEST_DIR is kept: ours is a directory below it.
+export HEZO_TEST_DIR=${HEZO_RUNSC_TEST_DIR:-${HEZO_TEST_DIR:-/run/hezo-test}/runsc-shim}
+runsc_dir_made=$HEZO_TEST_DIR
+while [ ! -e "$(dirname "$runsc_dir_made")" ]; do runsc_dir_made=$(dirname "$runsc_dir_made"); done
+[ -e "$runsc_dir_made" ] && runsc_dir_made=""
 # shellcheck source=tests/lib/common.sh
 . "$here/../lib/common.sh"
 # shellcheck source=tests/lib/box.sh
@@ -24,6 +28,8 @@ hezo_require_tools jq timeout pgrep dockerd ctr runc "$HEZO_DOCKER" "$HEZO_BUSYB
 hezo_require_backend
 hezo_require_shim
 
+# What this test made of that path goes again at exit (the first cleanup registered runs last).
+[ -z "$runsc_dir_made" ] || tap_cleanup "rm -rf --one-file-system '$runsc_dir_made'"
 hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
 hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
 IMG=$HEZO_TEST_IMAGE

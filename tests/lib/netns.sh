@@ -15,6 +15,24 @@ hezo_netns_wait_pid()
 	return 1
 }
 
+# hezo_wait_listen NS PROTO ADDR PORT: wait up to 10 s until a socket listens on ADDR:PORT (tcp)
+# or is bound there (udp) in namespace NS ("-": the host's); fails if none does in time.
+hezo_wait_listen()
+{
+	local ns=$1 flag=t out
+	[ "$2" = udp ] && flag=u
+	for _ in $(seq 100); do
+		if [ "$ns" = - ]; then
+			out=$(ss -Hln$flag src "$3:$4" 2>/dev/null)
+		else
+			out=$(ip netns exec "$ns" ss -Hln$flag src "$3:$4" 2>/dev/null)
+		fi
+		[ -n "$out" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # hezo_netns_link_host VETH NS PREFIX N...: a veth VETH from the host (PREFIX.1/24) into namespace
 # NS (its end there "up0", with PREFIX.N/24 for each N), both up: the test's "internet", which
 # proxyd reaches from the host. PREFIX is three octets (10.202.0).

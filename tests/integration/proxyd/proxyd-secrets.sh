@@ -122,7 +122,9 @@ start_proxyd() {
 		>>"$T/proxyd.log" 2>&1
 }
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
-sleep 0.5
+# The upstreams and the resolver are up before proxyd is asked to reach them.
+hezo_wait_listen hzs-inet tcp 10.202.0.2 443 && hezo_wait_listen hzs-inet tcp 10.202.0.3 443 &&
+	hezo_wait_listen - udp 127.0.0.1 5354 || { echo "Bail out! the test upstreams or dnsmasq do not listen"; exit 1; }
 if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts" "$(cat "$T/proxyd.log")"; fi
 check "register c1 with two secrets" ctl register c1 /run/netns/hzs-c1 "$EG" projS
 BUNDLE=$T/state/tls/bundle.crt
@@ -217,7 +219,7 @@ expect_eq "$leaks" "" "no value in proxyd's state dir, netlog or its own log"
 # ---- plain HTTP: never substituted; a placeholder that may not pass is refused ----
 ip netns exec hzs-inet python3 -m http.server --bind 10.202.0.2 80 >/dev/null 2>&1 &
 PIDS+=($!)
-sleep 0.5
+hezo_wait_listen hzs-inet tcp 10.202.0.2 80 || { echo "Bail out! the plain HTTP upstream does not listen"; exit 1; }
 out=$(ip netns exec hzs-c1 curl -sS --max-time 8 -o /dev/null -w '%{http_code}' -H "X-Token: $PH" http://api.test/ 2>&1)
 expect_eq "$out" 403 "plain HTTP to the secret's own host with its placeholder: 403, never substituted"
 out=$(ip netns exec hzs-c1 curl -sS --max-time 8 -o /dev/null -w '%{http_code}' -H "X-Token: $PH2" http://api.test/ 2>&1)
@@ -240,8 +242,12 @@ sum=$(sha256sum <"$T/state/tls/ca.crt")
 kill "$PROXYD_PID"; wait "$PROXYD_PID" 2>/dev/null; PROXYD_PID=
 if start_proxyd; then ok "proxyd restarts"; else not_ok "proxyd restarts"; fi
 expect_eq "$(sha256sum <"$T/state/tls/ca.crt")" "$sum" "restart: the same CA"
-sleep 0.5
-out=$("${C[@]}" -H "X-Token: $PH" https://api.test/again 2>&1)
+# proxyd takes the registration back from its state file; the first request may come before.
+for _ in $(seq 40); do
+	out=$("${C[@]}" -H "X-Token: $PH" https://api.test/again 2>&1)
+	[[ $out =~ x=$VALUE\  ]] && break
+	sleep 0.25
+done
 expect_match "$out" "x=$VALUE " "restart: the container's secret still substituted"
 echo "1..$n"
 [ $failed -eq 0 ] && exit 0
