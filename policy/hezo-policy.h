@@ -104,14 +104,15 @@ struct hezo_apply_env {
 	const char *bundle; /* the bundle directory, resolved; NULL: unknown */
 	/*
 	 * Who holds the namespace at path (kind as in /proc/PID/ns: "net", "ipc", "uts", "pid",
-	 * "mnt", "user", "cgroup", "time")? Returns 0 with *owner set to the ID (malloc'd) of one
-	 * of hezo-shim's own live containers whose processes are in it; 0 with *owner NULL when no
-	 * process at all is in it (a namespace the engine made for this container); -ESRCH when
-	 * processes of no container hezo-shim knows are in it; another -errno (with err) when it
-	 * cannot tell. NULL: nothing is known, every path-named namespace counts as foreign.
+	 * "mnt", "user", "cgroup", "time"), the one config.json named as named (resolved)? Returns
+	 * 0 with *owner set to the ID (malloc'd) of one of hezo-shim's own live containers whose
+	 * processes are in it; 0 with *owner NULL when no process at all is in it (a namespace the
+	 * engine made for this container); -ESRCH when processes of no container hezo-shim knows
+	 * are in it; another -errno (with err) when it cannot tell. NULL: nothing is known, every
+	 * path-named namespace counts as foreign.
 	 */
-	int (*ns_owner)(void *data, const char *kind, const char *path, char **owner,
-			struct hezo_error **err);
+	int (*ns_owner)(void *data, const char *kind, const char *path, const char *named,
+			char **owner, struct hezo_error **err);
 	void *data;
 	/* NULL: nothing is held. Else apply fills it: root.path and each bind source it passed. */
 	struct hezo_held *held;

@@ -75,7 +75,7 @@ static int own_pod(const struct hezo_apply_env *env, const struct hezo_json *spe
 	if (!type || strcmp(type, "container") != 0 || !sandbox || !ns || !env || !env->pod_uid ||
 	    !env->ns_owner)
 		return 0;
-	r = env->ns_owner(env->data, "net", ns, &owner, err);
+	r = env->ns_owner(env->data, "net", ns, ns, &owner, err);
 	if (r == -ESRCH || (r == 0 && (!owner || strcmp(owner, sandbox) != 0)))
 		return 0;
 	if (r < 0)

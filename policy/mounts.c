@@ -381,7 +381,7 @@ static int engine_file_ours(const struct hezo_apply_env *env, const struct hezo_
 			path = ns_path(spec, strcmp(kind, "net") == 0 ? "network" : kind);
 			if (!path)
 				continue;
-			r = env->ns_owner(env->data, kind, path, &owner, err);
+			r = env->ns_owner(env->data, kind, path, path, &owner, err);
 			if (r == -ESRCH)
 				continue;
 			if (r < 0) {

@@ -249,7 +249,7 @@ static int check_ns_owner(const struct hezo_policy *p, const struct hezo_apply_e
 				      "cannot be told here, so it is not joined",
 				      i, type, path);
 	/* Asked of the namespace held open (held: /proc/self/fd/N), not of the path again. */
-	r = env->ns_owner(env->data, kind, held, &owner, &e);
+	r = env->ns_owner(env->data, kind, held, path, &owner, &e);
 	if (r == -ESRCH)
 		return hezo_error_set(err, EPERM,
 				      "linux.namespaces[%zu] (%s): path %s is a namespace that "

@@ -414,7 +414,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 
 			if (!e || hezo_json_append(joined, e) < 0 ||
 			    hezo_json_set(e, "dev", hezo_json_new_uint(held.nss[i].dev)) < 0 ||
-			    hezo_json_set(e, "ino", hezo_json_new_uint(held.nss[i].ino)) < 0)
+			    hezo_json_set(e, "ino", hezo_json_new_uint(held.nss[i].ino)) < 0 ||
+			    hezo_json_set(e, "path", hezo_json_new_string(held.nss[i].path)) < 0)
 				joined = NULL;
 		}
 		if (!joined)

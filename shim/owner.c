@@ -252,11 +252,15 @@ static int visit(pid_t pid, pid_t tid, void *data)
 
 /*
  * A namespace that no task is in, named by a record's "joined" list (the namespaces a container
- * was handed by path, by device and inode): a pin another project's container used and left
- * (stopped, not deleted) is still that container's. Stops at the first record naming it.
+ * was handed by path: the path as resolved, its device and inode): a pin another project's
+ * container used and left (stopped, not deleted) is still that container's. The inode alone is
+ * no name: once the pin goes, the kernel gives its number to the next namespace made anywhere
+ * (the lowest free one), so a claim holds only for the same path with the same inode. Stops at
+ * the first record naming it.
  */
 struct pin_query {
 	const struct shim_owner_query *q;
+	const char *named;
 	uint64_t dev, ino;
 	struct owner_scan found; /* the record naming it, in found.v[0] */
 };
@@ -270,19 +274,25 @@ static int pin_of(const struct hezo_json *rec, void *data)
 	HEZO_JSON_FOREACH (i, j) {
 		uint64_t dev, ino;
 
+		const char *path = hezo_json_string(hezo_json_get(j->items[i], "path"));
+
 		if (!id || hezo_json_get_uint64(hezo_json_get(j->items[i], "dev"), &dev) < 0 ||
 		    hezo_json_get_uint64(hezo_json_get(j->items[i], "ino"), &ino) < 0 ||
-		    dev != pq->dev || ino != pq->ino)
+		    dev != pq->dev || ino != pq->ino || !path || strcmp(path, pq->named) != 0)
 			continue;
 		return scan_add(&pq->found, id, "", rec) < 0 ? -ENOMEM : 1;
 	}
 	return 0;
 }
 
-static int pinned_owner(const struct shim_owner_query *q, int fd, char **owner,
+/*
+ * A claim only refuses: a namespace no task is in is never a container's by its record, so
+ * the caller still requires it to be where and as an engine pins one (policy/namespaces.c).
+ */
+static int pinned_owner(const struct shim_owner_query *q, int fd, const char *named,
 			struct hezo_error **err)
 {
-	struct pin_query pq = {.q = q};
+	struct pin_query pq = {.q = q, .named = named};
 	const struct cgroup_owner *o;
 	struct stat st;
 	int r;
@@ -305,15 +315,13 @@ static int pinned_owner(const struct shim_owner_query *q, int fd, char **owner,
 			o->id, o->project ?: "(none)",
 			same(q->project, o->project) ? " (another pod)" : "",
 			q->project ?: "(none)");
-	else if (!(*owner = strdup(o->id)))
-		r = hezo_error_set(err, ENOMEM, "out of memory");
 	else
 		r = 0;
 	scan_done(&pq.found);
 	return r;
 }
 
-int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
+int shim_ns_owner(void *data, const char *kind, const char *path, const char *named, char **owner,
 		  struct hezo_error **err)
 {
 	const struct shim_owner_query *q = data;
@@ -382,7 +390,7 @@ int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
 		}
 	}
 	scan_done(&s);
-	return *owner ? 0 : pinned_owner(q, fd, owner, err);
+	return *owner ? 0 : pinned_owner(q, fd, named, err);
 }
 
 /*

@@ -153,7 +153,7 @@ struct shim_owner_query {
 	const struct hezo_policy *policy;    /* engine and kubelet roots; NULL: none known */
 	const char *bundle;		     /* its bundle directory, resolved; NULL: unknown */
 };
-int shim_ns_owner(void *data, const char *kind, const char *path, char **owner,
+int shim_ns_owner(void *data, const char *kind, const char *path, const char *named, char **owner,
 		  struct hezo_error **err);
 /* Is key one of the pod identity annotations a record keeps (CRI's sandbox-id, -uid, ...)? */
 bool shim_pod_key(const char *key);

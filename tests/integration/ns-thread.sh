@@ -181,6 +181,56 @@ hezo_bundle_cleanup "$ROOT" "$ID"
 pin_create pinalpha2 alpha
 expect_eq "$RC" 0 "[pin] a second container of alpha is handed alpha's pin" || diag "$ERR"
 hezo_bundle_cleanup "$ROOT" "$ID"
+
+# --- the pin goes, and the kernel gives its inode to the next namespace (red team pass 8, F1) ----
+# nsfs numbers come from an allocator that hands out the lowest free one: the next namespace made
+# anywhere gets the gone pin's. alpha's stopped container still records (dev, ino); a claim holds
+# only for the path it was handed, and never makes an empty namespace elsewhere joinable.
+PIN_INO=$(ino "/run/netns/$PIN")
+ip netns del "$PIN"
+# reuse_ino FILE: pin new empty network namespaces at FILE until one has the gone pin's inode.
+reuse_ino()
+{
+	for _ in $(seq 50); do
+		touch "$1" && unshare --net="$1" true || return 1
+		[ "$(ino "$1")" = "$PIN_INO" ] && return 0
+		umount "$1" && rm -f "$1" || return 1
+		sleep 0.2
+	done
+	return 1
+}
+# A root service's private pin (a 0700 directory only root writes): refused for alpha as before.
+tap_cleanup "umount '$PINS/reused' 2>/dev/null; rm -f '$PINS/reused'"
+if reuse_ino "$PINS/reused"; then
+	pin_path=$PINS/reused
+	new_id pinreuse
+	hezo_make_bundle "$WORK/pinreuse" "$ID" '["true"]' "$(setns_filter network "$pin_path")" ||
+		bail_out "cannot make bundle pinreuse"
+	HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --hezo-project alpha --root "$ROOT" \
+		run -b "$WORK/pinreuse" "$ID" >"$WORK/pinreuse.out" 2>"$WORK/pinreuse.err" </dev/null && RC=0 || RC=$?
+	ERR=$(cat "$WORK/pinreuse.err")
+	OUT=""
+	refused "inode reused, private pin" "linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $PINS/reused: no process is in this namespace, and it is not a pin an engine makes for a container \\($NET_PINS\\)\$"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+	umount "$PINS/reused" && rm -f "$PINS/reused"
+else
+	skip "[inode reused, private pin] refused" "no namespace made here got inode $PIN_INO back"
+	skip "[inode reused, private pin] one line naming the field and why" "as above"
+fi
+# An engine's new pin (another name) that got the number: beta's pod is not refused for alpha's.
+PIN2=cni-$(cat /proc/sys/kernel/random/uuid)
+tap_cleanup "ip netns del '$PIN2' 2>/dev/null"
+if reuse_ino "/run/netns/$PIN2"; then
+	PIN_SAVED=$PIN
+	PIN=$PIN2
+	pin_create pinreuse2 beta
+	PIN=$PIN_SAVED
+	expect_eq "$RC" 0 "[inode reused, engine pin] beta's container is handed a new pin that got alpha's gone pin's inode" || diag "$ERR"
+	hezo_bundle_cleanup "$ROOT" "$ID"
+else
+	skip "[inode reused, engine pin] beta's container is handed a new pin that got alpha's gone pin's inode" \
+		"no namespace made here got inode $PIN_INO back"
+fi
 hezo_bundle_cleanup "$ROOT" "$ALPHA"
 
 # --- a runc box in a runsc container's host-side namespace (red team pass 6, F4) ------------------

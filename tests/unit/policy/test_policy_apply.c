@@ -41,8 +41,8 @@ static const struct hezo_apply_env *cur_env;
 static char env_id[128], env_bundle[PATH_MAX], env_docker[PATH_MAX], env_podman[PATH_MAX];
 static pid_t fake_dockerd = -1;
 
-static int owner_nobody(void *data, const char *kind, const char *path, char **owner,
-			struct hezo_error **err)
+static int owner_nobody(void *data, const char *kind, const char *path, const char *named,
+			char **owner, struct hezo_error **err)
 {
 	*owner = NULL;
 	return 0;
@@ -892,8 +892,8 @@ static struct {
 	char kind[16], path[64];
 } owner_answer;
 
-static int owner_fake(void *data, const char *kind, const char *path, char **owner,
-		      struct hezo_error **err)
+static int owner_fake(void *data, const char *kind, const char *path, const char *named,
+		      char **owner, struct hezo_error **err)
 {
 	snprintf(owner_answer.kind, sizeof(owner_answer.kind), "%s", kind);
 	snprintf(owner_answer.path, sizeof(owner_answer.path), "%s", path);

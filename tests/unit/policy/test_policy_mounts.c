@@ -302,8 +302,8 @@ struct owners {
 	int fail;		     /* return this instead when set */
 };
 
-static int fake_ns_owner(void *data, const char *kind, const char *path, char **owner,
-			 struct hezo_error **err)
+static int fake_ns_owner(void *data, const char *kind, const char *path, const char *named,
+			 char **owner, struct hezo_error **err)
 {
 	struct owners *o = data;
 	const char *who = NULL;

@@ -945,7 +945,7 @@ static void test_ns_owner_thread(void **state)
 	assert_int_equal(read(owner_thread_pipe[0], &tid, sizeof(tid)), sizeof(tid));
 	close(owner_thread_pipe[0]);
 	snprintf(nspath, sizeof(nspath), "/proc/%d/task/%d/ns/ipc", (int)pid, (int)tid);
-	r = shim_ns_owner(&q, "ipc", nspath, &owner, &err);
+	r = shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err);
 	snprintf(want, sizeof(want), "thread %d of process %d ", (int)tid, (int)pid);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -1003,7 +1003,7 @@ static void test_ns_owner(void **state)
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
 
 	/* No record: the child is nobody's container. */
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -ESRCH);
 	assert_non_null(strstr(err->msg, "is in it"));
 	hezo_error_free(TAKE_PTR(err));
 
@@ -1014,44 +1014,44 @@ static void test_ns_owner(void **state)
 	move_to(cg, pid);
 	owner_record(&ctx, "pod-sandbox", root, rel, "alpha", "pod-1");
 	ctx.g.root = "/run/this-root";
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -ESRCH);
 	hezo_error_free(TAKE_PTR(err));
 	/* runc's state names another process start (a reused pid): still nobody's. */
 	runc_state(root, "pod-sandbox", pid, stat_start(pid) + 1);
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -ESRCH);
 	hezo_error_free(TAKE_PTR(err));
 	/* Alive by runc's state: the record's container owns it. */
 	runc_state(root, "pod-sandbox", pid, stat_start(pid));
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), 0);
 	assert_non_null(owner);
 	assert_string_equal(owner, "pod-sandbox");
 	free(TAKE_PTR(owner));
 	/* The same child's network namespace is the host's, full of processes of no container. */
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/net", (int)pid);
-	assert_int_equal(shim_ns_owner(&q, "net", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "net", nspath, nspath, &owner, &err), -ESRCH);
 	hezo_error_free(TAKE_PTR(err));
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/ipc", (int)pid);
 
 	/* Another project, no project, or the same project and another pod: not joinable. */
 	q.project = "beta";
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -EPERM);
 	assert_non_null(strstr(err->msg, "container pod-sandbox's, of project alpha"));
 	hezo_error_free(TAKE_PTR(err));
 	q.project = NULL;
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -EPERM);
 	hezo_error_free(TAKE_PTR(err));
 	q.project = "alpha";
 	assert_int_equal(
 		hezo_json_parse("{\"io.kubernetes.cri.sandbox-id\":\"pod-2\"}", 40, &ann, NULL), 0);
 	q.annotations = ann;
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -EPERM);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -EPERM);
 	assert_non_null(strstr(err->msg, "and another pod"));
 	hezo_error_free(TAKE_PTR(err));
 	hezo_json_free(TAKE_PTR(ann));
 	assert_int_equal(
 		hezo_json_parse("{\"io.kubernetes.cri.sandbox-id\":\"pod-1\"}", 40, &ann, NULL), 0);
 	q.annotations = ann;
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), 0);
 	assert_string_equal(owner, "pod-sandbox");
 	free(TAKE_PTR(owner));
 
@@ -1059,7 +1059,7 @@ static void test_ns_owner(void **state)
 	snprintf(sub, sizeof(sub), "%s/child", cg);
 	assert_int_equal(mkdir(sub, 0755), 0);
 	move_to(sub, pid);
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), -ESRCH);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), -ESRCH);
 	hezo_error_free(TAKE_PTR(err));
 	move_to(cg, pid);
 	rmdir(sub);
@@ -1070,11 +1070,13 @@ static void test_ns_owner(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	snprintf(nspath, sizeof(nspath), "/proc/self/fd/%d", fd);
-	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, &owner, &err), 0);
+	assert_int_equal(shim_ns_owner(&q, "ipc", nspath, nspath, &owner, &err), 0);
 	assert_null(owner);
 	close(fd);
 	rmdir(cg);
-	assert_int_equal(shim_ns_owner(&q, "ipc", "/nonexistent/ns", &owner, &err), -ENOENT);
+	assert_int_equal(
+		shim_ns_owner(&q, "ipc", "/nonexistent/ns", "/nonexistent/ns", &owner, &err),
+		-ENOENT);
 	{
 		char cmd[160];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
