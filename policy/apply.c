@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "policy-internal.h"
 #include "hezo-spec.h"
@@ -312,6 +313,34 @@ static struct hezo_json *device_rule(bool allow, const char *type, int64_t major
 	return TAKE_PTR(d);
 }
 
+/*
+ * The policy lists device paths; the backend makes the node from the entry's own type, major and
+ * minor (runc's mknod never looks at the host's node), and the cgroup rule allows those numbers.
+ * So the numbers must be the host's device at that path, or a listed /dev/fuse would be any disk.
+ */
+static int check_host_device(const char *path, size_t idx, const char *type, int64_t want_major,
+			     int64_t want_minor, struct hezo_error **err)
+{
+	bool blk = strcmp(type, "b") == 0;
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return hezo_error_set_errno(
+			err, errno, "linux.devices[%zu] (%s): the host's device there", idx, path);
+	if (!(blk ? S_ISBLK(st.st_mode) : S_ISCHR(st.st_mode)) ||
+	    (int64_t)major(st.st_rdev) != want_major || (int64_t)minor(st.st_rdev) != want_minor)
+		return hezo_policy_ferr(err,
+					"linux.devices[%zu] (%s): %s %" PRId64 ":%" PRId64
+					" is not the host's device at that path (%s %u:%u)",
+					idx, path, blk ? "block device" : "character device",
+					want_major, want_minor,
+					S_ISBLK(st.st_mode)   ? "block device"
+					: S_ISCHR(st.st_mode) ? "character device"
+							      : "not a device",
+					major(st.st_rdev), minor(st.st_rdev));
+	return 0;
+}
+
 static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 			 struct hezo_json *res, struct hezo_error **err)
 {
@@ -368,6 +397,9 @@ static int apply_devices(const struct hezo_policy *p, struct hezo_json *linux_,
 					"linux.devices[%zu] (%s): needs type c, u or b with "
 					"major and minor, or type p",
 					idx, path);
+			r = check_host_device(clean, idx, type, major, minor, err);
+			if (r < 0)
+				return r;
 			if (hezo_json_append(rules, device_rule(true, strcmp(type, "b") ? "c" : "b",
 								major, minor, "rwm")) < 0)
 				return hezo_policy_nomem(err);

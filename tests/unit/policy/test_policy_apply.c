@@ -644,7 +644,7 @@ static void test_privileged(void **state)
 	_cleanup_json_ struct hezo_json *spec2 = NULL;
 	_cleanup_policy_ struct hezo_policy *p = policy_for(f->root, NULL, NULL);
 	_cleanup_policy_ struct hezo_policy *fuse =
-		policy_for(f->root, NULL, "\"devices\":[\"/dev/fuse\"]");
+		policy_for(f->root, NULL, "\"devices\":[\"/dev/zero\"]");
 	struct hezo_json *seccomp;
 	char want[1024];
 
@@ -664,12 +664,11 @@ static void test_privileged(void **state)
 	apply_env_ok(fuse, spec2, &privileged_env);
 	assert_int_equal(hezo_json_get_path(spec2, "linux.devices")->len, 1);
 	assert_at(spec2, "linux.devices",
-		  "[{\"path\":\"/dev/fuse\",\"type\":\"c\",\"major\":10,"
-		  "\"minor\":229,\"fileMode\":384,\"uid\":0,\"gid\":0}]");
-	snprintf(
-		want, sizeof(want),
-		"%s,{\"allow\":true,\"type\":\"c\",\"major\":10,\"minor\":229,\"access\":\"rwm\"}]",
-		reset_devices);
+		  "[{\"path\":\"/dev/zero\",\"type\":\"c\",\"major\":1,"
+		  "\"minor\":5,\"fileMode\":438,\"uid\":0,\"gid\":0}]");
+	snprintf(want, sizeof(want),
+		 "%s,{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":5,\"access\":\"rwm\"}]",
+		 reset_devices);
 	assert_at(spec2, "linux.resources.devices", want);
 }
 
@@ -704,6 +703,36 @@ static void test_device_types(void **state)
 	apply_fails(p, spec,
 		    "linux.devices[0] (/dev/test3): needs type c, u or b with major and minor, or "
 		    "type p");
+	hezo_json_free(spec);
+}
+
+/*
+ * The backend makes the node from the entry's own numbers: a listed path must carry the host's
+ * device at that path (red team pass 8: /dev/fuse as block 7:0 was the host's loop disk).
+ */
+static void test_device_numbers(void **state)
+{
+	struct fix *f = *state;
+	_cleanup_policy_ struct hezo_policy *p =
+		policy_for(f->root, NULL, "\"devices\":[\"/dev/zero\"]");
+	struct hezo_json *spec = minimal_spec();
+
+	set_devices(spec, "[{\"path\":\"/dev/zero\",\"type\":\"b\",\"major\":7,\"minor\":0}]");
+	apply_fails(p, spec,
+		    "linux.devices[0] (/dev/zero): block device 7:0 is not the host's device at "
+		    "that path (character device 1:5)");
+	hezo_json_free(spec);
+	spec = minimal_spec();
+	set_devices(spec, "[{\"path\":\"/dev/zero\",\"type\":\"c\",\"major\":1,\"minor\":3}]");
+	apply_fails(
+		p, spec,
+		"linux.devices[0] (/dev/zero): character device 1:3 is not the host's device at "
+		"that path (character device 1:5)");
+	hezo_json_free(spec);
+	spec = minimal_spec();
+	set_devices(spec, "[{\"path\":\"/dev/zero\",\"type\":\"u\",\"major\":1,\"minor\":5}]");
+	apply_ok(p, spec);
+	assert_int_equal(hezo_json_get_path(spec, "linux.devices")->len, 1);
 	hezo_json_free(spec);
 }
 
@@ -1762,6 +1791,7 @@ const struct CMUnitTest policy_apply_tests[] = {
 	cmocka_unit_test(test_update),
 	cmocka_unit_test(test_spec_shape_errors),
 	cmocka_unit_test_setup_teardown(test_device_types, fix_setup, fix_teardown),
+	cmocka_unit_test_setup_teardown(test_device_numbers, fix_setup, fix_teardown),
 	cmocka_unit_test(test_default_seccomp_profile),
 };
 const size_t policy_apply_ntests = sizeof(policy_apply_tests) / sizeof(policy_apply_tests[0]);
