@@ -157,6 +157,17 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 	}
 	r = r ?: set_string(rec, "projectHint", ctx->g.project);
 	r = r ?: set_string(rec, "created", created);
+	/* Who is creating it: while that process lives, the ID is taken (check_old_record). */
+	if (r == 0) {
+		uint64_t start = 0;
+
+		v = hezo_json_new_object();
+		r = v && shim_proc_start_time(getpid(), &start) == 0 ? 0 : -ENOMEM;
+		r = r ?: hezo_json_set(v, "pid", hezo_json_new_int(getpid()));
+		r = r ?: hezo_json_set(v, "start", hezo_json_new_uint(start));
+		r = r ?: hezo_json_set(rec, "creator", TAKE_PTR(v));
+		hezo_json_free(v);
+	}
 	/* Where runsc put the sandbox: update and ps work on it (runsc has neither). */
 	r = r ?: set_or_null(rec, "cgroupsPath", hezo_json_get_path(spec, "linux.cgroupsPath"));
 	if (r == 0) {
@@ -274,10 +285,26 @@ static int backend_verb_args(const struct shim_verb *v, const char *bundle, stru
 	return r < 0 ? hezo_error_set(err, -r, "out of memory") : 0;
 }
 
+/* Is the process a record names as its creator (pid and start time) still running? */
+static bool creator_alive(const struct hezo_json *rec)
+{
+	const struct hezo_json *c = hezo_json_get(rec, "creator");
+	uint64_t start, now;
+	int64_t pid;
+
+	return hezo_json_get_int64(hezo_json_get(c, "pid"), &pid) == 0 && pid > 0 &&
+	       hezo_json_get_uint64(hezo_json_get(c, "start"), &start) == 0 &&
+	       shim_proc_start_time((long)pid, &now) == 0 && now == start;
+}
+
 /*
- * A record left by an earlier container of the same ID on another backend must not be lost: its
- * later verbs would go to the wrong backend. Same backend: overwrite, since a stale record is
- * normal after a foreground `run` (the backend deletes the container itself when it exits).
+ * Called with the root's record lock held, before anything is written. The ID is free only
+ * when the backend has no container of that ID and no other create of it is under way: a
+ * record is overwritten only once it stands for nothing (a foreground `run` that ended, whose
+ * backend deleted the container itself; a create that died). A create under a live container's
+ * ID would otherwise replace its record (project, box, annotations) before the backend refused.
+ * A record of another backend whose container is still there stays, or its later verbs would go
+ * to the wrong backend.
  */
 static int check_old_record(struct shim_ctx *ctx, const char *id, const struct shim_target *t,
 			    struct hezo_error **err)
@@ -287,11 +314,17 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 	const char *b;
 	int r;
 
+	if (!backend_lacks(ctx, t, id))
+		return hezo_error_set(err, EEXIST, "container %s already exists (%s has it)", id,
+				      hezo_backend_name(t->backend));
 	r = shim_record_read(ctx, id, &old, err);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
 		return r;
+	if (creator_alive(old))
+		return hezo_error_set(err, EEXIST,
+				      "container %s is being created by another hezo-shim", id);
 	b = hezo_json_string(hezo_json_get(old, "backend"));
 	if (b && strcmp(b, hezo_backend_name(t->backend)) == 0)
 		return 0;
@@ -318,7 +351,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
 	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL, *pod_uid = NULL, *in_use = NULL;
-	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
@@ -433,15 +466,22 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	     hezo_json_set(hezo_json_get(rec, "box"), "hostPids", hezo_json_new_int(host_pids)) <
 		     0))
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = check_old_record(ctx, id, &t, err);
 	/* May wait for a slot; on success holds the admission lock until exec. */
-	r = r ?: shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, err);
+	r = shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, err);
+	if (r < 0)
+		return r;
+	/* The ID is checked and taken under the root's record lock, one create at a time. */
+	rec_lock = shim_record_lock(ctx, err);
+	if (rec_lock < 0)
+		return rec_lock;
+	r = check_old_record(ctx, id, &t, err);
 	if (r < 0)
 		return r;
 
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);
 	r = shim_record_write(ctx, id, rec, err);
+	close(TAKE_FD(rec_lock));
 	if (r < 0)
 		return r;
 	/* Bundles of containers whose shim died before it could remove them. */

@@ -29,6 +29,7 @@ static int runsc_container(struct shim_ctx *ctx, const char *id, struct shim_tar
 	r = shim_record_read(ctx, id, rec, err);
 	if (r == -ENOENT)
 		return 0;
+	r = r ?: shim_record_for_caller(ctx, id, *rec, err);
 	if (r < 0)
 		return r;
 	r = shim_record_target(*rec, t, err);
@@ -105,21 +106,6 @@ static int runc_answer(struct shim_ctx *ctx, const struct shim_target *t, const 
 	return hezo_error_set(err, ESRCH, "container not running");
 }
 
-/* The same for an id with no record where runsc is the backend the policy would pick. */
-static int runc_answer_unrecorded(struct shim_ctx *ctx, const char *id, const char *verb, bool all,
-				  struct hezo_error **err)
-{
-	_cleanup_error_ struct hezo_error *e = NULL;
-	_cleanup_json_ struct hezo_json *rec = NULL;
-	_cleanup_target_ struct shim_target t = {0};
-
-	if (!id || shim_validate_id(id, NULL) < 0)
-		return -EAGAIN;
-	if (shim_resolve(ctx, id, &t, &rec, &e) == 0 && !rec && t.backend == HEZO_BACKEND_RUNSC)
-		return runc_answer(ctx, &t, id, verb, all, err);
-	return -EAGAIN;
-}
-
 /*
  * runc's answer where runsc's differs, else -EAGAIN: the backend's own. *ours: v->id is a
  * container runsc created through us (t and rec filled).
@@ -133,7 +119,8 @@ static int answer(struct shim_ctx *ctx, const struct shim_verb *v, struct shim_t
 	*ours = r > 0;
 	if (r > 0)
 		return runc_answer(ctx, t, v->id, v->name, all, err);
-	return r < 0 ? r : runc_answer_unrecorded(ctx, v->id, v->name, all, err);
+	/* No record: the pass-through gives runc's answer for an unknown container. */
+	return r < 0 ? r : -EAGAIN;
 }
 
 int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)

@@ -30,8 +30,10 @@ int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool fo
 
 	if (strcmp(verb, "delete") != 0 && strcmp(verb, "kill") != 0 && strcmp(verb, "state") != 0)
 		return -errnum;
-	shim_log(ctx, "warning", "container %s has no record and no backend can be chosen (%s)",
-		 v->id, *err && (*err)->msg ? (*err)->msg : "unknown error");
+	if (errnum != ENOENT)
+		shim_log(ctx, "warning",
+			 "container %s has no record and no backend can be chosen (%s)", v->id,
+			 *err && (*err)->msg ? (*err)->msg : "unknown error");
 	hezo_error_free(TAKE_PTR(*err));
 	if (strcmp(verb, "delete") == 0 && force)
 		return 0;

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <sys/file.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -50,20 +51,75 @@ void shim_record_key(const char *root, char out[SHIM_KEY_LEN])
 }
 
 /*
- * Engines spell the same --root as /var/run/... or /run/... (dockerd and the runsc it starts use
- * the first, a person types the second): where /var/run is /run, both name one key. Only this
- * prefix is rewritten, since the root itself may not exist yet when the first record is made.
+ * The directory a --root names, as the backend reaches it: runc takes filepath.Abs of the flag
+ * (relative to the working directory, "//", "." and ".." cleaned), and the kernel follows any
+ * symlink on the way (/var/run is /run). `R`, `R/`, `./R` and a link to R are one root, so one
+ * key: otherwise a verb spelled another way would find no record of a container the backend has.
+ * The longest part that exists is resolved; the rest (a root not made yet) is kept as cleaned.
+ * Returns false when it does not fit.
  */
+static bool canon_root(const char *root, char *out, size_t size)
+{
+	char joined[PATH_MAX], clean[PATH_MAX], real[PATH_MAX], cwd[PATH_MAX];
+	size_t n = 0, cut;
+	int w;
+
+	if (root[0] == '/')
+		w = snprintf(joined, sizeof(joined), "%s", root);
+	else if (getcwd(cwd, sizeof(cwd)))
+		w = snprintf(joined, sizeof(joined), "%s/%s", cwd, root);
+	else
+		return false;
+	if (w < 0 || (size_t)w >= sizeof(joined))
+		return false;
+	/* Lexically, component by component, as Go's filepath.Clean. */
+	for (char *save = NULL, *c = strtok_r(joined, "/", &save); c;
+	     c = strtok_r(NULL, "/", &save)) {
+		size_t len = strlen(c);
+
+		if (strcmp(c, ".") == 0)
+			continue;
+		if (strcmp(c, "..") == 0) {
+			while (n > 0 && clean[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			continue;
+		}
+		if (n + 1 + len + 1 > sizeof(clean))
+			return false;
+		clean[n++] = '/';
+		memcpy(clean + n, c, len);
+		n += len;
+	}
+	if (n == 0)
+		clean[n++] = '/';
+	clean[n] = '\0';
+	/* Resolve the longest prefix that exists, keep the rest. */
+	for (cut = n;;) {
+		char head[PATH_MAX];
+
+		memcpy(head, clean, cut);
+		head[cut] = '\0';
+		if (realpath(cut ? head : "/", real)) {
+			w = snprintf(out, size, "%s%s",
+				     strcmp(real, "/") == 0 && cut < n ? "" : real, clean + cut);
+			return w >= 0 && (size_t)w < size;
+		}
+		while (cut > 0 && clean[cut - 1] != '/')
+			cut--;
+		if (cut == 0)
+			return false;
+		cut--; /* the slash before the component that did not resolve */
+	}
+}
+
 static void root_key(const char *root, char key[SHIM_KEY_LEN])
 {
-	char real[PATH_MAX], alias[PATH_MAX];
+	char canon[PATH_MAX];
 
-	if (root && strncmp(root, "/var/run/", 9) == 0 && realpath("/var/run", real) &&
-	    strcmp(real, "/run") == 0) {
-		snprintf(alias, sizeof(alias), "/run/%s", root + 9);
-		shim_record_key(alias, key);
-		return;
-	}
+	if (root && *root && canon_root(root, canon, sizeof(canon)))
+		root = canon;
 	shim_record_key(root, key);
 }
 
@@ -100,6 +156,19 @@ static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_err
 			return -ENOENT;
 		return hezo_error_set_errno(err, errno, "state directory %s/%s", ctx->state_dir,
 					    key);
+	}
+	return fd;
+}
+
+int shim_record_lock(const struct shim_ctx *ctx, struct hezo_error **err)
+{
+	int fd = open_key_dir(ctx, true, err);
+
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		int e = errno;
+
+		close(fd);
+		return hezo_error_set_errno(err, e, "state directory %s: lock", ctx->state_dir);
 	}
 	return fd;
 }
@@ -359,4 +428,35 @@ int shim_record_policy(const struct shim_ctx *ctx, const struct hezo_json *rec,
 	if (r < 0)
 		return r;
 	return hezo_policy_for_container(base, ann, hint, out, err);
+}
+
+/*
+ * A verb on a container the caller's project does not own: the runtime of project beta (a
+ * wrapper passing --hezo-project beta) acts only on beta's containers, whatever --root it names.
+ */
+int shim_record_for_caller(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
+			   struct hezo_error **err)
+{
+	const char *project = hezo_json_string(hezo_json_get(rec, "project"));
+
+	if (!ctx->g.project || (project && strcmp(project, ctx->g.project) == 0))
+		return 0;
+	return hezo_error_set(err, EPERM,
+			      "container %s is project %s's; this runtime's project is %s", id,
+			      project ?: "(none)", ctx->g.project);
+}
+
+/*
+ * An ID with no record under this --root: not a container the shim made there. A backend's own
+ * (a plain runc container, or a state directory the caller wrote) has no box to keep, so no verb
+ * reaches the backend for it; the answer is runc's for an unknown container, which engines'
+ * shims match ("does not exist") when they clean up after a create that failed.
+ */
+int shim_record_absent(struct shim_ctx *ctx, const char *id, struct hezo_error **err)
+{
+	ctx->fail_stderr = true;
+	return hezo_error_set(err, ENOENT,
+			      "container \"%s\" does not exist (hezo-shim has no record of it "
+			      "under --root %s)",
+			      id, ctx->g.root && *ctx->g.root ? ctx->g.root : "(the default)");
 }

@@ -128,11 +128,14 @@ int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
 			return r;
 		r = shim_record_read(ctx, id, rec, err);
 		if (r == 0)
+			r = shim_record_for_caller(ctx, id, *rec, err);
+		if (r == 0)
 			return shim_record_target(*rec, t, err);
 		if (r != -ENOENT)
 			return r;
+		return shim_record_absent(ctx, id, err);
 	}
-	/* Not ours (or no container at all): the policy's default backend. */
+	/* No container named: the policy's default backend. */
 	r = shim_load_policy(ctx, &base, err);
 	if (r < 0)
 		return r;
@@ -145,25 +148,18 @@ int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
 int shim_resolve_policy(struct shim_ctx *ctx, const char *id, struct shim_target *t,
 			struct hezo_policy **p, struct hezo_error **err)
 {
-	_cleanup_policy_ struct hezo_policy *base = NULL;
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	int r;
 
 	memset(t, 0, sizeof(*t));
 	r = shim_record_read(ctx, id, &rec, err);
 	if (r == 0) {
-		r = shim_record_target(rec, t, err);
+		r = shim_record_for_caller(ctx, id, rec, err);
+		r = r ?: shim_record_target(rec, t, err);
 		return r < 0 ? r : shim_record_policy(ctx, rec, p, err);
 	}
-	if (r != -ENOENT)
-		return r;
-	r = shim_load_policy(ctx, &base, err);
-	if (r < 0)
-		return r;
-	r = hezo_policy_for_container(base, NULL, ctx->g.project, p, err);
-	if (r < 0)
-		return r;
-	return shim_target_from_policy(*p, t, err);
+	/* Never a default policy for a container the shim did not make: it has no box to keep. */
+	return r == -ENOENT ? shim_record_absent(ctx, id, err) : r;
 }
 
 int shim_find_helper(const char *env_name, const char *const *rel, char *buf, size_t size)

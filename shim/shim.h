@@ -102,6 +102,16 @@ uint64_t shim_fnv1a64(const char *s);
 int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
 		      struct hezo_error **err);
 /* 0 and *out when found, -ENOENT when there is no record; other errors fill err. */
+/*
+ * An fd holding an exclusive lock on this --root's records (every create under the root checks
+ * the ID and writes its record under it; close to release), or -errno.
+ */
+int shim_record_lock(const struct shim_ctx *ctx, struct hezo_error **err);
+/* The record's project is the caller's (--hezo-project), or the caller names none; else -EPERM. */
+int shim_record_for_caller(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
+			   struct hezo_error **err);
+/* -ENOENT with runc's answer for an unknown container (on stderr too). */
+int shim_record_absent(struct shim_ctx *ctx, const char *id, struct hezo_error **err);
 int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_json **out,
 		     struct hezo_error **err);
 /* Removes the record and the container's private bundle (below). */

@@ -821,6 +821,52 @@ static void test_record_key(void **state)
 	assert_string_equal(k1, "af63dc4c8601ec8c");
 }
 
+/*
+ * One key for every spelling of one --root as runc reaches it (red team pass 8: `R/` found no
+ * record, and exec and update fell back to the caller's policy).
+ */
+static void test_record_key_spellings(void **state)
+{
+	char dir[] = "/tmp/hezo-test-rootkey.XXXXXX", sub[PATH_MAX], link[PATH_MAX], cwd[PATH_MAX];
+	char want[SHIM_KEY_LEN], k[SHIM_KEY_LEN], later[SHIM_KEY_LEN];
+	const char *const forms[] = {"/r", "/r/", "//r", "/./r", "/x/../r", "/l"};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/r", dir);
+	snprintf(link, sizeof(link), "%s/l", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(symlink("r", link), 0);
+	shim_record_key_for_root(sub, want);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s%s", dir, forms[i]);
+		shim_record_key_for_root(p, k);
+		assert_string_equal(k, want);
+	}
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	shim_record_key_for_root("r", k);
+	assert_string_equal(k, want);
+	shim_record_key_for_root("./l/", k);
+	assert_string_equal(k, want);
+	assert_int_equal(chdir(cwd), 0);
+	/* A root not made yet keys as it will once made. */
+	snprintf(sub, sizeof(sub), "%s/l/new/", dir);
+	shim_record_key_for_root(sub, k);
+	snprintf(sub, sizeof(sub), "%s/r/new", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	shim_record_key_for_root(sub, later);
+	assert_string_equal(k, later);
+	shim_record_key_for_root(NULL, k);
+	assert_string_equal(k, "default");
+	rmdir(sub);
+	unlink(link);
+	snprintf(sub, sizeof(sub), "%s/r", dir);
+	rmdir(sub);
+	rmdir(dir);
+}
+
 /* Write text to path, replacing it. */
 static void put_file(const char *path, const char *text)
 {
@@ -2046,6 +2092,7 @@ int main(void)
 		cmocka_unit_test(test_log_file),
 		cmocka_unit_test(test_verb_open),
 		cmocka_unit_test(test_record_key),
+		cmocka_unit_test(test_record_key_spellings),
 		cmocka_unit_test(test_record_roundtrip),
 		cmocka_unit_test(test_ns_owner),
 		cmocka_unit_test(test_ns_owner_thread),

@@ -1,0 +1,148 @@
+#!/bin/bash
+# Integration: the verbs after create act only on the containers hezo-shim made, by their own
+# record, under every spelling of the --root that made them, and only for the project that owns
+# them; a create never takes over a live container's ID (red team pass 8, H-F1, F3, F6, F8).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+
+hezo_require_root
+hezo_require_tools jq runc timeout "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-records-$HEZO_TEST_BACKEND
+PLAIN=$HEZO_TEST_DIR/root-records-plain
+WORK=$(mktemp -d "$HEZO_TEST_DIR/records.XXXXXX")
+tap_cleanup "rm -rf '$WORK'"
+hezo_write_policy bundle
+MIB=1048576
+# Two projects with different boxes: alpha's is the tighter.
+PROJ=$WORK/projects
+mkdir -p "$PROJ" && echo '{"resources": {"memory": "64m"}}' >"$PROJ/alpha.json" &&
+	echo '{}' >"$PROJ/beta.json" || bail_out "cannot write the project files"
+jq --arg d "$PROJ" '.projectsDir = $d' "$HEZO_TEST_POLICY" >"$WORK/policy.json" ||
+	bail_out "cannot write the projects policy"
+export HEZO_TEST_POLICY=$WORK/policy.json
+
+new_id()
+{
+	ID="hezo-it-$1-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
+}
+
+# shim_err LABEL ARGS...: run the shim; rc in RC, stderr in ERR.
+shim_err()
+{
+	local label=$1
+	shift
+	hezo_shim "$@" >"$WORK/$label.out" 2>"$WORK/$label.err" </dev/null && RC=0 || RC=$?
+	ERR=$(cat "$WORK/$label.err")
+}
+
+# refused LABEL REGEX: the last shim_err failed with one line matching REGEX.
+refused()
+{
+	expect_ne "$RC" 0 "[$1] refused (non-zero exit)"
+	expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: $2" "[$1] one line saying why" ||
+		diag "stderr: $ERR"
+}
+
+mem_limit() { hezo_read "$(hezo_cgroup_dir memory "/hezo-test/$1")/memory.limit_in_bytes"; }
+
+# --- alpha's running box -------------------------------------------------------------------------
+new_id alpha
+A=$ID
+hezo_make_bundle "$WORK/a" "$A" '["sleep", "600"]' || bail_out "cannot make bundle a"
+shim_err a-create --hezo-project alpha --root "$ROOT" create -b "$WORK/a" "$A"
+expect_eq "$RC" 0 "[alpha] create exits 0" || diag "$ERR"
+shim_err a-start --root "$ROOT" start "$A"
+expect_eq "$RC" 0 "[alpha] start exits 0" || diag "$ERR"
+hezo_wait_status "$ROOT" "$A" running 20 || bail_out "alpha's container does not run"
+expect_eq "$(mem_limit "$A")" $((64 * MIB)) "[alpha] its memory limit is alpha's 64 MiB"
+
+# --- the same --root, spelled another way: the same record, the same box ---------------------
+cd "$(dirname "$ROOT")" || bail_out "cannot cd to $(dirname "$ROOT")"
+for spelling in "$ROOT/" "$(dirname "$ROOT")//$(basename "$ROOT")" "$ROOT/../$(basename "$ROOT")" \
+	"./$(basename "$ROOT")"; do
+	shim_err spell --root "$spelling" update --memory 1g --memory-swap 1g "$A"
+	expect_eq "$RC" 0 "[--root $spelling] update finds alpha's record (clamped, exit 0)" || diag "$ERR"
+	expect_eq "$(mem_limit "$A")" $((64 * MIB)) \
+		"[--root $spelling] update --memory 1g keeps alpha's 64 MiB" || diag "rc $RC: $ERR"
+done
+cd / || bail_out "cannot cd to /"
+
+# --- another project's runtime: no verb on alpha's container -----------------------------------
+shim_err beta-exec --hezo-project beta --root "$ROOT" exec "$A" true
+refused "beta exec" "container $A is project alpha's; this runtime's project is beta\$"
+shim_err beta-update --hezo-project beta --root "$ROOT" update --memory 1g "$A"
+refused "beta update" "container $A is project alpha's; this runtime's project is beta\$"
+shim_err beta-kill --hezo-project beta --root "$ROOT" kill "$A" KILL
+refused "beta kill" "container $A is project alpha's; this runtime's project is beta\$"
+expect_eq "$(hezo_backend_status "$ROOT" "$A")" running "[beta kill] alpha's container still runs"
+expect_eq "$(mem_limit "$A")" $((64 * MIB)) "[beta update] alpha's memory limit unchanged"
+shim_err alpha-exec --hezo-project alpha --root "$ROOT" exec "$A" true
+expect_eq "$RC" 0 "[alpha exec] alpha's own runtime still execs into it" || diag "$ERR"
+
+# --- a create under a live container's ID takes nothing of it -----------------------------------
+REC=$(hezo_state_records "$A" | head -n 1)
+[ -f "$REC" ] || bail_out "no record of $A"
+cp "$REC" "$WORK/rec.before"
+hezo_make_bundle "$WORK/a2" "$A" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$A"'-o/'"$A"'"' ||
+	bail_out "cannot make bundle a2"
+shim_err a2 --hezo-project beta --root "$ROOT" create -b "$WORK/a2" "$A"
+refused "same ID" "container $A already exists \\($HEZO_TEST_BACKEND has it\\)\$"
+expect_eq "$(jq -S . "$REC")" "$(jq -S . "$WORK/rec.before")" "[same ID] alpha's record is unchanged"
+expect_eq "$(hezo_backend_status "$ROOT" "$A")" running "[same ID] alpha's container still runs"
+shim_err a-update2 --root "$ROOT" update --memory 1g "$A"
+expect_eq "$(mem_limit "$A")" $((64 * MIB)) "[same ID] a later update still keeps alpha's 64 MiB"
+
+# --- a record whose creator still runs: its ID is being created -------------------------------
+new_id creating
+C=$ID
+sleep 600 &
+SLEEPER=$!
+tap_cleanup "kill $SLEEPER 2>/dev/null"
+START=$(awk '{ print $22 }' "/proc/$SLEEPER/stat")
+# The record's file name: ID.json beside alpha's (shim/record.c).
+planted=$(dirname "$REC")/$C.json
+[ "$(basename "$REC")" = "$A.json" ] || bail_out "record names are not as planned: $REC"
+jq --arg id "$C" --argjson pid "$SLEEPER" --argjson start "$START" \
+	'.id = $id | .creator = {pid: $pid, start: $start}' "$REC" >"$planted" ||
+	bail_out "cannot plant a record for $C"
+hezo_make_bundle "$WORK/c" "$C" '["true"]' || bail_out "cannot make bundle c"
+if [ "$(hezo_state_records "$C" | head -n 1)" = "$planted" ]; then
+	shim_err c --root "$ROOT" create -b "$WORK/c" "$C"
+	refused "being created" "container $C is being created by another hezo-shim\$"
+	kill "$SLEEPER" && wait "$SLEEPER" 2>/dev/null
+	shim_err c2 --root "$ROOT" create -b "$WORK/c" "$C"
+	expect_eq "$RC" 0 "[being created] once its creator is gone the stale record is replaced" ||
+		diag "$ERR"
+else
+	bail_out "the planted record is not where the shim looks for $C"
+fi
+hezo_bundle_cleanup "$ROOT" "$C"
+
+# --- a backend's container the shim never made: no verb reaches it ---------------------------
+P=hezo-it-plain-$(hezo_rand)
+tap_cleanup "runc --root '$PLAIN' delete --force '$P' >/dev/null 2>&1; rm -rf '$PLAIN'"
+hezo_make_bundle "$WORK/p" "$P" '["sleep", "600"]' \
+	'.process.capabilities.bounding += ["CAP_SYS_ADMIN"] | .process.capabilities.effective += ["CAP_SYS_ADMIN"] | .process.capabilities.permitted += ["CAP_SYS_ADMIN"]' ||
+	bail_out "cannot make bundle p"
+runc --root "$PLAIN" run -d --bundle "$WORK/p" "$P" </dev/null >/dev/null 2>"$WORK/p.err" ||
+	bail_out "plain runc run failed: $(cat "$WORK/p.err")"
+for verb in "exec $P true" "update --memory 1g $P" "kill $P KILL" "pause $P" "state $P"; do
+	# shellcheck disable=SC2086
+	shim_err plain --root "$PLAIN" $verb
+	refused "unrecorded ${verb%% *}" "container \"?$P\"? does not exist"
+done
+shim_err plain-delete --root "$PLAIN" delete --force "$P"
+expect_eq "$RC" 0 "[unrecorded delete --force] answers as runc does for an unknown container"
+expect_eq "$(runc --root "$PLAIN" state "$P" 2>/dev/null | jq -r .status)" running \
+	"[unrecorded] the plain container was not touched"
+
