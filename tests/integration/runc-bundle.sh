@@ -308,7 +308,8 @@ hezo_bundle_cleanup "$ROOT" "$ID"
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	new_id joined
 	B=$WORK/joined
-	NS=hezo-it-ns-$(hezo_rand)
+	# Named as containerd CRI names its pins (an empty pin counts only under such a name).
+	NS=cni-$(cat /proc/sys/kernel/random/uuid)
 	ip netns add "$NS" && tap_cleanup "ip netns del '$NS'"
 	hezo_make_bundle "$B" "$ID" '["true"]' \
 		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS"'" else . end)' ||
@@ -456,7 +457,7 @@ hezo_bundle_cleanup "$ROOT" "$PA"
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	# A named network namespace no process is in yet (CNI's, podman's): accepted, and joined.
 	new_id nsfresh
-	NS2=hezo-it-ns2-$(hezo_rand)
+	NS2=cni-$(cat /proc/sys/kernel/random/uuid)
 	ip netns add "$NS2" && tap_cleanup "ip netns del '$NS2'"
 	hezo_make_bundle "$WORK/nsfresh" "$ID" '["sleep", "600"]' \
 		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS2"'" else . end)' ||

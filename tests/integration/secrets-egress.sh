@@ -31,7 +31,8 @@ mkdir -p "$HEZO_TEST_DIR"
 ROOT=$HEZO_TEST_DIR/root-secrets-egress-$HEZO_TEST_BACKEND
 E=$(mktemp -d "$HEZO_TEST_DIR/secrets-egress.XXXXXX")
 chmod 0755 "$E"
-CNS=hzx-c-$$
+# Named as containerd CRI names the pins it makes (an empty pin counts only under such a name).
+CNS=cni-$(cat /proc/sys/kernel/random/uuid)
 INS=hzx-i-$$
 VETH=hzx-v$$
 DNS_PORT=$((20000 + $$ % 20000))

@@ -178,7 +178,8 @@ hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 
 # --- race 3: a namespace symlink repointed between check and open (runc joins by path) -----------
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
-	NSA=hezo-it-nsa-$(hezo_rand)
+	# An engine-named pin (cni-UUID): the one the link first names is acceptable.
+	NSA=cni-$(cat /proc/sys/kernel/random/uuid)
 	NSF=hezo-it-nsf-$(hezo_rand)
 	ip netns add "$NSA" && tap_cleanup "ip netns del '$NSA'"
 	ip netns add "$NSF" && tap_cleanup "ip netns del '$NSF'"
