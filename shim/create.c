@@ -354,6 +354,12 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		    ?: hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project,
 						 &p, err);
 	r = r ?: shim_target_from_policy(p, &t, err);
+	/* What the backend hands the box as it is, judged before anything is written. */
+	r = r
+		    ?: shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
+							  hezo_json_is_true(hezo_json_get_path(
+								  spec, "process.terminal"))),
+					t.backend == HEZO_BACKEND_RUNSC, err);
 	if (r < 0)
 		return r;
 
