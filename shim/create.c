@@ -354,12 +354,6 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		    ?: hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project,
 						 &p, err);
 	r = r ?: shim_target_from_policy(p, &t, err);
-	/* What the backend hands the box as it is, judged before anything is written. */
-	r = r
-		    ?: shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
-							  hezo_json_is_true(hezo_json_get_path(
-								  spec, "process.terminal"))),
-					t.backend == HEZO_BACKEND_RUNSC, err);
 	if (r < 0)
 		return r;
 
@@ -391,6 +385,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
+	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
+	 * is written. */
+	if (r == 0)
+		r = shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
+						       hezo_json_is_true(hezo_json_get_path(
+							       spec, "process.terminal"))),
+				     t.backend == HEZO_BACKEND_RUNSC, err);
 	if (r < 0)
 		return r;
 	r = shim_init_prepare(p, spec, &init_how, err);
