@@ -418,6 +418,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
+	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
+	 * is written. */
+	if (r == 0)
+		r = shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
+						       hezo_json_is_true(hezo_json_get_path(
+							       spec, "process.terminal"))),
+				     t.backend == HEZO_BACKEND_RUNSC, err);
 	if (r < 0)
 		return r;
 	r = shim_init_prepare(p, spec, &init_how, err);

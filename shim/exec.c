@@ -23,8 +23,8 @@
  * pid is the backend's, and the file is litter once that pid is gone (the next exec or the
  * delete removes it). *clamped gets the file's path.
  */
-static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
-			      const struct hezo_policy *p, const char *path,
+static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
+			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
 			      const struct hezo_strv *prefix, int64_t nproc,
 			      const struct hezo_json *secrets, char **clamped,
 			      struct hezo_error **err)
@@ -65,6 +65,12 @@ static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 		return hezo_error_prefix(err, "exec --process %s", path);
 	if (proc->type != HEZO_JSON_OBJECT)
 		return hezo_error_set(err, EINVAL, "exec --process %s: not a JSON object", path);
+	/* runc reads the document's terminal, never --tty, when --process is given. */
+	r = shim_check_stdio(shim_stdio_handed(b, v->name, &v->args,
+					       hezo_json_is_true(hezo_json_get(proc, "terminal"))),
+			     b == HEZO_BACKEND_RUNSC, err);
+	if (r < 0)
+		return r;
 	r = hezo_policy_apply_process(p, proc, err);
 	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
 	if (r == 0 && nproc > 0)
@@ -93,7 +99,7 @@ static int clamp_process_file(const struct shim_ctx *ctx, const char *id,
 	r = hezo_json_dump(proc, false, &out, &len, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
-	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_CREATE, priv, sizeof(priv), err);
+	pfd = shim_bundle_open(ctx, v->id, SHIM_BUNDLE_CREATE, priv, sizeof(priv), err);
 	if (pfd < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
 	(void)shim_bundle_tidy_execs(pfd);
@@ -264,11 +270,22 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
 	process = shim_args_get(&v->args, "process");
 	if (process) {
-		r = clamp_process_file(ctx, id, p, process, &prefix, nproc, secrets, &clamped, err);
+		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, secrets,
+				       &clamped, err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
+	} else {
+		const char *tty = shim_args_get(&v->args, "tty");
+		bool terminal = tty != NULL;
+
+		if (tty && *tty && shim_parse_bool(tty, &terminal) < 0)
+			terminal = false; /* judged as handed: the stricter rule */
+		r = shim_check_stdio(shim_stdio_handed(t.backend, v->name, &v->args, terminal),
+				     t.backend == HEZO_BACKEND_RUNSC, err);
+		if (r < 0)
+			return r;
 	}
 	if (shim_exec_filter(&v->args, v->argv, cap_allowed, p, &kept, &dropped) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");

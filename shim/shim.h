@@ -50,8 +50,19 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 void shim_verb_done(struct shim_verb *v);
 /* fds.c: --preserve-fds other than 0 is refused (the caller's descriptors are not handed on). */
 int shim_check_preserved_fds(const struct shim_args *a, struct hezo_error **err);
-/* fds.c: stdio the box would inherit (create, run -d, exec -d) is no directory or host socket. */
-int shim_check_stdio(struct hezo_error **err);
+/*
+ * fds.c: whether backend b hands the caller's fds 0-2 to the box as they are for verb (create,
+ * run, exec) with args a and the process's terminal: runc only for create, run -d and exec -d
+ * without a terminal; runsc (and crun) always.
+ */
+bool shim_stdio_handed(enum hezo_backend b, const char *verb, const struct shim_args *a,
+		       bool terminal);
+/*
+ * fds.c: stdio is nothing that must not reach the box: never closed, a directory, a host socket
+ * or one connected to a named or abstract socket; when handed, only a pipe, a FIFO, /dev/null, a
+ * socketpair, or a regular file where files_ok (runsc).
+ */
+int shim_check_stdio(bool handed, bool files_ok, struct hezo_error **err);
 #define _cleanup_verb_ _cleanup_(shim_verb_done)
 
 /* log.c: one line per call, one write(); to --log when given, else stderr. */

@@ -30,10 +30,14 @@ int shim_verb_open(const char *name, int argc, char **argv, unsigned rules, stru
 				      name, v->args.npos);
 	if (rules & SHIM_VERB_ID)
 		r = shim_validate_id(v->id, err);
-	/* create, run and exec: nothing of the caller's is handed on by descriptor. */
+	/*
+	 * create, run and exec: nothing of the caller's is handed on by descriptor, and stdio is
+	 * nothing that must not reach the box in any mode; what may be handed as it is depends on
+	 * the backend and the terminal, checked by the verb (shim_stdio_handed).
+	 */
 	r = r ?: shim_check_preserved_fds(&v->args, err);
 	if (r == 0 && (rules & SHIM_VERB_STDIO))
-		r = shim_check_stdio(err);
+		r = shim_check_stdio(false, true, err);
 	return r;
 }
 

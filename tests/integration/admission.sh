@@ -45,9 +45,15 @@ bundle()
 	hezo_make_bundle "$WORK/$1" "$1" "$2" "${3:-.}" >/dev/null 2>&1 || bail_out "cannot make bundle $1"
 }
 
+# stdout and stderr are pipes (runc would hand a regular file to the box, which the shim
+# refuses); a refused create leaves no box holding them, so its stderr's copy ends: waited for.
 shim_create()
 {
-	hezo_shim --root "$ROOT" create -b "$WORK/$1" "$1" </dev/null >"$WORK/$1.out" 2>"$WORK/$1.err"
+	local rc
+	hezo_shim --root "$ROOT" create -b "$WORK/$1" "$1" </dev/null > >(cat >"$WORK/$1.out") \
+		2> >(cat >"$WORK/$1.err") && rc=0 || rc=$?
+	[ "$rc" = 0 ] || wait "$!" 2>/dev/null
+	return "$rc"
 }
 
 # live: how many of our containers' cgroups hold a process now.
@@ -162,7 +168,7 @@ for i in $(seq 20); do bundle "$P-c$i" '["sleep", "2"]'; done
 max=0
 pids=()
 for i in $(seq 20); do
-	hezo_shim --root "$ROOT" run -d -b "$WORK/$P-c$i" "$P-c$i" </dev/null >/dev/null 2>"$WORK/$P-c$i.err" &
+	hezo_shim --root "$ROOT" run -d -b "$WORK/$P-c$i" "$P-c$i" </dev/null >/dev/null 2> >(cat >"$WORK/$P-c$i.err") &
 	pids+=($!)
 done
 while :; do

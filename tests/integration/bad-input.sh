@@ -346,19 +346,120 @@ stdio_case()
 	fresh_bundle "stdio-$name"
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
 	HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
-		timeout 60 bash -c "$setup"' exec "$0" --root "$1" create -b "$2" "$3"' \
+		WORK="$WORK" timeout 60 bash -c "$setup"' exec "$0" --root "$1" create -b "$2" "$3"' \
 		"$HEZO_SHIM_BIN" "$ROOT" "$B" "$id" 2>"$WORK/stdio-$name.err" && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[stdio $name] create is refused"
 	expect_eq "$(cat "$WORK/stdio-$name.err")" "hezo-shim: $want" "[stdio $name] one line naming the descriptor"
 	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$id")" 0 "[stdio $name] no container left"
 	hezo_bundle_cleanup "$ROOT" "$id"
 }
+new_hint="which must not reach the box (give it a pipe or /dev/null, e.g. cat FILE | hezo-shim ...)"
 stdio_case dir 'exec 0</ >/dev/null;' \
-	"standard input (fd 0) is a directory, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+	"standard input (fd 0) is a directory, which must not reach the box (give it a pipe or /dev/null, e.g. cat FILE | hezo-shim ...)"
 stdio_case socket 'exec >/dev/null; exec python3 -c "import os, socket, sys; s = socket.socket(); os.dup2(s.fileno(), 1); os.execvp(sys.argv[1], sys.argv[1:])" "$0" --root "$1" create -b "$2" "$3" </dev/null;' \
-	"standard output (fd 1) is a network socket of the caller's namespace, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+	"standard output (fd 1) is a network socket of the caller's namespace, which must not reach the box (give it a pipe or /dev/null, e.g. cat FILE | hezo-shim ...)"
 stdio_case closed 'exec 0<&- >/dev/null;' \
-	"standard input (fd 0) is closed, which the box would be handed as it is (give it a pipe, a file or /dev/null)"
+	"standard input (fd 0) is closed, which must not reach the box (give it a pipe or /dev/null, e.g. cat FILE | hezo-shim ...)"
+# Red team pass 8, F2: a local socket connected to a host daemon's named (or an abstract)
+# listening socket lets the box drive that daemon (docker.sock); a socketpair's peer is unnamed.
+# stdio-sock.py MODE ADDR CMD...: fd 0 becomes a socket connected to a listener at ADDR (a path,
+# or an abstract name), or one end of a socketpair (MODE pair); a child holds the other end until
+# it reads EOF (at most 120 s), so the peer lives as long as the shim or the box holds fd 0.
+cat >"$WORK/stdio-sock.py" <<'PY'
+import os, signal, socket, sys
+mode, addr = sys.argv[1], sys.argv[2]
+if mode == "pair":
+    s, other = socket.socketpair()
+else:
+    name = "\0" + addr if mode == "abstract" else addr
+    other = socket.socket(socket.AF_UNIX)
+    other.bind(name)
+    other.listen(1)
+if os.fork() == 0:
+    signal.alarm(120)
+    if mode == "pair":
+        s.close()
+        c = other
+    else:
+        c = other.accept()[0]
+    while c.recv(4096):
+        pass
+    os._exit(0)
+if mode != "pair":
+    other.close()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(name)
+else:
+    other.close()
+os.dup2(s.fileno(), 0)
+os.execvp(sys.argv[3], sys.argv[3:])
+PY
+stdio_case named-peer 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" named "$WORK/daemon.sock" "$0" --root "$1" create -b "$2" "$3";' \
+	"standard input (fd 0) is a socket connected to the named socket $WORK/daemon.sock, $new_hint"
+stdio_case abstract-peer 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" abstract "hezo-test-stdio-$$" "$0" --root "$1" create -b "$2" "$3";' \
+	"standard input (fd 0) is a socket connected to an abstract socket, $new_hint"
+# Red team pass 8, F5 (b): a character device other than /dev/null (a tty, /dev/kvm, /dev/kmsg)
+# is one the box's device cgroup would never let it open.
+stdio_case chardev 'exec 0</dev/zero >/dev/null;' \
+	"standard input (fd 0) is a character device (1:5), $new_hint"
+# Refused under runc only: runc hands a regular file to the box, which reopens it read-write
+# through /proc/self/fd/0 (F5 (a)); runsc's sentry holds the host descriptor and cannot.
+echo "host original" >"$WORK/stdio-ro.txt"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	stdio_case file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;' \
+		"standard input (fd 0) is a regular file, $new_hint"
+fi
+
+# stdio_ok NAME SETUP: `create` with stdio set up by SETUP is accepted (what engines pass);
+# stderr is a pipe (a regular file would be refused under runc).
+stdio_ok()
+{
+	local name=$1 setup=$2 id=hezo-bad-stdio-$1-$(hezo_rand) rc
+	fresh_bundle "stdio-$name"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
+	HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
+		WORK="$WORK" timeout 60 bash -c "$setup"' exec "$0" --root "$1" create -b "$2" "$3"' \
+		"$HEZO_SHIM_BIN" "$ROOT" "$B" "$id" 2> >(cat >"$WORK/stdio-$name.err") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[stdio $name] create is accepted" || diag "$(head -c 2000 "$WORK/stdio-$name.err")"
+	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$id")" 1 "[stdio $name] the container exists"
+	hezo_bundle_cleanup "$ROOT" "$id"
+}
+stdio_ok devnull 'exec 0</dev/null >/dev/null;'
+stdio_ok socketpair 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" pair - "$0" --root "$1" create -b "$2" "$3";'
+stdio_ok fifo 'mkfifo "$WORK/stdio-fifo"; exec 0<>"$WORK/stdio-fifo" >/dev/null;'
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	stdio_ok file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;'
+fi
+
+# The box's own proof (F5 (a)): with a read-only host file as stdin of run -d, it writes through
+# /proc/self/fd/0. Refused under runc; under runsc the write fails (the sentry's descriptor).
+fresh_bundle stdio-ro-write
+jq -c '.process.args = ["sh", "-c", "echo written-by-box >/proc/self/fd/0; sleep 30"]' \
+	"$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"
+ro_id=hezo-bad-stdio-ro-$(hezo_rand)
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ro_id'"
+hezo_shim --root "$ROOT" run -d -b "$B" "$ro_id" <"$WORK/stdio-ro.txt" >/dev/null 2>"$WORK/stdio-ro.err" && rc=0 || rc=$?
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$rc:$(cat "$WORK/stdio-ro.err")" "1:hezo-shim: standard input (fd 0) is a regular file, $new_hint" \
+		"[stdio ro-write] run -d with a host file as stdin is refused"
+else
+	expect_eq "$rc" 0 "[stdio ro-write] run -d with a host file as stdin is accepted under runsc" ||
+		diag "$(head -c 2000 "$WORK/stdio-ro.err")"
+fi
+sleep 3
+expect_eq "$(cat "$WORK/stdio-ro.txt")" "host original" "[stdio ro-write] the box could not write the read-only host file"
+hezo_bundle_cleanup "$ROOT" "$ro_id"
+
+# A regular file as stdout of a foreground run is what a caller does (runc copies through its
+# own pipes; runsc's sentry writes the descriptor): accepted, and the output lands in it.
+fresh_bundle stdio-fg-file
+jq -c '.process.args = ["echo", "out-of-the-box"]' "$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"
+fg_id=hezo-bad-stdio-fg-$(hezo_rand)
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$fg_id'"
+hezo_shim --root "$ROOT" run -b "$B" "$fg_id" </dev/null >"$WORK/stdio-fg.out" 2>"$WORK/stdio-fg.err" && rc=0 || rc=$?
+expect_eq "$rc:$(cat "$WORK/stdio-fg.out")" "0:out-of-the-box" "[stdio fg-file] a foreground run writes its output to a regular file" ||
+	diag "$(head -c 2000 "$WORK/stdio-fg.err")"
+hezo_bundle_cleanup "$ROOT" "$fg_id"
 
 # runc's nsexec acts on _LIBCONTAINER_* before its command line (`_LIBCONTAINER_INITPIPE=99 runc
 # --version` fails: "could not inform the parent"): the caller's never reach the backend.
@@ -437,13 +538,30 @@ KEY_ID="hezo-bad-keys-$(hezo_rand)"
 tap_cleanup "hezo_bundle_cleanup '$ROOT' '$KEY_ID'"
 KB=$WORK/keys-live
 hezo_make_bundle "$KB" "$KEY_ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$KB" "$KEY_ID" >"$WORK/keys-live.out" 2>"$WORK/keys-live.err" \
+hezo_shim --root "$ROOT" create -b "$KB" "$KEY_ID" > >(cat >"$WORK/keys-live.out") 2> >(cat >"$WORK/keys-live.err") \
 	</dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[keys] the same keys spelled exactly: create works" ||
 	diag "$(head -c 2000 "$WORK/keys-live.err")"
 check "[keys] start" hezo_shim --root "$ROOT" start "$KEY_ID"
 hezo_wait_status "$ROOT" "$KEY_ID" running 20 ||
 	not_ok "[keys] container running (status $(hezo_backend_status "$ROOT" "$KEY_ID"))"
+# exec hands stdio on as create does: exec -d (and, under runsc, the foreground exec) gets the
+# caller's descriptors; runc's foreground exec copies through its own pipes.
+hezo_shim --root "$ROOT" exec -d "$KEY_ID" true </dev/zero >/dev/null 2>"$WORK/stdio-exec-d.err" && rc=0 || rc=$?
+expect_eq "$rc:$(cat "$WORK/stdio-exec-d.err")" "1:hezo-shim: standard input (fd 0) is a character device (1:5), $new_hint" \
+	"[stdio exec-d] exec -d with /dev/zero as stdin is refused"
+printf '{"args": ["true"], "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}\n' >"$WORK/stdio-exec-p.json"
+hezo_shim --root "$ROOT" exec -d --process "$WORK/stdio-exec-p.json" "$KEY_ID" </dev/zero >/dev/null 2>"$WORK/stdio-exec-p.err" && rc=0 || rc=$?
+expect_eq "$rc:$(cat "$WORK/stdio-exec-p.err")" "1:hezo-shim: standard input (fd 0) is a character device (1:5), $new_hint" \
+	"[stdio exec-process] exec -d --process with /dev/zero as stdin is refused"
+hezo_shim --root "$ROOT" exec "$KEY_ID" true </dev/zero >/dev/null 2>"$WORK/stdio-exec-fg.err" && rc=0 || rc=$?
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$rc" 0 "[stdio exec-fg] a foreground exec copies /dev/zero (runc's pipes): accepted" ||
+		diag "$(head -c 2000 "$WORK/stdio-exec-fg.err")"
+else
+	expect_eq "$rc:$(cat "$WORK/stdio-exec-fg.err")" "1:hezo-shim: standard input (fd 0) is a character device (1:5), $new_hint" \
+		"[stdio exec-fg] runsc hands a foreground exec's stdio on too: /dev/zero is refused"
+fi
 
 # expect_key_refused NAME REASON_ERE FILE SHIM_ARGS...: one line naming the key, FILE unchanged.
 expect_key_refused()

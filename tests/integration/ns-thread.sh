@@ -162,7 +162,10 @@ pin_create()
 	hezo_make_bundle "$WORK/$1" "$ID" '["true"]' "$(setns_filter network "/run/netns/$PIN")" ||
 		bail_out "cannot make bundle $1"
 	HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --hezo-project "$2" --root "$ROOT" \
-		create -b "$WORK/$1" "$ID" >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null && RC=0 || RC=$?
+		create -b "$WORK/$1" "$ID" > >(cat >"$WORK/$1.out") 2> >(cat >"$WORK/$1.err") </dev/null &&
+		RC=0 || RC=$?
+	# Pipes (runc hands stdio on); a refusal leaves no box holding them: its copy is waited for.
+	[ "$RC" = 0 ] || wait "$!" 2>/dev/null
 	ERR=$(cat "$WORK/$1.err")
 	OUT=""
 }
@@ -240,7 +243,7 @@ if [ "$HEZO_TEST_BACKEND" = runsc ]; then
 	new_id gofer
 	GOFER=$ID
 	hezo_make_bundle "$WORK/gofer" "$GOFER" '["sleep", "600"]' || bail_out "cannot make bundle gofer"
-	hezo_shim --root "$ROOT" create -b "$WORK/gofer" "$GOFER" >/dev/null 2>"$WORK/gofer.err" </dev/null ||
+	hezo_shim --root "$ROOT" create -b "$WORK/gofer" "$GOFER" >/dev/null 2> >(cat >"$WORK/gofer.err") </dev/null ||
 		bail_out "cannot create the runsc container: $(cat "$WORK/gofer.err")"
 	GPID=
 	for p in $(cat "/sys/fs/cgroup/pids/hezo-test/$GOFER/cgroup.procs" 2>/dev/null); do

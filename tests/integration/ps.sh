@@ -62,7 +62,7 @@ for i in 1 2; do
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
 	hezo_make_bundle "$WORK/$id" "$id" '["sh", "-c", "for i in 1 2 3; do sleep 1000 & done; wait"]' >/dev/null 2>&1 ||
 		bail_out "cannot make bundle"
-	hezo_shim --root "$ROOT" run -d -b "$WORK/$id" "$id" </dev/null >/dev/null 2>"$WORK/$id.err" ||
+	hezo_shim --root "$ROOT" run -d -b "$WORK/$id" "$id" </dev/null >/dev/null 2> >(cat >"$WORK/$id.err") ||
 		bail_out "run -d $id: $(cat "$WORK/$id.err")"
 done
 sleep 1

@@ -92,7 +92,7 @@ new_id refused
 B=$WORK/refused
 hezo_make_bundle "$B" "$ID" '["true"]' "$REFUSE" || bail_out "cannot make bundle"
 cp "$B/config.json" "$WORK/refused.orig"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/refused.out" 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/refused.out") 2> >(cat >"$WORK/refused.err") </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[refused] create fails (the backend refuses the bundle)" || diag "$(cat "$WORK/refused.err")"
 check "[refused] config.json as it was" cmp "$WORK/refused.orig" "$B/config.json"
 expect_eq "$(hezo_state_records "$ID")" "" "[refused] no state record"
@@ -154,7 +154,7 @@ new_id limitshost
 B=$WORK/limitshost
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' "$GREEDY" || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/limitshost.pid" "$ID" \
-	>"$WORK/limitshost.out" 2>"$WORK/limitshost.err" </dev/null && rc=0 || rc=$?
+	> >(cat >"$WORK/limitshost.out") 2> >(cat >"$WORK/limitshost.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[limits host] create exits 0" || diag "stderr: $(cat "$WORK/limitshost.err")"
 pid=$(cat "$WORK/limitshost.pid" 2>/dev/null)
 if [ "$HEZO_TEST_BACKEND" = runc ] && [ -n "$pid" ]; then
@@ -179,7 +179,7 @@ new_id life
 B=$WORK/life
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/life.pid" "$ID" \
-	>"$WORK/life.out" 2>"$WORK/life.err" </dev/null && rc=0 || rc=$?
+	> >(cat >"$WORK/life.out") 2> >(cat >"$WORK/life.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[life] create exits 0" || diag "stderr: $(cat "$WORK/life.err")"
 st=$(hezo_shim --root "$ROOT" state "$ID" 2>&1)
 expect_eq "$(jq -r .status <<<"$st" 2>&1)" created "[life] state says created"
@@ -234,7 +234,7 @@ LIFE_ID=$ID
 # The backend lost a container under the shim's record (a sandbox that died and was cleaned up).
 new_id lost
 hezo_make_bundle "$WORK/lost" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$WORK/lost" "$ID" >/dev/null 2>"$WORK/lost.err" </dev/null ||
+hezo_shim --root "$ROOT" create -b "$WORK/lost" "$ID" >/dev/null 2> >(cat >"$WORK/lost.err") </dev/null ||
 	diag "create: $(cat "$WORK/lost.err")"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 expect_ne "$(hezo_state_records "$ID")" "" "[answers] the shim still has the lost container's record"
@@ -253,7 +253,7 @@ SB=$ID
 POD_ANN='.annotations = {"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": $sb}'
 hezo_make_bundle "$WORK/sb" "$SB" '["sleep", "600"]' "$(printf '%s' "$POD_ANN" | sed "s/\$sb/\"$SB\"/")" ||
 	bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$WORK/sb" "$SB" >/dev/null 2>"$WORK/sb.err" </dev/null &&
+hezo_shim --root "$ROOT" create -b "$WORK/sb" "$SB" >/dev/null 2> >(cat >"$WORK/sb.err") </dev/null &&
 	hezo_shim --root "$ROOT" start "$SB" 2>>"$WORK/sb.err" && rc=0 || rc=$?
 expect_eq "$rc" 0 "[pod] the sandbox starts" || diag "$(cat "$WORK/sb.err")"
 check "[pod] the sandbox runs" hezo_wait_status "$ROOT" "$SB" running 10
@@ -288,7 +288,7 @@ B=$WORK/greedy
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' \
 	'.linux.resources = {memory: {limit: 8589934592, swap: 17179869184}, pids: {limit: 100000},
 	 cpu: {quota: 800000, period: 100000}}' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/greedy.out" 2>"$WORK/greedy.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/greedy.out") 2> >(cat >"$WORK/greedy.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[8g] create exits 0" || diag "stderr: $(cat "$WORK/greedy.err")"
 hezo_assert_cgroup 8g "/hezo-test/$ID" $((2048 * MIB))
 expect_eq "$(hezo_read "$(hezo_cgroup_dir cpu "/hezo-test/$ID")/cpu.cfs_quota_us")" 200000 \
@@ -299,7 +299,7 @@ new_id modest
 B=$WORK/modest
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' \
 	'.linux.resources = {memory: {limit: 536870912}, pids: {limit: 100}}' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/modest.out" 2>"$WORK/modest.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/modest.out") 2> >(cat >"$WORK/modest.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[512m] create exits 0" || diag "stderr: $(cat "$WORK/modest.err")"
 hezo_assert_cgroup 512m "/hezo-test/$ID" $((512 * MIB)) "$(hezo_expected_pids 100)"
 hezo_bundle_cleanup "$ROOT" "$ID"
@@ -314,7 +314,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	hezo_make_bundle "$B" "$ID" '["true"]' \
 		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS"'" else . end)' ||
 		bail_out "cannot make bundle"
-	hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/joined.out" 2>"$WORK/joined.err" </dev/null &&
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/joined.out") 2> >(cat >"$WORK/joined.err") </dev/null &&
 		rc=0 || rc=$?
 	expect_eq "$rc" 0 "[joined] create exits 0" || diag "stderr: $(cat "$WORK/joined.err")"
 	expect_eq "$(hooks prestart wire):$(hooks poststop unwire)" 1:1 \
@@ -332,7 +332,7 @@ new_id nsowner
 A=$ID
 hezo_make_bundle "$WORK/nsowner" "$A" '["sleep", "600"]' || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$WORK/nsowner" --pid-file "$WORK/nsowner.pid" "$A" \
-	>"$WORK/nsowner.out" 2>"$WORK/nsowner.err" </dev/null && rc=0 || rc=$?
+	> >(cat >"$WORK/nsowner.out") 2> >(cat >"$WORK/nsowner.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[ns owner] create of the first container exits 0" || diag "$(cat "$WORK/nsowner.err")"
 check "[ns owner] start" hezo_shim --root "$ROOT" start "$A"
 APID=$(cat "$WORK/nsowner.pid" 2>/dev/null)
@@ -341,7 +341,7 @@ JB=$WORK/nsjoin
 join='.linux.namespaces |= map(if .type == "ipc" or .type == "uts" then .path = "/proc/'"$APID"'/ns/\(.type)" else . end)'
 hezo_make_bundle "$JB" "$ID" '["sleep", "600"]' "$join" || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$JB" --pid-file "$WORK/nsjoin.pid" "$ID" \
-	>"$WORK/nsjoin.out" 2>"$WORK/nsjoin.err" </dev/null && rc=0 || rc=$?
+	> >(cat >"$WORK/nsjoin.out") 2> >(cat >"$WORK/nsjoin.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[ns join] joining the IPC and UTS namespaces of a hezo-shim container is accepted" ||
 	diag "$(cat "$WORK/nsjoin.err")"
 BPID=$(cat "$WORK/nsjoin.pid" 2>/dev/null)
@@ -416,7 +416,7 @@ new_id nsalpha
 PA=$ID
 hezo_make_bundle "$WORK/nsalpha" "$PA" '["sleep", "600"]' || bail_out "cannot make bundle"
 HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --root "$ROOT" --hezo-project alpha create \
-	-b "$WORK/nsalpha" --pid-file "$WORK/nsalpha.pid" "$PA" >"$WORK/nsalpha.out" 2>"$WORK/nsalpha.err" </dev/null &&
+	-b "$WORK/nsalpha" --pid-file "$WORK/nsalpha.pid" "$PA" > >(cat >"$WORK/nsalpha.out") 2> >(cat >"$WORK/nsalpha.err") </dev/null &&
 	rc=0 || rc=$?
 expect_eq "$rc" 0 "[ns project] create of a container of project alpha exits 0" || diag "$(cat "$WORK/nsalpha.err")"
 check "[ns project] start" hezo_shim --root "$ROOT" start "$PA"
@@ -426,8 +426,10 @@ for proj in beta alpha; do
 	new_id "ns$proj-join"
 	hezo_make_bundle "$WORK/ns$proj-join" "$ID" '["true"]' "$join" || bail_out "cannot make bundle"
 	HEZO_TEST_POLICY=$WORK/policy-projects.json hezo_shim --root "$ROOT" --hezo-project "$proj" create \
-		-b "$WORK/ns$proj-join" "$ID" >"$WORK/ns$proj-join.out" 2>"$WORK/ns$proj-join.err" </dev/null &&
-		rc=0 || rc=$?
+		-b "$WORK/ns$proj-join" "$ID" > >(cat >"$WORK/ns$proj-join.out") \
+		2> >(cat >"$WORK/ns$proj-join.err") </dev/null && rc=0 || rc=$?
+	# Pipes (runc hands stdio on); a refusal leaves no box holding them: its copy is waited for.
+	[ "$rc" = 0 ] || wait "$!" 2>/dev/null
 	if [ "$proj" = beta ]; then
 		expect_ne "$rc" 0 "[ns project] a container of project beta may not join alpha's namespaces"
 		expect_match "$(cat "$WORK/ns$proj-join.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PAPID/ns/ipc: it is container $PA.s, of project alpha; this container.s project is beta" \
@@ -463,7 +465,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		'.linux.namespaces |= map(if .type == "network" then .path = "/run/netns/'"$NS2"'" else . end)' ||
 		bail_out "cannot make bundle"
 	hezo_shim --root "$ROOT" create -b "$WORK/nsfresh" --pid-file "$WORK/nsfresh.pid" "$ID" \
-		>"$WORK/nsfresh.out" 2>"$WORK/nsfresh.err" </dev/null && rc=0 || rc=$?
+		> >(cat >"$WORK/nsfresh.out") 2> >(cat >"$WORK/nsfresh.err") </dev/null && rc=0 || rc=$?
 	expect_eq "$rc" 0 "[ns fresh] a named netns no process is in is accepted" || diag "$(cat "$WORK/nsfresh.err")"
 	expect_eq "$(ns_ino "$(cat "$WORK/nsfresh.pid" 2>/dev/null)" net)" "$(stat -L -c %i "/run/netns/$NS2")" \
 		"[ns fresh] from the host: the container is in that netns"
@@ -502,7 +504,10 @@ pod_create()
 	local b=${POD_BUNDLE:-$WORK/$1}
 	hezo_make_bundle "$b" "$ID" "$2" "$3" || bail_out "cannot make bundle"
 	HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$ROOT" create -b "$b" \
-		--pid-file "$WORK/$1.pid" "$ID" >"$WORK/$1.out" 2>"$WORK/$1.err" </dev/null && RC=0 || RC=$?
+		--pid-file "$WORK/$1.pid" "$ID" > >(cat >"$WORK/$1.out") 2> >(cat >"$WORK/$1.err") </dev/null && RC=0 || RC=$?
+	# Pipes (a regular file is refused as stdio runc hands on); a refusal leaves no box
+	# holding them, so the copy of stderr ends: waited for.
+	[ "$RC" = 0 ] || wait "$!" 2>/dev/null
 }
 # Joining the namespaces of pod 1's sandbox (net only under runc: runsc bundles run without one).
 pod_join()
@@ -639,7 +644,8 @@ for where in raw engine; do
 		".mounts += [{destination: \"/etc/hosts\", type: \"bind\", source: \"$SDOCK/$ID/hosts\", options: [\"rbind\", \"rw\"]}]" ||
 		bail_out "cannot make bundle"
 	HEZO_TEST_POLICY=$WORK/policy-stopped.json hezo_shim --root "$ROOT" create -b "$b" "$ID" \
-		>"$WORK/stopped-$where.out" 2>"$WORK/stopped-$where.err" </dev/null && rc=0 || rc=$?
+		> >(cat >"$WORK/stopped-$where.out") 2> >(cat >"$WORK/stopped-$where.err") </dev/null && rc=0 || rc=$?
+	[ "$rc" = 0 ] || wait "$!" 2>/dev/null
 	if [ $where = raw ]; then
 		expect_ne "$rc" 0 "[stopped] a stopped container's hosts file to a bundle of the caller's under its ID is refused"
 		expect_eq "$(cat "$WORK/stopped-$where.err")" \
@@ -733,7 +739,7 @@ for prof in docker allow strict; do
 			new_id "sc$prof-exec"
 			B=$WORK/sc$prof-exec
 			hezo_make_bundle "$B" "$ID" '["sleep", "600"]' ".linux.seccomp = $json" || bail_out "cannot make bundle"
-			hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/sc$prof-exec.err" </dev/null ||
+			hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/sc$prof-exec.err") </dev/null ||
 				diag "$(cat "$WORK/sc$prof-exec.err")"
 			hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1 </dev/null
 			hezo_wait_status "$ROOT" "$ID" running 10

@@ -108,7 +108,7 @@ hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 new_id life
 B=$WORK/life
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/life.out" 2>"$WORK/life.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/life.out") 2> >(cat >"$WORK/life.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[life] create exits 0" || diag "stderr: $(cat "$WORK/life.err")"
 check "[life] start" hezo_shim --root "$ROOT" start "$ID"
 check "[life] running" hezo_wait_status "$ROOT" "$ID" running 20

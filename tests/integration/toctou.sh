@@ -38,7 +38,7 @@ new_id()
 new_id layout
 B=$WORK/layout
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/layout.out" 2>"$WORK/layout.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/layout.out") 2> >(cat >"$WORK/layout.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[layout] create exits 0" || diag "stderr: $(cat "$WORK/layout.err")"
 backend_bundle=$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r .bundle)
 P=$(priv_bundle "$ID")
@@ -78,7 +78,7 @@ expect_eq "$(hezo_state_records "$ID")" "" "[layout] nothing of the container le
 new_id force
 B=$WORK/force
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >"$WORK/force.out" 2>"$WORK/force.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/force.out") 2> >(cat >"$WORK/force.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[force] create exits 0" || diag "stderr: $(cat "$WORK/force.err")"
 P=$(priv_bundle "$ID")
 STALE=
@@ -92,7 +92,7 @@ expect_eq "$(test -e "$P" && echo present || echo gone)" gone "[force] delete --
 new_id tidy
 B=$WORK/tidy
 hezo_make_bundle "$B" "$ID" '["true"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/tidy.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/tidy.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[tidy] create exits 0" || diag "stderr: $(cat "$WORK/tidy.err")"
 expect_eq "$([ -n "$STALE" ] && ! test -e "$STALE" && echo gone || echo "present (or none made)")" gone \
 	"[tidy] the next create removes a bundle whose record is gone"
@@ -104,7 +104,7 @@ B=$WORK/refused
 hezo_make_bundle "$B" "$ID" '["true"]' \
 	'.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]' ||
 	bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/refused.err") </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[refused] a bind mount of / is refused"
 expect_eq "$(hezo_state_records "$ID")" "" "[refused] no record and no private bundle left"
 
@@ -150,7 +150,7 @@ hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 new_id swapexec
 B=$WORK/swapexec
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/swapexec.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/swapexec.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[swap exec] create exits 0" || diag "stderr: $(cat "$WORK/swapexec.err")"
 check "[swap exec] start" hezo_shim --root "$ROOT" start "$ID"
 hezo_process_json '["sh", "-c", "grep CapEff /proc/self/status"]' "$HEZO_CAPS_GREEDY" >"$WORK/p.orig"
@@ -203,7 +203,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		python3 "$here/flip.py" "$LINK" "/run/netns/$NSA" "/run/netns/$NSF" 30 >"$WORK/flip.log" 2>&1 &
 		fpid=$!
 		for ((w = 0; w < 50; w++)); do grep -q ready "$WORK/flip.log" && break; sleep 0.05; done
-		hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null &&
+		hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2> >(cat >"$WORK/swapns.err") </dev/null &&
 			rc=0 || rc=$?
 		kill "$fpid" 2>/dev/null
 		wait "$fpid" 2>/dev/null
@@ -222,7 +222,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	# Structure: the path written for the backend is the resolved one.
 	cp "$WORK/swapns.orig" "$B/config.json"
 	ln -sfn "/run/netns/$NSA" "$LINK"
-	hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2>"$WORK/swapns.err" </dev/null && rc=0 || rc=$?
+	hezo_shim --root "$ROOT" create -b "$B" --pid-file "$WORK/swapns.pid" "$ID" >/dev/null 2> >(cat >"$WORK/swapns.err") </dev/null && rc=0 || rc=$?
 	expect_eq "$rc" 0 "[netns resolved] create exits 0" || diag "stderr: $(cat "$WORK/swapns.err")"
 	# ... and held: what the backend opens is the namespace checked, bound in its bundle (race 6).
 	expect_match "$(jq -r '.linux.namespaces[] | select(.type == "network") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
@@ -240,7 +240,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$$"'/ns/ipc" else . end)' ||
 		bail_out "cannot make bundle"
 	HEZO_TEST_POLICY=$WORK/policy-hostipc.json hezo_shim --root "$ROOT" create -b "$WORK/hostipc" \
-		--pid-file "$WORK/hostipc.pid" "$ID" >/dev/null 2>"$WORK/hostipc.err" </dev/null && rc=0 || rc=$?
+		--pid-file "$WORK/hostipc.pid" "$ID" >/dev/null 2> >(cat >"$WORK/hostipc.err") </dev/null && rc=0 || rc=$?
 	expect_eq "$rc" 0 "[host ipc held] create exits 0" || diag "stderr: $(cat "$WORK/hostipc.err")"
 	expect_match "$(jq -r '.linux.namespaces[] | select(.type == "ipc") | .path' "$(priv_bundle "$ID")/config.json" 2>&1)" \
 		"^$(priv_bundle "$ID")/mnt/ns-[0-9]+\$" "[host ipc held] the backend is handed the host's IPC namespace held, not /proc/PID/ns/ipc"
@@ -341,7 +341,7 @@ hezo_make_bundle "$WORK/staged" "$ID" '["sleep", "600"]' \
 		'"$second"'
 		{destination: "/f", type: "bind", source: "'"$ALLOWED/f"'", options: ["bind", "ro"]}]' ||
 	bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" create -b "$WORK/staged" "$ID" >/dev/null 2>"$WORK/staged.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$WORK/staged" "$ID" >/dev/null 2> >(cat >"$WORK/staged.err") </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[staged] create exits 0" || diag "stderr: $(cat "$WORK/staged.err")"
 P=$(priv_bundle "$ID")
 want="$P/mnt/0 $P/mnt/0 $P/mnt/1"
@@ -407,7 +407,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
 	AID=hezo-it-nsown-$(hezo_rand)
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$AID'; hezo_shim --root '$ROOT' delete --force '$AID' >/dev/null 2>&1"
 	hezo_make_bundle "$WORK/nsown" "$AID" '["sh", "-c", "sleep 600 & wait; exec sleep 601"]' || bail_out "cannot make bundle"
-	hezo_shim --root "$ROOT" create -b "$WORK/nsown" "$AID" >/dev/null 2>"$WORK/nsown.err" </dev/null ||
+	hezo_shim --root "$ROOT" create -b "$WORK/nsown" "$AID" >/dev/null 2> >(cat >"$WORK/nsown.err") </dev/null ||
 		diag "$(cat "$WORK/nsown.err")"
 	hezo_shim --root "$ROOT" start "$AID" >/dev/null 2>&1
 	P=
