@@ -42,7 +42,7 @@ int shim_check_preserved_fds(const struct shim_args *a, struct hezo_error **err)
  * local socket connected to a named or abstract one (a host daemon's: docker.sock,
  * containerd.sock), which the box would drive even through runc's copying pipes. When the
  * backend hands the descriptor to the box as it is (handed), only what engines pass is
- * allowed: a pipe or FIFO, /dev/null, a socket to an unnamed peer (a socketpair); a regular
+ * allowed: a pipe or FIFO, /dev/null (never a socket, not even a socketpair); a regular
  * file too when files_ok (runsc's sentry holds the host descriptor and cannot reopen it). A
  * regular file is reopened read-write through /proc/self/fd/N under runc, and a character
  * device (a tty, /dev/kvm, /dev/kmsg) is one the box's device cgroup would never let it open
@@ -75,9 +75,17 @@ static const char *bad_stdio(int fd, bool handed, bool files_ok, char *why, size
 		len = sizeof(ss);
 		if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
 			return "a socket connected to nothing";
-		/* A socketpair or an unbound peer: the address is the family alone. */
+		/*
+		 * A socketpair or an unbound peer (the address is the family alone): copied
+		 * through the backend's pipes, the peer sees only bytes; handed as it is, the
+		 * peer can pass the box descriptors (SCM_RIGHTS), a directory of the host's among
+		 * them (red team pass 8, F7). No engine hands a socket as stdio.
+		 */
 		if (len <= offsetof(struct sockaddr_un, sun_path))
-			return NULL;
+			return handed ? "a socket, whose peer could pass the box descriptors of "
+					"the "
+					"host's"
+				      : NULL;
 		if (un->sun_path[0] == '\0')
 			return "a socket connected to an abstract socket";
 		snprintf(why, size, "a socket connected to the named socket %.*s",

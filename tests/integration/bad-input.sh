@@ -396,6 +396,10 @@ os.execvp(sys.argv[3], sys.argv[3:])
 PY
 stdio_case named-peer 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" named "$WORK/daemon.sock" "$0" --root "$1" create -b "$2" "$3";' \
 	"standard input (fd 0) is a socket connected to the named socket $WORK/daemon.sock, $new_hint"
+# Red team pass 8, F7: even a socketpair's peer (unnamed) can pass the box descriptors through
+# it (SCM_RIGHTS): a directory fd of the host's / sent down fd 0 gave the box the host's files.
+stdio_case socketpair 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" pair - "$0" --root "$1" create -b "$2" "$3";' \
+	"standard input (fd 0) is a socket, whose peer could pass the box descriptors of the host's, $new_hint"
 stdio_case abstract-peer 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" abstract "hezo-test-stdio-$$" "$0" --root "$1" create -b "$2" "$3";' \
 	"standard input (fd 0) is a socket connected to an abstract socket, $new_hint"
 # Red team pass 8, F5 (b): a character device other than /dev/null (a tty, /dev/kvm, /dev/kmsg)
@@ -425,7 +429,6 @@ stdio_ok()
 	hezo_bundle_cleanup "$ROOT" "$id"
 }
 stdio_ok devnull 'exec 0</dev/null >/dev/null;'
-stdio_ok socketpair 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" pair - "$0" --root "$1" create -b "$2" "$3";'
 stdio_ok fifo 'mkfifo "$WORK/stdio-fifo"; exec 0<>"$WORK/stdio-fifo" >/dev/null;'
 if [ "$HEZO_TEST_BACKEND" = runsc ]; then
 	stdio_ok file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;'
