@@ -159,6 +159,11 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 	r = r ?: set_string(rec, "created", created);
 	/* Where runsc put the sandbox: update and ps work on it (runsc has neither). */
 	r = r ?: set_or_null(rec, "cgroupsPath", hezo_json_get_path(spec, "linux.cgroupsPath"));
+	/* How the backend's driver reads that path: everything that reads it later must agree. */
+	if (r == 0 && shim_backend_systemd_cgroup(t, &ctx->g)) {
+		v = hezo_json_new_bool(true);
+		r = v ? hezo_json_set(rec, "systemdCgroup", v) : -ENOMEM;
+	}
 	if (r == 0) {
 		v = box_summary(p, spec, engine_seccomp);
 		r = v ? hezo_json_set(rec, "box", v) : -ENOMEM;
@@ -323,6 +328,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	struct hezo_apply_env env = {0};
+	struct hezo_live_cgroup *live = NULL;
+	size_t nlive = 0;
 	struct shim_owner_query owner_q;
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
 	char task_dir[PATH_MAX];
@@ -384,7 +391,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 						    task_dir) >= 0;
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
+	env.systemd_cgroup = shim_backend_systemd_cgroup(&t, &ctx->g);
+	r = shim_live_cgroups(ctx, id, &live, &nlive);
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "the live containers' cgroups: cannot read the records");
+	env.live_cgroups = live;
+	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
+	shim_live_cgroups_free(live, nlive);
+	env.live_cgroups = NULL;
+	env.n_live_cgroups = 0;
 	if (r < 0)
 		return r;
 	r = shim_init_prepare(p, spec, &init_how, err);
