@@ -264,7 +264,7 @@ before=$(hezo_read "$OPIDS/pids.current")
 new_id inner
 hezo_make_bundle "$WORK/inner" "$ID" '["sh", "-c", "for i in $(seq 50); do sleep 600 & done; wait"]' \
 	".linux.cgroupsPath = \"/hezo-test/$OUTER/$ID\"" || bail_out "cannot make bundle"
-hezo_shim --root "$ROOT" run -b "$WORK/inner" "$ID" >"$WORK/inner.out" 2>"$WORK/inner.err" </dev/null &&
+hezo_shim --root "$ROOT" create -b "$WORK/inner" "$ID" >"$WORK/inner.out" 2>"$WORK/inner.err" </dev/null &&
 	rc=0 || rc=$?
 expect_ne "$rc" 0 "[nest] a box whose cgroupsPath is below the running box's is refused"
 expect_eq "$(cat "$WORK/inner.err")" \
