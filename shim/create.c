@@ -392,7 +392,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
 	env.systemd_cgroup = shim_backend_systemd_cgroup(&t, &ctx->g);
-	r = shim_live_cgroups(ctx, id, &live, &nlive);
+	/* Only a named cgroup can nest; reading every record's cgroup is not free. */
+	r = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))
+		    ? shim_live_cgroups(ctx, id, &live, &nlive)
+		    : 0;
 	if (r < 0)
 		return hezo_error_set(err, -r,
 				      "the live containers' cgroups: cannot read the records");

@@ -1305,6 +1305,32 @@ static void test_cgroup_dir(void **state)
 	assert_string_equal(b, "/r/pids/a:b:c");
 }
 
+/* The driver the backend gets: the policy's args, then the caller's flag; the last one counts. */
+static void test_backend_systemd_cgroup(void **state)
+{
+	struct shim_target t = {0};
+	struct shim_globals g = {0};
+
+	assert_int_equal(hezo_strv_init(&t.args), 0);
+	assert_false(shim_backend_systemd_cgroup(&t, &g));
+	g.systemd_cgroup = "true";
+	assert_true(shim_backend_systemd_cgroup(&t, &g));
+	g.systemd_cgroup = "false";
+	assert_false(shim_backend_systemd_cgroup(&t, &g));
+	g.systemd_cgroup = NULL;
+	assert_int_equal(hezo_strv_push(&t.args, "--systemd-cgroup"), 0);
+	assert_true(shim_backend_systemd_cgroup(&t, &g));
+	assert_int_equal(hezo_strv_push(&t.args, "-systemd-cgroup=0"), 0);
+	assert_false(shim_backend_systemd_cgroup(&t, &g));
+	assert_int_equal(hezo_strv_push(&t.args, "--systemd-cgroup=T"), 0);
+	assert_true(shim_backend_systemd_cgroup(&t, &g));
+	assert_int_equal(hezo_strv_push(&t.args, "--systemd-cgroupx"), 0);
+	assert_true(shim_backend_systemd_cgroup(&t, &g));
+	g.systemd_cgroup = "false"; /* the caller's comes after the policy's */
+	assert_false(shim_backend_systemd_cgroup(&t, &g));
+	hezo_strv_done(&t.args);
+}
+
 static char *cg_read(const char *root, const char *file)
 {
 	char path[512];
@@ -2066,6 +2092,7 @@ int main(void)
 		cmocka_unit_test(test_target_missing_runsc),
 		cmocka_unit_test(test_target_dev_runc),
 		cmocka_unit_test(test_cgroup_dir),
+		cmocka_unit_test(test_backend_systemd_cgroup),
 		cmocka_unit_test(test_cgroup_update_v1),
 		cmocka_unit_test(test_runsc_check_spec),
 		cmocka_unit_test(test_runsc_pids),
