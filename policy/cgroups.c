@@ -1,5 +1,5 @@
-/* linux.cgroupsPath: only below an allowed parent, named for the container, never an existing
- * cgroup with processes in it. */
+/* linux.cgroupsPath, read as the backend's cgroup driver reads it: only below an allowed parent,
+ * named for the container, never an existing cgroup in use, nor at, above or below a live one. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -49,20 +49,29 @@ static int slice_path(const char *slice, size_t n, char *buf, size_t size)
 	return 0;
 }
 
-int hezo_policy_cgroup_path(const char *cgroups_path, char *buf, size_t size)
+int hezo_policy_cgroup_path(const char *cgroups_path, bool systemd, char *buf, size_t size)
 {
 	const char *c1 = strchr(cgroups_path, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
 	char slice[PATH_MAX];
 	int r, n;
 
-	if (!c1) {
+	if (!systemd) {
+		/* runc's and runsc's cgroupfs driver: an absolute path is taken as it is (colons
+		 * and all); a relative one is joined to the runtime's own cgroup. */
 		if (cgroups_path[0] != '/')
 			return -EINVAL;
 		n = snprintf(buf, size, "%s", cgroups_path);
 	} else {
-		/* systemd driver: "slice:prefix:name" is the unit prefix-name.scope in slice. */
+		/* systemd driver: "slice:prefix:name" is the unit prefix-name.scope in slice;
+		 * runc splits on ':' and wants three parts, nothing else. A name ending in
+		 * ".slice" would be a slice of its own, the prefix ignored: refused. */
+		size_t nl;
+
 		if (!c2 || strchr(c2 + 1, ':') || c2 == c1 + 1 || !c2[1] ||
 		    memchr(c1 + 1, '/', (size_t)(c2 - c1 - 1)) || strchr(c2 + 1, '/'))
+			return -EINVAL;
+		nl = strlen(c2 + 1);
+		if (nl >= 6 && strcmp(c2 + 1 + nl - 6, ".slice") == 0)
 			return -EINVAL;
 		if (c1 == cgroups_path)
 			r = slice_path("system.slice", 12, slice, sizeof(slice));
@@ -148,6 +157,29 @@ static int tree_has_procs(int dfd, const char *path, unsigned depth, char **file
 	return r;
 }
 
+/* The first cgroup directly below dir: 1 and *child (malloc'd), 0 for none, -errno. */
+static int first_child(const char *dir, char **child)
+{
+	struct dirent *e;
+	int r = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (e->d_name[0] == '.' ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		r = asprintf(child, "%s/%s", dir, e->d_name) < 0 ? -ENOMEM : 1;
+		break;
+	}
+	closedir(d);
+	return r;
+}
+
 /*
  * Does the cgroup at rel, or any cgroup below it, already hold processes, in any hierarchy
  * mounted here? Joining a parent of busy cgroups would make their processes look like this
@@ -193,6 +225,17 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
 				"linux.cgroupsPath %s: the cgroup exists and has "
 				"processes %s it (%s)",
 				shown, strlen(file) == strlen(dir) + 13 ? "in" : "below", file);
+		/* An empty leaf a container of this ID left is reused (runc does); one with
+		 * cgroups below it is a parent that something else creates its own in. */
+		r = first_child(dir, &file);
+		if (r < 0)
+			return hezo_error_set(err, -r, "linux.cgroupsPath %s: cannot read %s",
+					      shown, dir);
+		if (r > 0)
+			return hezo_error_set(err, EPERM,
+					      "linux.cgroupsPath %s: the cgroup exists and has "
+					      "cgroups below it (%s): a parent, not a container's",
+					      shown, file);
 	}
 	return 0;
 }
@@ -246,10 +289,31 @@ static bool cgroup_name_is_id(const char *name, const char *id)
 	return false;
 }
 
+/* Is cgroup a or b the other, or below it? */
+static bool cgroups_nest(const char *a, const char *b)
+{
+	return hezo_policy_path_under(a, b) || hezo_policy_path_under(b, a);
+}
+
+/* The cgroup of a live container of hezo-shim's at, above or below rel: its entry, or NULL. */
+static const struct hezo_live_cgroup *live_nested(const struct hezo_apply_env *env, const char *rel)
+{
+	for (size_t i = 0; env && i < env->n_live_cgroups; i++) {
+		const struct hezo_live_cgroup *l = &env->live_cgroups[i];
+
+		if (l->cgroup && l->cgroup[0] == '/' && strcmp(l->cgroup, "/") != 0 &&
+		    cgroups_nest(rel, l->cgroup))
+			return l;
+	}
+	return NULL;
+}
+
 int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
 				   const struct hezo_apply_env *env, struct hezo_error **err)
 {
 	const struct hezo_json *v = hezo_json_get(linux_, "cgroupsPath");
+	const struct hezo_live_cgroup *l;
+	bool systemd = env && env->systemd_cgroup;
 	char rel[PATH_MAX], q[256];
 	const char *cg, *last;
 	int r;
@@ -264,11 +328,27 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 	if (!cg[0])
 		return 0; /* runc and runsc take "" as absent */
 	hezo_policy_quote(q, sizeof(q), cg);
-	r = hezo_policy_cgroup_path(cg, rel, sizeof(rel));
+	/* Judged as the backend will read it, under the flags the shim hands it. */
+	if (systemd && cg[0] == '/')
+		return hezo_policy_ferr(err,
+					"linux.cgroupsPath %s: a path, but the backend is given "
+					"--systemd-cgroup, under which it reads only "
+					"slice:prefix:name",
+					q);
+	if (!systemd && cg[0] != '/' && strchr(cg, ':'))
+		return hezo_policy_ferr(
+			err,
+			"linux.cgroupsPath %s: the systemd form slice:prefix:name, "
+			"but the backend is not given --systemd-cgroup: its cgroupfs "
+			"driver would make it a cgroup below the runtime's own",
+			q);
+	r = hezo_policy_cgroup_path(cg, systemd, rel, sizeof(rel));
 	if (r < 0)
 		return hezo_policy_ferr(err,
-					"linux.cgroupsPath %s: not a clean absolute path (or "
-					"slice:prefix:name) below the root",
+					systemd ? "linux.cgroupsPath %s: not a clean "
+						  "slice:prefix:name (with --systemd-cgroup)"
+						: "linux.cgroupsPath %s: not a clean absolute path "
+						  "below the root",
 					q);
 	last = strrchr(rel, '/');
 	if (!env || !env->id || !cgroup_name_is_id(last + 1, env->id))
@@ -289,5 +369,25 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 					      "policy's cgroupParents",
 					      q, parent);
 	}
+	/* An engine creates its containers below an entry: a box there would hold them all. */
+	for (size_t i = 0; i < p->cgroup_parents.n; i++)
+		if (strcmp(p->cgroup_parents.v[i], rel) == 0)
+			return hezo_error_set(
+				err, EPERM,
+				"linux.cgroupsPath %s: %s is itself in the policy's "
+				"cgroupParents, where engines create their containers' "
+				"cgroups",
+				q, rel);
+	l = live_nested(env, rel);
+	if (l)
+		return hezo_error_set(
+			err, EPERM,
+			"linux.cgroupsPath %s: %s container %s's cgroup %s (one's limits, pause "
+			"and kill --all would reach the other)",
+			q,
+			strcmp(l->cgroup, rel) == 0		 ? "it is"
+			: hezo_policy_path_under(rel, l->cgroup) ? "it is below"
+								 : "it is above",
+			l->id ? l->id : "?", l->cgroup);
 	return cgroup_has_procs(rel, q, err);
 }

@@ -99,6 +99,12 @@ int hezo_open_nofollow(const char *path, struct hezo_held_path *out);
  * What apply needs to know about the container beyond its config.json, supplied by the caller
  * (the shim) so that policy/ stays free of the shim's records and the backends' state.
  */
+/* A live container's cgroup and ID (for hezo_apply_env.live_cgroups). */
+struct hezo_live_cgroup {
+	const char *id;
+	const char *cgroup;
+};
+
 struct hezo_apply_env {
 	const char *id;	    /* the container's ID as the engine gave it; NULL: unknown */
 	const char *bundle; /* the bundle directory, resolved; NULL: unknown */
@@ -134,6 +140,19 @@ struct hezo_apply_env {
 	 * container's annotations); NULL: no running sandbox, so no pod volumes.
 	 */
 	const char *pod_uid;
+	/*
+	 * The backend is handed --systemd-cgroup (its last word on the command line the shim
+	 * builds): linux.cgroupsPath is then read as systemd's "slice:prefix:name" and nothing
+	 * else; without it (the cgroupfs driver) only an absolute path stays where it says.
+	 */
+	bool systemd_cgroup;
+	/*
+	 * The cgroups of hezo-shim's live containers (relative to a hierarchy's root, as
+	 * hezo_policy_cgroup_path gives them): a new container's cgroup may be neither one of
+	 * them nor below one (their limits and kill --all would reach it) nor above one.
+	 */
+	const struct hezo_live_cgroup *live_cgroups;
+	size_t n_live_cgroups;
 };
 
 /*
@@ -171,11 +190,13 @@ struct hezo_json *hezo_policy_egress_json(const struct hezo_policy *p);
 struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
 
 /*
- * The cgroup an OCI linux.cgroupsPath names, relative to a hierarchy's root: absolute paths as
- * they are, the systemd form "slice:prefix:name" as /a.slice/a-b.slice/prefix-name.scope. -EINVAL
- * for relative paths and empty, "." or ".." components.
+ * The cgroup an OCI linux.cgroupsPath names, relative to a hierarchy's root, as the backend reads
+ * it: with systemd (--systemd-cgroup) only the form "slice:prefix:name", as
+ * /a.slice/a-b.slice/prefix-name.scope; without it only an absolute path, as it is (a relative
+ * one is below the runtime's own cgroup, unknowable here). -EINVAL for the other form, for
+ * empty, "." or ".." components, and for a name ending in ".slice" (a slice, not a scope).
  */
-int hezo_policy_cgroup_path(const char *cgroups_path, char *buf, size_t size);
+int hezo_policy_cgroup_path(const char *cgroups_path, bool systemd, char *buf, size_t size);
 
 /* init and admission (docs/policy.md): hezo-init as PID 1, and the limit of active boxes. */
 bool hezo_policy_init(const struct hezo_policy *p);

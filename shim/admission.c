@@ -33,17 +33,25 @@ static void closedirp(DIR **d)
 }
 #define _cleanup_dir_ _cleanup_(closedirp)
 
+bool shim_record_systemd(const struct hezo_json *rec)
+{
+	const struct hezo_json *v = hezo_json_get(rec, "systemdCgroup");
+
+	return v && v->type == HEZO_JSON_TRUE;
+}
+
 int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size)
 {
 	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
+	bool systemd = shim_record_systemd(rec);
 	char probe[PATH_MAX];
 
 	/* cgroup v1 (this project's hosts), else the unified hierarchy. */
-	if (shim_cgroup_dir("/sys/fs/cgroup", cg, controller, buf, size) == 0 &&
+	if (shim_cgroup_dir("/sys/fs/cgroup", cg, systemd, controller, buf, size) == 0 &&
 	    access(buf, F_OK) == 0)
 		return 0;
 	if (access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0 &&
-	    shim_cgroup_dir("/sys", cg, "fs/cgroup", probe, sizeof(probe)) == 0) {
+	    shim_cgroup_dir("/sys", cg, systemd, "fs/cgroup", probe, sizeof(probe)) == 0) {
 		snprintf(buf, size, "%s", probe);
 		return access(buf, F_OK) == 0 ? 0 : -ENOENT;
 	}
@@ -179,6 +187,64 @@ int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *a
 	r = shim_records_foreach(ctx, count_one, &c);
 	*active = c.active;
 	return r;
+}
+
+struct live_list {
+	char key[SHIM_KEY_LEN];
+	const char *id;
+	struct hezo_live_cgroup *v;
+	size_t n;
+};
+
+static int live_one(void *data, const char *key, struct hezo_json *rec)
+{
+	struct live_list *l = data;
+	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
+	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
+	struct hezo_live_cgroup *nv;
+	char rel[PATH_MAX];
+
+	if (l->id && id && strcmp(key, l->key) == 0 && strcmp(id, l->id) == 0)
+		return 0;
+	if (!cg || hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0 ||
+	    !shim_record_live(rec))
+		return 0;
+	nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	l->v = nv;
+	nv[l->n].id = id ? strdup(id) : NULL;
+	nv[l->n].cgroup = strdup(rel);
+	l->n++;
+	if ((id && !nv[l->n - 1].id) || !nv[l->n - 1].cgroup)
+		return -ENOMEM;
+	return 0;
+}
+
+void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free((char *)v[i].id);
+		free((char *)v[i].cgroup);
+	}
+	free(v);
+}
+
+int shim_live_cgroups(const struct shim_ctx *ctx, const char *id, struct hezo_live_cgroup **out,
+		      size_t *n)
+{
+	struct live_list l = {.id = id};
+	int r;
+
+	shim_record_key_for_root(ctx->g.root, l.key);
+	r = shim_records_foreach(ctx, live_one, &l);
+	if (r < 0) {
+		shim_live_cgroups_free(l.v, l.n);
+		return r;
+	}
+	*out = l.v;
+	*n = l.n;
+	return 0;
 }
 
 /* Queue entries are "<ticket>": 20 digits, holding "PID STARTTIME". */

@@ -163,6 +163,41 @@ int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, stru
 	return 0;
 }
 
+/* A --systemd-cgroup token's value: 1 true, 0 false, -1 not that flag (or not a bool). */
+static int systemd_token(const char *tok)
+{
+	const char *s = tok;
+	bool b;
+
+	if (s[0] != '-')
+		return -1;
+	s += s[1] == '-' ? 2 : 1;
+	if (strncmp(s, "systemd-cgroup", 14) != 0)
+		return -1;
+	if (s[14] == '\0')
+		return 1;
+	if (s[14] != '=' || shim_parse_bool(s + 15, &b) < 0)
+		return -1;
+	return b;
+}
+
+bool shim_backend_systemd_cgroup(const struct shim_target *t, const struct shim_globals *g)
+{
+	bool on = false;
+	bool b;
+
+	/* Go's flag package: the last word wins; the caller's come after the policy's. */
+	for (size_t i = 0; i < t->args.n; i++) {
+		int v = systemd_token(t->args.v[i]);
+
+		if (v >= 0)
+			on = v;
+	}
+	if (g->systemd_cgroup && shim_parse_bool(g->systemd_cgroup, &b) == 0)
+		on = b;
+	return on;
+}
+
 static bool dropped(const struct backend_desc *d, const char *verb, const char *flag)
 {
 	for (const struct backend_verb_drop *v = d->drops; v->verb; v++) {

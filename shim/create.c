@@ -170,6 +170,11 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 	}
 	/* Where runsc put the sandbox: update and ps work on it (runsc has neither). */
 	r = r ?: set_or_null(rec, "cgroupsPath", hezo_json_get_path(spec, "linux.cgroupsPath"));
+	/* How the backend's driver reads that path: everything that reads it later must agree. */
+	if (r == 0 && shim_backend_systemd_cgroup(t, &ctx->g)) {
+		v = hezo_json_new_bool(true);
+		r = v ? hezo_json_set(rec, "systemdCgroup", v) : -ENOMEM;
+	}
 	if (r == 0) {
 		v = box_summary(p, spec, engine_seccomp);
 		r = v ? hezo_json_set(rec, "box", v) : -ENOMEM;
@@ -356,6 +361,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	struct hezo_apply_env env = {0};
+	struct hezo_live_cgroup *live = NULL;
+	size_t nlive = 0;
 	struct shim_owner_query owner_q;
 	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
 	char task_dir[PATH_MAX];
@@ -417,7 +424,20 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 						    task_dir) >= 0;
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
+	env.systemd_cgroup = shim_backend_systemd_cgroup(&t, &ctx->g);
+	/* Only a named cgroup can nest; reading every record's cgroup is not free. */
+	r = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))
+		    ? shim_live_cgroups(ctx, id, &live, &nlive)
+		    : 0;
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "the live containers' cgroups: cannot read the records");
+	env.live_cgroups = live;
+	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
+	shim_live_cgroups_free(live, nlive);
+	env.live_cgroups = NULL;
+	env.n_live_cgroups = 0;
 	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. */
 	if (r == 0)

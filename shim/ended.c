@@ -32,13 +32,14 @@ long long shim_cgroup_counter(const char *text, const char *key)
 	return -1;
 }
 
-static int read_cg(const char *cgpath, const char *controller, const char *file, char **out)
+static int read_cg(const char *cgpath, bool systemd, const char *controller, const char *file,
+		   char **out)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	size_t len;
 
 	*out = NULL;
-	if (shim_cgroup_dir("/sys/fs/cgroup", cgpath, controller, dir, sizeof(dir)) < 0)
+	if (shim_cgroup_dir("/sys/fs/cgroup", cgpath, systemd, controller, dir, sizeof(dir)) < 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	return hezo_read_file_at(AT_FDCWD, path, 4096, out, &len, NULL);
@@ -55,6 +56,7 @@ int shim_ended_check(const struct hezo_json *rec, struct hezo_json **out)
 	_cleanup_free_ char *events = NULL, *pmax = NULL, *oom = NULL, *mlim = NULL;
 	_cleanup_json_ struct hezo_json *note = NULL, *why = NULL;
 	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
+	bool sd = shim_record_systemd(rec);
 	const char *backend = hezo_json_string(hezo_json_get(rec, "backend")) ?: "?";
 	bool runsc = strcmp(backend, "runsc") == 0;
 	long long hits = -1, kills = -1;
@@ -64,14 +66,14 @@ int shim_ended_check(const struct hezo_json *rec, struct hezo_json **out)
 	*out = NULL;
 	if (!cg)
 		return 0;
-	if (read_cg(cg, "pids", "pids.events", &events) == 0)
+	if (read_cg(cg, sd, "pids", "pids.events", &events) == 0)
 		hits = shim_cgroup_counter(events, "max");
-	if (read_cg(cg, "memory", "memory.oom_control", &oom) == 0)
+	if (read_cg(cg, sd, "memory", "memory.oom_control", &oom) == 0)
 		kills = shim_cgroup_counter(oom, "oom_kill");
 	if (hits <= 0 && kills <= 0)
 		return 0;
-	(void)read_cg(cg, "pids", "pids.max", &pmax);
-	(void)read_cg(cg, "memory", "memory.limit_in_bytes", &mlim);
+	(void)read_cg(cg, sd, "pids", "pids.max", &pmax);
+	(void)read_cg(cg, sd, "memory", "memory.limit_in_bytes", &mlim);
 	chomp(pmax);
 	chomp(mlim);
 	note = hezo_json_new_object();

@@ -111,7 +111,7 @@ static int set_copy(struct hezo_json *obj, const char *key, const struct hezo_js
 }
 
 /* The cgroup v1 files that hold the limits, as the kernel enforces them right now. */
-static int live_limits(const char *cgpath, struct hezo_json *out)
+static int live_limits(const char *cgpath, bool systemd, struct hezo_json *out)
 {
 	static const struct {
 		const char *controller, *file;
@@ -134,7 +134,7 @@ static int live_limits(const char *cgpath, struct hezo_json *out)
 		char path[4200];
 		struct hezo_json *v;
 
-		if (shim_cgroup_dir("/sys/fs/cgroup", cgpath, files[i].controller, dir,
+		if (shim_cgroup_dir("/sys/fs/cgroup", cgpath, systemd, files[i].controller, dir,
 				    sizeof(dir)) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i].file);
@@ -144,7 +144,8 @@ static int live_limits(const char *cgpath, struct hezo_json *out)
 		v = hezo_json_new_string(text);
 		r = v ? hezo_json_set(out, files[i].file, v) : -ENOMEM;
 	}
-	if (r == 0 && shim_cgroup_dir("/sys/fs/cgroup", cgpath, "memory", dir, sizeof(dir)) == 0) {
+	if (r == 0 &&
+	    shim_cgroup_dir("/sys/fs/cgroup", cgpath, systemd, "memory", dir, sizeof(dir)) == 0) {
 		_cleanup_error_ struct hezo_error *ignored = NULL;
 		_cleanup_free_ char *text = NULL;
 		char path[4200];
@@ -323,7 +324,7 @@ int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hez
 		hezo_json_set(app, "error", hezo_json_new_string(e->msg));
 	cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	live = hezo_json_ensure_object(out, "live");
-	if (!live || (cg && live_limits(cg, live) < 0))
+	if (!live || (cg && live_limits(cg, shim_record_systemd(rec), live) < 0))
 		goto nomem;
 	return print_json(out, err);
 nomem:

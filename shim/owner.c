@@ -186,7 +186,8 @@ static int add_live(const struct hezo_json *rec, void *data)
 	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	char rel[PATH_MAX];
 
-	if (!id || !cg || hezo_policy_cgroup_path(cg, rel, sizeof(rel)) < 0 ||
+	if (!id || !cg ||
+	    hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0 ||
 	    !container_alive(rec, id, rel))
 		return 0;
 	return scan_add(data, id, rel, rec);

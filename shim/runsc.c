@@ -56,8 +56,8 @@ static bool has_dotdot(const char *path)
 	return false;
 }
 
-int shim_cgroup_dir(const char *root, const char *cgroups_path, const char *controller, char *buf,
-		    size_t size)
+int shim_cgroup_dir(const char *root, const char *cgroups_path, bool systemd,
+		    const char *controller, char *buf, size_t size)
 {
 	char rel[PATH_MAX];
 	const char *c1, *c2;
@@ -65,8 +65,10 @@ int shim_cgroup_dir(const char *root, const char *cgroups_path, const char *cont
 
 	if (!cgroups_path || !*cgroups_path)
 		return -ENOENT;
+	/* As the backend's driver read it at create: the systemd form only under
+	 * --systemd-cgroup, an absolute path only without it (cgroupfs). */
 	c1 = strchr(cgroups_path, ':');
-	if (c1 && (c2 = strchr(c1 + 1, ':')) && !strchr(c2 + 1, ':')) {
+	if (systemd && c1 && (c2 = strchr(c1 + 1, ':')) && !strchr(c2 + 1, ':')) {
 		/* systemd driver: "slice:prefix:name" is the scope prefix-name.scope in slice. */
 		char slice[256], spath[PATH_MAX];
 		int r;
@@ -81,7 +83,7 @@ int shim_cgroup_dir(const char *root, const char *cgroups_path, const char *cont
 			     c1 + 1, c2 + 1);
 		if (c2 == c1 + 1)
 			n = snprintf(rel, sizeof(rel), "%s/%s", spath, c2 + 1);
-	} else if (cgroups_path[0] == '/' && !c1) {
+	} else if (!systemd && cgroups_path[0] == '/') {
 		n = snprintf(rel, sizeof(rel), "%s", cgroups_path);
 	} else {
 		/* Relative to the runtime's own cgroup: not knowable from here. */
@@ -179,16 +181,16 @@ struct cg_dirs {
 	char memory[PATH_MAX], pids[PATH_MAX], cpu[PATH_MAX], cpuset[PATH_MAX], blkio[PATH_MAX];
 };
 
-static int dirs_for(const char *root, const char *cgpath, struct cg_dirs *d,
+static int dirs_for(const char *root, const char *cgpath, bool systemd, struct cg_dirs *d,
 		    struct hezo_error **err)
 {
 	int r = 0;
 
-	r = r ?: shim_cgroup_dir(root, cgpath, "memory", d->memory, sizeof(d->memory));
-	r = r ?: shim_cgroup_dir(root, cgpath, "pids", d->pids, sizeof(d->pids));
-	r = r ?: shim_cgroup_dir(root, cgpath, "cpu", d->cpu, sizeof(d->cpu));
-	r = r ?: shim_cgroup_dir(root, cgpath, "cpuset", d->cpuset, sizeof(d->cpuset));
-	r = r ?: shim_cgroup_dir(root, cgpath, "blkio", d->blkio, sizeof(d->blkio));
+	r = r ?: shim_cgroup_dir(root, cgpath, systemd, "memory", d->memory, sizeof(d->memory));
+	r = r ?: shim_cgroup_dir(root, cgpath, systemd, "pids", d->pids, sizeof(d->pids));
+	r = r ?: shim_cgroup_dir(root, cgpath, systemd, "cpu", d->cpu, sizeof(d->cpu));
+	r = r ?: shim_cgroup_dir(root, cgpath, systemd, "cpuset", d->cpuset, sizeof(d->cpuset));
+	r = r ?: shim_cgroup_dir(root, cgpath, systemd, "blkio", d->blkio, sizeof(d->blkio));
 	if (r < 0)
 		return hezo_error_set(err, -r, "cannot locate cgroupsPath \"%s\" under %s", cgpath,
 				      root);
@@ -217,8 +219,8 @@ static int refuse_unsupported(const struct hezo_json *res, struct hezo_error **e
 	return 0;
 }
 
-int shim_cgroup_update_v1(const char *root, const char *cgpath, const struct hezo_json *res,
-			  struct hezo_error **err)
+int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
+			  const struct hezo_json *res, struct hezo_error **err)
 {
 	const struct hezo_json *mem = hezo_json_get_type(res, "memory", HEZO_JSON_OBJECT);
 	const struct hezo_json *pids = hezo_json_get_type(res, "pids", HEZO_JSON_OBJECT);
@@ -240,7 +242,7 @@ int shim_cgroup_update_v1(const char *root, const char *cgpath, const struct hez
 	if (dev && dev->type == HEZO_JSON_ARRAY && dev->len > 0)
 		return hezo_error_set(err, EPERM,
 				      "update: resources.devices cannot be changed under runsc");
-	r = dirs_for(root, cgpath, &d, err);
+	r = dirs_for(root, cgpath, systemd, &d, err);
 	r = r ?: field(mem, "limit", "memory.limit", &has_limit, &limit, err);
 	r = r ?: field(mem, "swap", "memory.swap", &has_swap, &swap, err);
 	r = r ?: field(mem, "reservation", "memory.reservation", &has_res, &reservation, err);
@@ -442,7 +444,9 @@ int shim_runsc_host_pids(struct shim_ctx *ctx, const struct shim_target *t,
 	 * Every host process of the container is in its cgroup: the sandbox, the gofer and the
 	 * sandbox's helper processes. Only trust the cgroup if it holds the sandbox.
 	 */
-	if (pid > 0 && shim_cgroup_dir("/sys/fs/cgroup", cgpath, "pids", dir, sizeof(dir)) == 0 &&
+	if (pid > 0 &&
+	    shim_cgroup_dir("/sys/fs/cgroup", cgpath, shim_record_systemd(rec), "pids", dir,
+			    sizeof(dir)) == 0 &&
 	    cgroup_holds(dir, pid, NULL) == 1) {
 		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 		if (hezo_read_file_at(AT_FDCWD, path, CGROUP_FILE_MAX, &data, &len, NULL) == 0) {
@@ -516,12 +520,13 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 	if (r < 0)
 		return r;
 	/* Write only into a cgroup that really holds this container's sandbox. */
-	r = shim_cgroup_dir("/sys/fs/cgroup", cgpath, "memory", dir, sizeof(dir));
+	r = shim_cgroup_dir("/sys/fs/cgroup", cgpath, shim_record_systemd(rec), "memory", dir,
+			    sizeof(dir));
 	if (r < 0 || pid <= 0 || cgroup_holds(dir, pid, NULL) != 1)
 		return hezo_error_set(err, ESRCH,
 				      "update %s: the sandbox (pid %ld) is not in cgroup %s", id,
 				      pid, cgpath);
-	r = shim_cgroup_update_v1("/sys/fs/cgroup", cgpath, res, err);
+	r = shim_cgroup_update_v1("/sys/fs/cgroup", cgpath, shim_record_systemd(rec), res, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "update %s", id);
 	return 0;

@@ -91,6 +91,11 @@ void shim_target_done(struct shim_target *t);
 /* Backend chosen by policy p: checks the binary is there and executable (fail closed). */
 int shim_target_from_policy(const struct hezo_policy *p, struct shim_target *t,
 			    struct hezo_error **err);
+/*
+ * Does the backend get --systemd-cgroup on the command line shim_backend_argv builds (the
+ * policy's backends.NAME.args, then the caller's global flag; the last one counts)?
+ */
+bool shim_backend_systemd_cgroup(const struct shim_target *t, const struct shim_globals *g);
 /* Global flags as the backend understands them (--hezo-* removed). */
 int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, struct hezo_strv *out,
 			 struct hezo_error **err);
@@ -324,15 +329,16 @@ int shim_runsc_size_pids(const struct shim_runsc_model *m, const struct hezo_pol
 int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *spec,
 			  struct hezo_error **err);
 /*
- * Host directory of controller for an OCI cgroupsPath: absolute paths and the systemd form
- * "slice:prefix:name" (cgroup v1 layout, root/controller/path). -EINVAL for relative paths or
- * "..", -ENOENT for none.
+ * Host directory of controller for an OCI cgroupsPath as the backend's driver read it (cgroup v1
+ * layout, root/controller/path): with systemd (--systemd-cgroup) the form "slice:prefix:name",
+ * without it an absolute path. -EINVAL for the other form, relative paths or "..", -ENOENT for
+ * none.
  */
-int shim_cgroup_dir(const char *root, const char *cgroups_path, const char *controller, char *buf,
-		    size_t size);
+int shim_cgroup_dir(const char *root, const char *cgroups_path, bool systemd,
+		    const char *controller, char *buf, size_t size);
 /* Write a clamped LinuxResources object into the cgroup v1 files under root. */
-int shim_cgroup_update_v1(const char *root, const char *cgpath, const struct hezo_json *res,
-			  struct hezo_error **err);
+int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
+			  const struct hezo_json *res, struct hezo_error **err);
 /* runsc state: status ("created", "running", "stopped", ...) and sandbox pid; -ENOENT: none. */
 int shim_runsc_state(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 		     char **status, long *pid, struct hezo_error **err);
@@ -425,6 +431,16 @@ struct hezo_json *shim_secrets_public(const struct hezo_json *secrets);
  */
 /* The host cgroup directory of controller for a record's cgroupsPath (v1, else unified). */
 int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char *buf, size_t size);
+/* Was the record's backend handed --systemd-cgroup at create ("systemdCgroup")? */
+bool shim_record_systemd(const struct hezo_json *rec);
+/*
+ * The cgroups of the live records (shim_record_live) with their IDs, the one of (this --root,
+ * id) excepted: a container's own earlier leaf is its own. *out and *n: free with
+ * shim_live_cgroups_free.
+ */
+int shim_live_cgroups(const struct shim_ctx *ctx, const char *id, struct hezo_live_cgroup **out,
+		      size_t *n);
+void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n);
 /* Is the record's container live: its create still running, or its cgroup holding a process? */
 bool shim_record_live(const struct hezo_json *rec);
 /* Call fn for every record of every --root under the state directory. */

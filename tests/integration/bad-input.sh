@@ -242,6 +242,44 @@ bad_spec cgparentbusy "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup ex
 echo "$BUSY_PID" >/sys/fs/cgroup/pids/cgroup.procs
 bad_spec cgcontains "linux\\.cgroupsPath \"/hezo-test/evil-$BAD_ID\": the cgroup.s name is not the container.s ID in an engine.s form" \
 	".linux.cgroupsPath = \"/hezo-test/evil-$BAD_ID\""
+
+# The path as the backend's cgroup driver reads it (red team pass 8, F3): without
+# --systemd-cgroup runc and runsc make "slice:prefix:name" a cgroup below their own, outside
+# cgroupParents; with it they read nothing else (this host's PID 1 is not systemd, so the systemd
+# form itself cannot run here: only the refusal of the other pairing is shown).
+BAD_ID=hezo-bad-cgsdform-$(hezo_rand)
+bad_spec cgsdform "linux\\.cgroupsPath \"system\\.slice:docker:$BAD_ID\": the systemd form slice:prefix:name, but the backend is not given --systemd-cgroup" \
+	".linux.cgroupsPath = \"system.slice:docker:$BAD_ID\""
+BAD_ID=hezo-bad-cgsdflag-$(hezo_rand)
+fresh_bundle cgsdflag
+jq ".linux.cgroupsPath = \"/hezo-test/$BAD_ID\"" <<<"$VALID" >"$B/config.json" || bail_out "jq failed"
+expect_refused cgsdflag "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": a path, but the backend is given --systemd-cgroup, under which it reads only slice:prefix:name" \
+	"$B" --systemd-cgroup create -b "$B"
+fresh_bundle cgsdflagrel
+jq ".linux.cgroupsPath = \"hezo-test/$BAD_ID\"" <<<"$VALID" >"$B/config.json" || bail_out "jq failed"
+expect_refused cgsdflagrel "linux\\.cgroupsPath \"hezo-test/$BAD_ID\": not a clean slice:prefix:name \\(with --systemd-cgroup\\)" \
+	"$B" --systemd-cgroup=true create -b "$B"
+# No nesting (F2): a cgroupParents entry as the leaf (Docker's /docker for ID docker would hold
+# every later Docker container below this box's limits; here an entry of the test's own), and an
+# existing empty cgroup with a cgroup below it (a parent, not a container's leftover leaf).
+BAD_ID=hezo-bad-cgentry-$(hezo_rand)
+hezo_write_policy bundle ".cgroupParents += [\"/hezo-test/$BAD_ID\"]"
+bad_spec cgentry "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": /hezo-test/$BAD_ID is itself in the policy.s cgroupParents, where engines create their containers. cgroups" \
+	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
+hezo_write_policy bundle
+BAD_ID=hezo-bad-cgsub-$(hezo_rand)
+SUBP=/sys/fs/cgroup/pids/hezo-test/$BAD_ID
+mkdir -p "$SUBP/child" && tap_cleanup "rmdir '$SUBP/child' '$SUBP'"
+bad_spec cgsub "linux\\.cgroupsPath \"/hezo-test/$BAD_ID\": the cgroup exists and has cgroups below it \\($SUBP/child\\): a parent, not a container.s" \
+	".linux.cgroupsPath = \"/hezo-test/$BAD_ID\""
+rmdir "$SUBP/child"
+# ... while an empty leaf of its own name (runc's leftover after a stop) is reused.
+fresh_bundle cgleaf
+jq ".linux.cgroupsPath = \"/hezo-test/$BAD_ID\"" <<<"$VALID" >"$B/config.json" || bail_out "jq failed"
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$BAD_ID'"
+hezo_shim --root "$ROOT" run -b "$B" "$BAD_ID" >"$WORK/cgleaf.out" 2>"$WORK/cgleaf.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[cgleaf] an existing empty leaf named for the container is taken" || diag "$(cat "$WORK/cgleaf.err")"
+hezo_bundle_cleanup "$ROOT" "$BAD_ID"
 unset BAD_ID
 
 # root.path: the host's /, another bundle's rootfs, a symlink out of the bundle.

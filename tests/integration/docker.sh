@@ -257,6 +257,15 @@ fi
 check "[unpause] docker unpause" timeout 60 "$HEZO_DOCKER" unpause "$C"
 expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" running "[unpause] status is running"
 
+# A restart is a create of the same ID in the same cgroup (/docker/ID): its own earlier record
+# and a leaf runc may leave are this container's, not another's (red team pass 8, F2 rule).
+check "[restart] docker restart" timeout 60 "$HEZO_DOCKER" restart -t 2 "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" running "[restart] status is running"
+expect_eq "$(container_cgroup "$C")" "$cg" "[restart] in the same cgroup"
+check "[restart] docker stop" timeout 60 "$HEZO_DOCKER" stop -t 2 "$C"
+check "[restart] docker start of the stopped container" timeout 60 "$HEZO_DOCKER" start "$C"
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" running "[restart] running again after start"
+
 check "[stop] docker stop" timeout 60 "$HEZO_DOCKER" stop -t 2 "$C"
 expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C" 2>&1)" exited "[stop] status is exited"
 check "[stop] docker rm" hezo_docker rm "$C"

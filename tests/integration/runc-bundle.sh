@@ -246,6 +246,37 @@ hezo_bundle_cleanup "$ROOT" "$ID"
 ID=$LIFE_ID
 check_fails "[life] memory cgroup removed" test -d "$(hezo_cgroup_dir memory "/hezo-test/$ID")"
 
+# --- no nesting: a box's cgroup below a running box's is refused (red team pass 8, F2) -----------
+# cgroup limits are hierarchical: the inner box would be charged to the outer's pids and memory,
+# and the outer's kill --all and pause would reach it.
+new_id outer
+OUTER=$ID
+hezo_make_bundle "$WORK/outer" "$OUTER" '["sh", "-c", "sleep 600 & sleep 600 & wait"]' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/outer" "$OUTER" >/dev/null 2>"$WORK/outer.err" </dev/null &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[nest] the outer box is created" || diag "$(cat "$WORK/outer.err")"
+check "[nest] the outer box starts" hezo_shim --root "$ROOT" start "$OUTER"
+check "[nest] the outer box runs" hezo_wait_status "$ROOT" "$OUTER" running 10
+OPIDS=$(hezo_cgroup_dir pids "/hezo-test/$OUTER")
+sleep 1
+before=$(hezo_read "$OPIDS/pids.current")
+new_id inner
+hezo_make_bundle "$WORK/inner" "$ID" '["sh", "-c", "for i in $(seq 50); do sleep 600 & done; wait"]' \
+	".linux.cgroupsPath = \"/hezo-test/$OUTER/$ID\"" || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/inner" "$ID" >"$WORK/inner.out" 2>"$WORK/inner.err" </dev/null &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[nest] a box whose cgroupsPath is below the running box's is refused"
+expect_eq "$(cat "$WORK/inner.err")" \
+	"hezo-shim: linux.cgroupsPath \"/hezo-test/$OUTER/$ID\": it is below container $OUTER's cgroup /hezo-test/$OUTER (one's limits, pause and kill --all would reach the other)" \
+	"[nest] one line naming the field, the running container and its cgroup"
+check_fails "[nest] no cgroup made below the running box's" test -d "$OPIDS/$ID"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[nest] no inner container"
+expect_eq "$(hezo_read "$OPIDS/pids.current")" "$before" "[nest] the running box's pids.current is as before"
+expect_eq "$(hezo_backend_status "$ROOT" "$OUTER")" running "[nest] the running box still runs"
+hezo_bundle_cleanup "$ROOT" "$ID"
+hezo_bundle_cleanup "$ROOT" "$OUTER"
+
 # --- a pod's sandbox: a refused app container leaves it running; killed from outside, the
 # teardown containerd sends (kill, kill --all, delete) succeeds and leaves nothing ---------------
 new_id sandbox

@@ -1047,6 +1047,34 @@ static void read_own_memory_cgroup(char **out)
 		fclose(fp);
 }
 
+/* cgroupsPath cg for container id, judged with env's driver and live cgroups (NULL: none). */
+static void cg_env_case(const struct hezo_policy *p, const struct hezo_apply_env *base,
+			const char *id, const char *cg, const char *want)
+{
+	_cleanup_json_ struct hezo_json *spec = minimal_spec();
+	struct hezo_apply_env env = *base;
+
+	env.id = id;
+	if (cg)
+		assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "cgroupsPath",
+					       hezo_json_new_string(cg)),
+				 0);
+	cur_env = &env;
+	if (want)
+		apply_fails(p, spec, want);
+	else
+		apply_ok(p, spec);
+	cur_env = NULL;
+}
+
+/* The same under --systemd-cgroup. */
+static void cg_sd(const struct hezo_policy *p, const char *id, const char *cg, const char *want)
+{
+	const struct hezo_apply_env sd = {.systemd_cgroup = true};
+
+	cg_env_case(p, &sd, id, cg, want);
+}
+
 static void cg_case(const struct hezo_policy *p, const char *id, const char *cg, const char *want)
 {
 	_cleanup_json_ struct hezo_json *spec = minimal_spec();
@@ -1079,11 +1107,11 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, NULL, NULL); /* absent stays absent */
 	cg_case(p, NULL, NULL, NULL);
 	cg_case(p, id, "/docker/4e55eae8d648", NULL);
-	cg_case(p, id, "system.slice:docker:4e55eae8d648", NULL);
-	cg_case(p, id, "machine.slice:libpod:4e55eae8d648", NULL);
+	cg_sd(p, id, "system.slice:docker:4e55eae8d648", NULL);
+	cg_sd(p, id, "machine.slice:libpod:4e55eae8d648", NULL);
 	cg_case(p, id, "/libpod_parent/libpod-4e55eae8d648", NULL);
 	cg_case(p, id, "/kubepods/burstable/pod1234/4e55eae8d648", NULL);
-	cg_case(p, id, "kubepods-burstable-pod1.slice:cri-containerd:4e55eae8d648", NULL);
+	cg_sd(p, id, "kubepods-burstable-pod1.slice:cri-containerd:4e55eae8d648", NULL);
 	cg_case(p, id, "/default/4e55eae8d648", NULL);
 	cg_case(p, id, "/4e55eae8d648", NULL);
 	cg_case(p, id, "/some-other-cgroup",
@@ -1098,9 +1126,9 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "/docker/4e55eae8d648.scope", "the cgroup's name is not the container's ID");
 	cg_case(p, id, "/docker/evil-4e55eae8d648.scope",
 		"the cgroup's name is not the container's ID");
-	cg_case(p, id, "system.slice:evil:4e55eae8d648",
-		"the cgroup's name is not the container's ID");
-	cg_case(p, id, "system.slice:crio:4e55eae8d648", NULL);
+	cg_sd(p, id, "system.slice:evil:4e55eae8d648",
+	      "the cgroup's name is not the container's ID");
+	cg_sd(p, id, "system.slice:crio:4e55eae8d648", NULL);
 	/* A unit's name: systemd would put that unit's host processes in it (red team pass 6, F3).
 	 */
 	cg_case(p, "rt12f-svc.service", "/system.slice/rt12f-svc.service",
@@ -1109,7 +1137,7 @@ static void test_cgroups_path(void **state)
 		"the cgroup's name is not the container's ID");
 	cg_case(p, "x.socket", "/libpod_parent/libpod-x.socket",
 		"the cgroup's name is not the container's ID");
-	cg_case(p, "x.service", "system.slice:docker:x.service", NULL);
+	cg_sd(p, "x.service", "system.slice:docker:x.service", NULL);
 	cg_case(p, id, "/docker/docker-4e55eae8d648.scope", NULL);
 	cg_case(p, id, "/", "linux.cgroupsPath \"/\": not a clean absolute path");
 	cg_case(p, id, "/docker/../4e55eae8d648", "not a clean absolute path");
@@ -1117,7 +1145,7 @@ static void test_cgroups_path(void **state)
 	cg_case(p, id, "/docker/./4e55eae8d648", "not a clean absolute path");
 	cg_case(p, id, "/docker/4e55eae8d648/", "not a clean absolute path");
 	cg_case(p, id, "docker/4e55eae8d648", "not a clean absolute path");
-	cg_case(p, id, "bogus:docker:4e55eae8d648", "not a clean absolute path");
+	cg_sd(p, id, "bogus:docker:4e55eae8d648", "not a clean slice:prefix:name");
 	cg_case(p, id, "/docker/4e55eae8d648/..", "not a clean absolute path");
 	cg_case(p, id, "/4e55eae8d648/sub",
 		"the cgroup's name is not the container's ID in an engine's form");
@@ -1130,12 +1158,20 @@ static void test_cgroups_path(void **state)
 	cg_case(p, NULL, "/docker/4e55eae8d648", "is not the container's ID in an engine's form");
 
 	assert_int_equal(hezo_policy_cgroup_path("kubepods-burstable-pod1.slice:cri-containerd:x",
-						 rel, sizeof(rel)),
+						 true, rel, sizeof(rel)),
 			 0);
 	assert_string_equal(rel, "/kubepods.slice/kubepods-burstable.slice/"
 				 "kubepods-burstable-pod1.slice/cri-containerd-x.scope");
-	assert_int_equal(hezo_policy_cgroup_path(":docker:x", rel, sizeof(rel)), 0);
+	assert_int_equal(hezo_policy_cgroup_path(":docker:x", true, rel, sizeof(rel)), 0);
 	assert_string_equal(rel, "/system.slice/docker-x.scope");
+	/* Each form under its own driver only; a ".slice" name would be a slice, not a scope. */
+	assert_int_equal(hezo_policy_cgroup_path(":docker:x", false, rel, sizeof(rel)), -EINVAL);
+	assert_int_equal(hezo_policy_cgroup_path("/docker/x", true, rel, sizeof(rel)), -EINVAL);
+	assert_int_equal(hezo_policy_cgroup_path("/a:b:c", false, rel, sizeof(rel)), 0);
+	assert_string_equal(rel, "/a:b:c");
+	assert_int_equal(
+		hezo_policy_cgroup_path("system.slice:docker:x.slice", true, rel, sizeof(rel)),
+		-EINVAL);
 
 	/* This test's own memory cgroup has a process in it (us). */
 	read_own_memory_cgroup(&self);
@@ -1169,6 +1205,66 @@ static void test_cgroups_path(void **state)
 			 busy);
 		cg_case(up, strrchr(busy, '/') + 1, busy, want);
 	}
+}
+
+/*
+ * Judged as the backend's driver reads it (red team pass 8, F3): the systemd form only with
+ * --systemd-cgroup, a path only without it. And no nesting (F2): not at, above or below a live
+ * container's cgroup, and never an engine's parent (a cgroupParents entry) itself.
+ */
+static void test_cgroups_driver_and_nesting(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *mine =
+		parse_ok("{\"cgroupParents\":[\"/hezo-none\", \"/hezo-none/pod1\"]}");
+	const struct hezo_live_cgroup live[] = {
+		{"alpha", "/hezo-none/alpha"},
+		{"gamma", "/hezo-none/beta/gamma"},
+		{"sd", "/system.slice/docker-sd.scope"},
+	};
+	const struct hezo_apply_env none = {0}, with = {.live_cgroups = live, .n_live_cgroups = 3},
+				    sdwith = {.systemd_cgroup = true,
+					      .live_cgroups = live,
+					      .n_live_cgroups = 3};
+
+	/* F3: the pairing, one line naming the field and the flag. */
+	cg_case(p, "x1", "system.slice:docker:x1",
+		"linux.cgroupsPath \"system.slice:docker:x1\": the systemd form slice:prefix:name, "
+		"but the backend is not given --systemd-cgroup");
+	cg_case(p, "x1", ":docker:x1", "the backend is not given --systemd-cgroup");
+	cg_sd(p, "x1", "/docker/x1",
+	      "linux.cgroupsPath \"/docker/x1\": a path, but the backend is given "
+	      "--systemd-cgroup");
+	cg_sd(p, "x1", "docker/x1", "not a clean slice:prefix:name (with --systemd-cgroup)");
+	cg_sd(p, "x1", "system.slice:docker:x1", NULL);
+	cg_sd(p, "x1.slice", "system.slice:docker:x1.slice", "not a clean slice:prefix:name");
+	cg_case(p, "x1", "docker/x1", "not a clean absolute path");
+	cg_case(p, "x1", "/docker/x1", NULL);
+
+	/* F2: a cgroupParents entry as the leaf (Docker's /docker for ID docker). */
+	cg_case(p, "docker", "/docker",
+		"linux.cgroupsPath \"/docker\": /docker is itself in the policy's cgroupParents");
+	cg_case(p, "kubepods", "/kubepods", "is itself in the policy's cgroupParents");
+	cg_case(p, "default", "/default", "is itself in the policy's cgroupParents");
+	cg_env_case(mine, &none, "pod1", "/hezo-none/pod1",
+		    "/hezo-none/pod1 is itself in the policy's cgroupParents");
+	cg_env_case(mine, &none, "x2", "/hezo-none/pod1/x2", NULL);
+
+	/* F2: below, at or above a live container's cgroup. */
+	cg_env_case(mine, &with, "beta", "/hezo-none/alpha/beta",
+		    "linux.cgroupsPath \"/hezo-none/alpha/beta\": it is below container alpha's "
+		    "cgroup /hezo-none/alpha (one's limits, pause and kill --all would reach the "
+		    "other)");
+	cg_env_case(mine, &with, "alpha", "/hezo-none/alpha",
+		    "it is container alpha's cgroup /hezo-none/alpha");
+	cg_env_case(mine, &with, "beta", "/hezo-none/beta",
+		    "it is above container gamma's cgroup /hezo-none/beta/gamma");
+	cg_env_case(mine, &with, "alphab", "/hezo-none/alphab", NULL); /* a prefix, not a parent */
+	cg_env_case(mine, &with, "delta", "/hezo-none/delta", NULL);
+	/* systemd's slices hold no scope below a scope: a live one's own unit is all it can hit. */
+	cg_env_case(p, &sdwith, "x3", "system.slice:docker:x3", NULL);
+	cg_env_case(p, &sdwith, "sd", "system.slice:docker:sd",
+		    "it is container sd's cgroup /system.slice/docker-sd.scope");
 }
 
 static void root_case(const struct hezo_apply_env *env, const char *path, const char *want)
@@ -1782,6 +1878,7 @@ const struct CMUnitTest policy_apply_tests[] = {
 	cmocka_unit_test(test_namespaces),
 	cmocka_unit_test(test_namespace_other_container),
 	cmocka_unit_test(test_cgroups_path),
+	cmocka_unit_test(test_cgroups_driver_and_nesting),
 	cmocka_unit_test_setup_teardown(test_root_path, fix_setup, fix_teardown),
 	cmocka_unit_test_setup_teardown(test_hooks, fix_setup, fix_teardown),
 	cmocka_unit_test_setup_teardown(test_podman, fix_setup, fix_teardown),
