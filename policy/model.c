@@ -1,6 +1,8 @@
 /* The policy model (struct hezo_policy in policy-internal.h): the documented defaults, freeing it,
  * the lists of tmpfs mounts and sysctls it holds, and the accessors of hezo-policy.h. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -301,6 +303,54 @@ const char *hezo_policy_project(const struct hezo_policy *p)
 const char *hezo_policy_kubelet_root(const struct hezo_policy *p)
 {
 	return p->kubelet_root;
+}
+
+/* Is path (clean, resolved) at or below dir, dir resolved where it exists? */
+static bool at_or_below(const char *path, const char *dir)
+{
+	char real[PATH_MAX];
+
+	if (!dir || !*dir)
+		return false;
+	return hezo_policy_path_under(path, dir) ||
+	       (realpath(dir, real) && hezo_policy_path_under(path, real));
+}
+
+bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
+				  const char *docker_root, const char *podman_root, char *dir,
+				  size_t size)
+{
+	static const char *const engine_dirs[] = {"io.containerd.grpc.v1.cri/sandboxes",
+						  "io.containerd.grpc.v1.cri/containers"};
+	const struct hezo_strv *lists[] = {&p->allowed_sources, &p->volume_roots};
+
+	for (size_t l = 0; l < HEZO_ARRAY_SIZE(lists); l++)
+		for (size_t i = 0; i < lists[l]->n; i++)
+			if (at_or_below(path, lists[l]->v[i])) {
+				snprintf(dir, size, "%s", lists[l]->v[i]);
+				return true;
+			}
+	if (at_or_below(path, p->kubelet_root)) {
+		snprintf(dir, size, "%s", p->kubelet_root);
+		return true;
+	}
+	for (size_t i = 0; i < p->engine_roots.n; i++)
+		for (size_t k = 0; k < HEZO_ARRAY_SIZE(engine_dirs); k++) {
+			snprintf(dir, size, "%s/%s", p->engine_roots.v[i], engine_dirs[k]);
+			if (at_or_below(path, dir))
+				return true;
+		}
+	if (docker_root) {
+		snprintf(dir, size, "%s/containers", docker_root);
+		if (at_or_below(path, dir))
+			return true;
+	}
+	if (podman_root) {
+		snprintf(dir, size, "%s/overlay-containers", podman_root);
+		if (at_or_below(path, dir))
+			return true;
+	}
+	return false;
 }
 
 const char *const *hezo_policy_engine_roots(const struct hezo_policy *p)

@@ -192,6 +192,8 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 void shim_globals_done(struct shim_globals *g)
 {
 	hezo_strv_done(&g->unknown);
+	free(g->root_canon);
+	g->root_canon = NULL;
 }
 
 /* Per-verb flag tables: runc 1.1's, plus flags newer runc and crun add (--pidfd-socket). */

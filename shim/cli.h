@@ -29,6 +29,7 @@ struct shim_globals {
 	const char *debug;	    /* NULL: not given; "true" for a bare flag; else the =value */
 	const char *systemd_cgroup; /* same */
 	const char *project;	    /* --hezo-project: ours, never handed on */
+	char *root_canon; /* --root as settled (record.c shim_root_settle); root points at it */
 	enum shim_log_format log_fmt;
 	bool help, version;
 	struct hezo_strv unknown; /* unknown global flags, verbatim, in order */

@@ -418,6 +418,14 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	if (r < 0)
 		return r;
 	shim_engine_roots(docker_root, podman_root);
+	/* runc trusts its state directory (state.json names the init, the config, the hooks). */
+	if (ctx->g.root && hezo_policy_box_writable_dir(
+				   p, ctx->g.root, docker_root[0] ? docker_root : NULL,
+				   podman_root[0] ? podman_root : NULL, task_dir, sizeof(task_dir)))
+		return hezo_error_set(err, EPERM,
+				      "--root %s is at or below %s, which boxes may be handed: a "
+				      "box could rewrite the backend's state there",
+				      ctx->g.root, task_dir);
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
 	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,

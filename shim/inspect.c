@@ -292,6 +292,9 @@ int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hez
 	} else {
 		r = find_record(ctx->state_dir, id, &rec, err);
 	}
+	/* A project's runtime inspects only its project's containers. */
+	if (r == 0)
+		r = shim_record_for_caller(ctx, id, rec, err);
 	if (r == -ENOENT) {
 		_cleanup_json_ struct hezo_json *note = NULL;
 

@@ -30,6 +30,7 @@ static int runsc_container(struct shim_ctx *ctx, const char *id, struct shim_tar
 	if (r == -ENOENT)
 		return 0;
 	r = r ?: shim_record_for_caller(ctx, id, *rec, err);
+	r = r ?: shim_root_from_record(ctx, *rec, err);
 	if (r < 0)
 		return r;
 	r = shim_record_target(*rec, t, err);

@@ -159,6 +159,9 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error
 	c->proxyd_socket = env_or("HEZO_PROXYD_SOCKET", HEZO_PROXYD_SOCKET);
 
 	verb = argv[c->g.verb];
+	r = shim_root_settle(&c->g, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(admin); i++)
 		if (strcmp(admin[i].name, verb) == 0)
 			return admin[i].fn(argc - c->g.verb, argv + c->g.verb);

@@ -147,6 +147,7 @@ static struct hezo_json *proxyd_stats(const struct shim_ctx *ctx)
 struct ps_walk {
 	struct hezo_json *boxes;
 	const struct hezo_json *stats;
+	const struct shim_ctx *ctx;
 	time_t now;
 	int r;
 };
@@ -163,7 +164,8 @@ static int ps_one(void *data, const char *key, struct hezo_json *rec)
 	struct tm tm = {0};
 	int r = 0;
 
-	if (!id || !shim_record_live(rec))
+	/* A project's runtime lists only its project's boxes. */
+	if (!id || !shim_record_live(rec) || shim_record_for_caller(w->ctx, id, rec, NULL) < 0)
 		return 0;
 	if (created && strptime(created, "%Y-%m-%dT%H:%M:%SZ", &tm))
 		up = (int64_t)(w->now - timegm(&tm));
@@ -326,7 +328,7 @@ int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err)
 int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object(), *stats = NULL;
-	struct ps_walk w = {0};
+	struct ps_walk w = {.ctx = ctx};
 	struct hezo_json *adm;
 	int r;
 

@@ -5,7 +5,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <sys/file.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -13,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,13 +114,92 @@ static bool canon_root(const char *root, char *out, size_t size)
 	}
 }
 
+int shim_root_settle(struct shim_globals *g, struct hezo_error **err)
+{
+	char canon[PATH_MAX];
+	struct stat st;
+
+	if (!g->root)
+		return 0;
+	if (!*g->root)
+		return hezo_error_set(err, EINVAL,
+				      "--root \"\": the backend would take the working directory; "
+				      "name the directory");
+	if (!canon_root(g->root, canon, sizeof(canon)))
+		return hezo_error_set(err, ENAMETOOLONG, "--root %s: cannot be resolved", g->root);
+	if (strcmp(canon, "/proc") == 0 || strncmp(canon, "/proc/", 6) == 0 ||
+	    strncmp(g->root, "/proc/", 6) == 0)
+		return hezo_error_set(err, EINVAL,
+				      "--root %s: a path through /proc is not a state directory "
+				      "(a magic link there names another mount namespace's files)",
+				      g->root);
+	/* Every directory that exists on the way: only root may change what it names. */
+	for (char *s = canon + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (lstat(canon, &st) < 0) {
+			*s = c;
+			break;
+		}
+		if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			int e = hezo_error_set(err, EPERM,
+					       "--root %s: %s is %s, so another user could point "
+					       "the root elsewhere",
+					       g->root, canon,
+					       !S_ISDIR(st.st_mode) ? "not a directory"
+					       : (st.st_uid != 0 && st.st_uid != geteuid())
+						       ? "owned by another user"
+						       : "writable by others");
+			*s = c;
+			return e;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	g->root_canon = strdup(canon);
+	if (!g->root_canon)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	g->root = g->root_canon;
+	return 0;
+}
+
+/*
+ * The backends' own default roots (runc's, runsc's /var/run/runsc, crun's) are the default key
+ * too: `--root /run/runc` and no --root are one state directory for runc, so they must be one
+ * set of records and one lock.
+ */
+static bool default_root(const char *canon)
+{
+	return strcmp(canon, "/run/runc") == 0 || strcmp(canon, "/run/runsc") == 0 ||
+	       strcmp(canon, "/var/run/runsc") == 0 || strcmp(canon, "/run/crun") == 0;
+}
+
 static void root_key(const char *root, char key[SHIM_KEY_LEN])
 {
 	char canon[PATH_MAX];
 
 	if (root && *root && canon_root(root, canon, sizeof(canon)))
-		root = canon;
+		root = default_root(canon) ? NULL : canon;
 	shim_record_key(root, key);
+}
+
+int shim_root_from_record(struct shim_ctx *ctx, const struct hezo_json *rec,
+			  struct hezo_error **err)
+{
+	const char *root = hezo_json_string(hezo_json_get(rec, "root"));
+	char *dup = NULL;
+
+	if (root && !(dup = strdup(root)))
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	free(ctx->g.root_canon);
+	ctx->g.root_canon = dup;
+	ctx->g.root = dup;
+	return 0;
 }
 
 void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN])

@@ -129,6 +129,7 @@ int shim_resolve(struct shim_ctx *ctx, const char *id, struct shim_target *t,
 		r = shim_record_read(ctx, id, rec, err);
 		if (r == 0)
 			r = shim_record_for_caller(ctx, id, *rec, err);
+		r = r ?: shim_root_from_record(ctx, *rec, err);
 		if (r == 0)
 			return shim_record_target(*rec, t, err);
 		if (r != -ENOENT)
@@ -155,6 +156,7 @@ int shim_resolve_policy(struct shim_ctx *ctx, const char *id, struct shim_target
 	r = shim_record_read(ctx, id, &rec, err);
 	if (r == 0) {
 		r = shim_record_for_caller(ctx, id, rec, err);
+		r = r ?: shim_root_from_record(ctx, rec, err);
 		r = r ?: shim_record_target(rec, t, err);
 		return r < 0 ? r : shim_record_policy(ctx, rec, p, err);
 	}

@@ -119,6 +119,20 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
 		      struct hezo_error **err);
 /* 0 and *out when found, -ENOENT when there is no record; other errors fill err. */
 /*
+ * --root settled once, before any verb: absolute, cleaned and resolved as the record key is
+ * made, and then the very path the backend is handed and the record keeps. Refused: an empty
+ * --root (runc would take the working directory), one under /proc (a magic link such as
+ * /proc/PID/root resolves as its link text for us and into another mount namespace for the
+ * kernel), and one whose existing directories someone other than root could change.
+ */
+int shim_root_settle(struct shim_globals *g, struct hezo_error **err);
+/*
+ * The backend is handed the --root the record was made under (settled then), never the caller's
+ * spelling of it now: what the shim checked is what the backend acts on.
+ */
+int shim_root_from_record(struct shim_ctx *ctx, const struct hezo_json *rec,
+			  struct hezo_error **err);
+/*
  * An fd holding an exclusive lock on this --root's records (every create under the root checks
  * the ID and writes its record under it; close to release), or -errno.
  */

@@ -26,7 +26,10 @@ MIB=1048576
 PROJ=$WORK/projects
 mkdir -p "$PROJ" && echo '{"resources": {"memory": "64m"}}' >"$PROJ/alpha.json" &&
 	echo '{}' >"$PROJ/beta.json" || bail_out "cannot write the project files"
-jq --arg d "$PROJ" '.projectsDir = $d' "$HEZO_TEST_POLICY" >"$WORK/policy.json" ||
+SHARE=$WORK/share
+mkdir -p "$SHARE" || bail_out "cannot make $SHARE"
+jq --arg d "$PROJ" --arg s "$SHARE" '.projectsDir = $d | .mounts.allowedSources += [$s]' \
+	"$HEZO_TEST_POLICY" >"$WORK/policy.json" ||
 	bail_out "cannot write the projects policy"
 export HEZO_TEST_POLICY=$WORK/policy.json
 
@@ -36,12 +39,15 @@ new_id()
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
 }
 
-# shim_err LABEL ARGS...: run the shim; rc in RC, stderr in ERR.
+# shim_err LABEL ARGS...: run the shim (stdout to /dev/null); rc in RC, stderr in ERR.
 shim_err()
 {
 	local label=$1
 	shift
-	hezo_shim "$@" >"$WORK/$label.out" 2>"$WORK/$label.err" </dev/null && RC=0 || RC=$?
+	# stderr through a pipe (a regular file is not handed to a box: shim/fds.c); a box made
+	# holds it, so the copy is waited for only when nothing was made.
+	hezo_shim "$@" </dev/null >/dev/null 2> >(cat >"$WORK/$label.err") && RC=0 || RC=$?
+	[ "$RC" = 0 ] || wait "$!" 2>/dev/null
 	ERR=$(cat "$WORK/$label.err")
 }
 
@@ -58,7 +64,8 @@ mem_limit() { hezo_read "$(hezo_cgroup_dir memory "/hezo-test/$1")/memory.limit_
 # --- alpha's running box -------------------------------------------------------------------------
 new_id alpha
 A=$ID
-hezo_make_bundle "$WORK/a" "$A" '["sleep", "600"]' || bail_out "cannot make bundle a"
+hezo_make_bundle "$WORK/a" "$A" '["sh", "-c", "echo alpha >/tmp/who; exec sleep 600"]' ||
+	bail_out "cannot make bundle a"
 shim_err a-create --hezo-project alpha --root "$ROOT" create -b "$WORK/a" "$A"
 expect_eq "$RC" 0 "[alpha] create exits 0" || diag "$ERR"
 shim_err a-start --root "$ROOT" start "$A"
@@ -77,7 +84,47 @@ for spelling in "$ROOT/" "$(dirname "$ROOT")//$(basename "$ROOT")" "$ROOT/../$(b
 done
 cd / || bail_out "cannot cd to /"
 
+# --- roots the backend would read otherwise than the shim (red team pass 9, H2, H3, H4) --------
+shim_err emptyroot --hezo-project alpha --root "" exec "$A" true
+refused "--root \"\"" "--root \"\": the backend would take the working directory; name the directory\$"
+shim_err procroot --hezo-project alpha --root "/proc/self/root$ROOT" exec "$A" true
+refused "--root /proc/self/root..." "--root /proc/self/root$ROOT: a path through /proc is not a state directory"
+mkdir -m 0777 "$WORK/open" && chmod 0777 "$WORK/open" || bail_out "cannot make $WORK/open"
+shim_err openroot --hezo-project alpha --root "$WORK/open/r" exec "$A" true
+refused "--root in a directory others may write" "--root $WORK/open/r: $WORK/open is writable by others, so another user could point the root elsewhere\$"
+# A root inside a directory boxes may be handed (red team pass 9, H5: a box rewrote runc's
+# state.json there, and the next exec was host root).
+hezo_make_bundle "$WORK/s" "$A-s" '["true"]' || bail_out "cannot make bundle s"
+shim_err shareroot --hezo-project alpha --root "$SHARE/r" create -b "$WORK/s" "$A-s"
+refused "--root in a bind source" "--root $SHARE/r is at or below $SHARE, which boxes may be handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$SHARE")" "" "[--root in a bind source] nothing was made there"
+# A relative --root and a $PWD that names another directory: runc (Go's os.Getwd) would start from
+# $PWD, the shim from the working directory. beta has a container of the same ID in a look-alike
+# root; the backend must be handed the root the record was found under.
+mkdir -p "$WORK/bdir/sub" || bail_out "cannot make $WORK/bdir"
+LNK=$(dirname "$ROOT")/lnk-records-$(hezo_rand)
+ln -s "$WORK/bdir/sub" "$LNK" && tap_cleanup "rm -f '$LNK'" || bail_out "cannot make $LNK"
+BROOT=$WORK/bdir/$(basename "$ROOT")
+tap_cleanup "hezo_bundle_cleanup '$BROOT' '$A'"
+hezo_make_bundle "$WORK/b" "$A" '["sh", "-c", "echo beta >/tmp/who; exec sleep 600"]' \
+	'.linux.cgroupsPath = "/hezo-test/'"$A"'-b/'"$A"'"' || bail_out "cannot make bundle b"
+shim_err b-create --hezo-project beta --root "$BROOT" create -b "$WORK/b" "$A"
+expect_eq "$RC" 0 "[pwd] beta's look-alike container of the same ID is created" || diag "$ERR"
+hezo_shim --root "$BROOT" start "$A" >/dev/null 2>&1 </dev/null
+hezo_wait_status "$BROOT" "$A" running 20 || bail_out "beta's look-alike container does not run"
+out=$(cd "$WORK/bdir/sub" && PWD=$LNK hezo_shim --hezo-project beta --root "../$(basename "$ROOT")" \
+	exec "$A" cat /tmp/who 2>&1 </dev/null)
+expect_eq "$out" beta "[pwd] beta's relative --root with a lying \$PWD reaches beta's own container, not alpha's"
+
 # --- another project's runtime: no verb on alpha's container -----------------------------------
+shim_err beta-inspect --hezo-project beta --root "$ROOT" inspect "$A"
+refused "beta inspect" "container $A is project alpha's; this runtime's project is beta\$"
+hezo_shim --hezo-project beta ps --json >"$WORK/beta-ps.json" 2>/dev/null </dev/null
+expect_eq "$(jq --arg a "$A" '[.. | objects | select(.id? == $a and .project? != "beta")] | length' "$WORK/beta-ps.json" 2>/dev/null)" 0 \
+	"[beta ps] beta's runtime lists no box of alpha's (its own of the same ID only)"
+hezo_shim --hezo-project alpha ps --json >"$WORK/alpha-ps.json" 2>/dev/null </dev/null
+expect_eq "$(jq --arg a "$A" '[.. | objects | select(.id? == $a and .project? == "alpha")] | length' "$WORK/alpha-ps.json" 2>/dev/null)" 1 \
+	"[alpha ps] alpha's runtime lists it"
 shim_err beta-exec --hezo-project beta --root "$ROOT" exec "$A" true
 refused "beta exec" "container $A is project alpha's; this runtime's project is beta\$"
 shim_err beta-update --hezo-project beta --root "$ROOT" update --memory 1g "$A"
@@ -127,6 +174,23 @@ else
 	bail_out "the planted record is not where the shim looks for $C"
 fi
 hezo_bundle_cleanup "$ROOT" "$C"
+
+# --- the backend's default root named or not: one set of records (red team pass 9, M2) --------
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	new_id dflt
+	D=$ID
+	tap_cleanup "hezo_bundle_cleanup /run/runc '$D'"
+	hezo_make_bundle "$WORK/d" "$D" '["sleep", "600"]' || bail_out "cannot make bundle d"
+	shim_err d-create --hezo-project alpha create -b "$WORK/d" "$D"
+	expect_eq "$RC" 0 "[default root] create with no --root exits 0" || diag "$ERR"
+	shim_err d-state --hezo-project alpha --root /run/runc state "$D"
+	expect_eq "$RC" 0 "[default root] --root /run/runc finds it" || diag "$ERR"
+	hezo_make_bundle "$WORK/d2" "$D" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$D"'-o/'"$D"'"' ||
+		bail_out "cannot make bundle d2"
+	shim_err d-again --hezo-project alpha --root /var/run/runc create -b "$WORK/d2" "$D"
+	refused "default root" "container $D already exists \(runc has it\)\$"
+	hezo_bundle_cleanup /run/runc "$D"
+fi
 
 # --- a backend's container the shim never made: no verb reaches it ---------------------------
 P=hezo-it-plain-$(hezo_rand)
