@@ -232,6 +232,22 @@ for i in 1 2; do
 done
 check "[create again] the second create rewrote config.json as the first" \
 	cmp "$WORK/recreate1.json" "$WORK/recreate2.json"
+# The backend refuses the next create (it cannot write its --pid-file): config.json and the side
+# file go back as they were, byte for byte (the side file respaced first, so that the one the
+# failed create wrote differs from it), and the create after that is the first one again.
+jq . "$B/.hezo-config.json" >"$WORK/recreate.kept" && cp "$WORK/recreate.kept" "$B/.hezo-config.json"
+hezo_shim --root "$ROOT" create --pid-file "$WORK/no-such-dir/pid" -b "$B" "$ID" >/dev/null \
+	2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[create again, backend refuses] create fails"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[create again, backend refuses] no container"
+check "[create again, backend refuses] config.json as it was" cmp "$WORK/recreate2.json" "$B/config.json"
+check "[create again, backend refuses] the side file as it was" cmp "$WORK/recreate.kept" "$B/.hezo-config.json"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create again, backend refuses] the next create exits 0" ||
+	diag "stderr: $(cat "$WORK/recreate.err")"
+check "[create again, backend refuses] ... and rewrites config.json as the first" \
+	cmp "$WORK/recreate1.json" "$B/config.json"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
 hezo_bundle_cleanup "$ROOT" "$ID"
 
 # A read-only bundle: refused with one line and nothing changed (as before the side file).
