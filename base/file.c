@@ -99,7 +99,7 @@ int hezo_read_file_at(int dirfd, const char *path, size_t max, char **out, size_
 }
 
 static int write_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-			bool sync, struct hezo_error **err)
+			bool sync, bool keep, struct hezo_error **err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_close_ int parent = -1;
@@ -121,7 +121,7 @@ static int write_atomic(int dirfd, const char *name, const void *data, size_t le
 	if (r < 0 || (size_t)r >= sizeof(tmp))
 		return hezo_error_set(err, ENAMETOOLONG, "%s: name too long", name);
 
-	if (fstatat(dirfd, name, &st, 0) == 0) {
+	if (keep && fstatat(dirfd, name, &st, 0) == 0) {
 		mode = st.st_mode & 07777;
 		keep_owner = 1;
 	}
@@ -181,13 +181,19 @@ fail:
 int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, size_t len,
 			      mode_t mode, struct hezo_error **err)
 {
-	return write_atomic(dirfd, name, data, len, mode, true, err);
+	return write_atomic(dirfd, name, data, len, mode, true, true, err);
+}
+
+int hezo_write_private_file_at(int dirfd, const char *name, const void *data, size_t len,
+			       struct hezo_error **err)
+{
+	return write_atomic(dirfd, name, data, len, 0600, true, false, err);
 }
 
 int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			     struct hezo_error **err)
 {
-	return write_atomic(dirfd, name, data, len, mode, false, err);
+	return write_atomic(dirfd, name, data, len, mode, false, true, err);
 }
 
 int hezo_remove_dead_pid_files_at(int dir, const char *prefix, const char *tail, bool whole)

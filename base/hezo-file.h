@@ -28,11 +28,18 @@ int hezo_write_file_atomic_at(int dirfd, const char *name, const void *data, siz
 			      mode_t mode, struct hezo_error **err);
 
 /*
- * The same, without the two fsync() calls: for runtime state that is meaningless after a reboot
- * (the shim's container records, proxyd's registrations, both under /run). The rename still
- * makes the replacement atomic for every reader and against a killed writer; only a machine
- * crash can lose it, and that takes the containers it describes with it. Where /run is a disk
- * filesystem each fsync is a real device wait.
+ * The same for a file of the writer's own: always mode 0600 and the writer's owner, whatever
+ * dirfd/name was before (never looked at, so a symlink planted there is replaced, not followed).
+ */
+int hezo_write_private_file_at(int dirfd, const char *name, const void *data, size_t len,
+			       struct hezo_error **err);
+
+/*
+ * The same as hezo_write_file_atomic_at, without the two fsync() calls: for runtime state that is
+ * meaningless after a reboot (the shim's container records, proxyd's registrations, both under
+ * /run). The rename still makes the replacement atomic for every reader and against a killed
+ * writer; only a machine crash can lose it, and that takes the containers it describes with it.
+ * Where /run is a disk filesystem each fsync is a real device wait.
  */
 int hezo_write_state_file_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			     struct hezo_error **err);

@@ -1,7 +1,8 @@
 /*
  * create and run: put the bundle's config.json in the policy's box, record the backend,
  * then hand over to it on a bundle of the shim's own. Nothing is changed on disk until every check
- * has passed, and a bundle the backend refuses gets its config.json back and no record.
+ * has passed, and a bundle the backend refuses gets its config.json (and side file) back and no
+ * record. The same bundle created again is judged on the caller's original, kept beside it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 
 #include "hezo-config.h"
 #include "hezo-file.h"
+#include "hezo-kept.h"
 #include "hezo-spec.h"
 #include "shim.h"
 
@@ -351,11 +353,57 @@ static int drop_record(struct shim_ctx *ctx, const char *id, int r)
 	return r;
 }
 
+/*
+ * The caller's input: config.json, or the original the shim kept beside the config.json it wrote
+ * when config.json is still that document (a bundle run again, as runc users do). Either one is
+ * then judged in full, so the side file lets a caller ask for nothing they could not write into
+ * config.json itself (spec/hezo-kept.h). A side file that cannot be used (a symlink, a FIFO, a
+ * directory, too large, not the shim's) is ignored: config.json is then the input, as it stands.
+ * *old gets the side file's bytes when it was a regular file, to be put back on failure.
+ */
+static int choose_input(int bfd, struct hezo_json **spec, char **old, size_t *old_len)
+{
+	struct hezo_json *input = NULL;
+	int r;
+
+	if (hezo_spec_kept_read_at(bfd, old, old_len) < 0)
+		return 0;
+	r = hezo_spec_kept_input(*spec, *old, *old_len, &input);
+	if (r <= 0)
+		return r;
+	hezo_json_free(*spec);
+	*spec = input;
+	return 0;
+}
+
+/* The side file for the next create of this bundle: what is written now, and its input. */
+static int save_kept(int bfd, const struct hezo_json *written, const struct hezo_json *input,
+		     struct hezo_error **err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	r = hezo_spec_kept_dump(written, input, &buf, &len, err);
+	r = r ?: hezo_write_private_file_at(bfd, HEZO_SPEC_KEPT_NAME, buf, len, err);
+	return r < 0 ? hezo_error_prefix(err, "%s", HEZO_SPEC_KEPT_NAME) : 0;
+}
+
+/* The side file as it was before this create: its old bytes, or none. */
+static void restore_kept(int bfd, const char *old, size_t len)
+{
+	if (old)
+		(void)hezo_write_private_file_at(bfd, HEZO_SPEC_KEPT_NAME, old, len, NULL);
+	else
+		(void)unlinkat(bfd, HEZO_SPEC_KEPT_NAME, 0);
+}
+
 int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
-	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL;
-	_cleanup_free_ char *orig = NULL, *exec_bpf = NULL, *pod_uid = NULL, *in_use = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL;
+	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL, *pod_uid = NULL,
+			    *in_use = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held;
 	_cleanup_target_ struct shim_target t = {0};
@@ -370,7 +418,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
 	bool engine_seccomp;
-	size_t len;
+	size_t len, kept_old_len = 0;
 	int r;
 
 	hezo_held_init(&held);
@@ -388,6 +436,12 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = hezo_spec_parse(orig, len, "config.json", &spec, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "bundle %s", bundle);
+	if (choose_input(bfd, &spec, &kept_old, &kept_old_len) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* Kept as it came, for the side file: the checks below rewrite spec in place. */
+	input = hezo_json_clone(spec);
+	if (!input)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 
 	r = shim_load_policy(ctx, &base, err);
 	r = r
@@ -529,12 +583,22 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = r ?: shim_backend_argv(ctx, &t, verb, (int)vargs.n, vargs.v, &av, err);
 	if (r < 0)
 		return drop_record(ctx, id, r);
-	/* A shim killed mid-rewrite leaves its temporary file; the next create tidies up. */
+	/* A shim killed mid-rewrite leaves its temporary files; the next create tidies up. */
 	(void)hezo_clean_stale_temps_at(bfd, "config.json");
-	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
-	r = hezo_spec_save_at(bfd, "config.json", spec, err);
+	(void)hezo_clean_stale_temps_at(bfd, HEZO_SPEC_KEPT_NAME);
+	/*
+	 * The side file first: killed between the two, config.json is still the input it was and
+	 * does not match the new side file, so the next create judges config.json as it stands.
+	 */
+	r = save_kept(bfd, spec, input, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
+	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
+	r = hezo_spec_save_at(bfd, "config.json", spec, err);
+	if (r < 0) {
+		restore_kept(bfd, kept_old, kept_old_len);
+		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
+	}
 	/*
 	 * create returns once the container exists, so the shim waits for it and undoes its work
 	 * when the backend refuses the bundle (as runc leaves nothing). run stays the
@@ -545,9 +609,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	else
 		r = shim_exec(ctx, &av, err);
 	if (r != 0 && backend_lacks(ctx, &t, id)) {
-		/* The backend did not make it. Put config.json back as it was. */
+		/* Not made: config.json and the side file go back as they were. */
 		shim_record_remove(ctx, id);
 		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
+		restore_kept(bfd, kept_old, kept_old_len);
 	}
 	/* Created, or refused with the backend's reason on stderr: its status is ours. */
 	return r;

@@ -97,6 +97,7 @@ expect_ne "$rc" 0 "[refused] create fails (the backend refuses the bundle)" || d
 check "[refused] config.json as it was" cmp "$WORK/refused.orig" "$B/config.json"
 expect_eq "$(hezo_state_records "$ID")" "" "[refused] no state record"
 expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[refused] no container left"
+check_fails "[refused] no side file left (config.json is the caller's again)" test -e "$B/.hezo-config.json"
 # run stays the backend's own process, so its refusal can leave a record: a plain delete (the
 # backend: "does not exist") removes it.
 hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/refused.out" 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
@@ -105,6 +106,168 @@ hezo_shim --root "$ROOT" delete "$ID" >/dev/null 2>&1 && rc=0 || rc=$?
 # (runsc's delete is always forced by the shim, and a forced delete of nothing succeeds.)
 [ "$HEZO_TEST_BACKEND" = runc ] && expect_ne "$rc" 0 "[refused] delete without --force: the container does not exist"
 expect_eq "$(hezo_state_records "$ID")" "" "[refused] no state record after a plain delete"
+
+# --- the same bundle again (runc's own workflow): judged on the caller's input, not the shim's ----
+# create rewrites config.json and keeps the caller's original beside it (.hezo-config.json); while
+# config.json is still what the shim wrote, the next create judges the kept original again.
+new_id rerun
+B=$WORK/rerun
+hezo_make_bundle "$B" "$ID" "$(jq -cn --arg p "$HEZO_BOX_PROBE" '["sh", "-c", $p]')" || bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/rerun.orig"
+for i in 1 2; do
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/rerun$i.out" 2>"$WORK/rerun$i.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[run again] run $i exits 0" || diag "stderr: $(cat "$WORK/rerun$i.err")"
+	hezo_assert_box "run again $i" "$(cat "$WORK/rerun$i.out")"
+	cp "$B/config.json" "$WORK/rerun$i.json"
+	# (Through the shim, which removes its record too: a foreground run leaves it.)
+	hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+done
+check "[run again] the second run rewrote config.json byte for byte as the first" \
+	cmp "$WORK/rerun1.json" "$WORK/rerun2.json"
+check_fails "[run again] config.json is the shim's, not the caller's" cmp -s "$WORK/rerun.orig" "$B/config.json"
+expect_eq "$(stat -c %a "$B/.hezo-config.json" 2>&1)" 600 "[run again] the side file is mode 0600"
+expect_eq "$(jq -S .original "$B/.hezo-config.json" 2>&1)" "$(jq -S . "$WORK/rerun.orig")" \
+	"[run again] the side file keeps the caller's original"
+# A writer killed mid-write left a temporary side file: tidied like config.json's.
+: >"$B/..hezo-config.json.hezo-2147483632-1"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/rerun3.out" 2>"$WORK/rerun3.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[run again] run 3 exits 0" || diag "stderr: $(cat "$WORK/rerun3.err")"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+check "[run again] run 3 rewrote config.json as the first" cmp "$WORK/rerun1.json" "$B/config.json"
+check_fails "[run again] a dead writer's temporary side file is removed" \
+	test -e "$B/..hezo-config.json.hezo-2147483632-1"
+
+# The caller edits the rewritten config.json: that edit is the input, judged as given (refused for
+# the helper's bind), exactly as the same file in a bundle with no side file.
+jq -c '.process.args[-1] = "echo edited"' "$WORK/rerun1.json" >"$B/config.json"
+cp "$B/config.json" "$WORK/edited.json"
+cp "$B/.hezo-config.json" "$WORK/edited.kept"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/edited.out" 2>"$WORK/edited.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[run again, edited] refused"
+expect_eq "$(wc -l <"$WORK/edited.err" | tr -d ' ')" 1 "[run again, edited] one line on stderr" ||
+	diag "$(cat "$WORK/edited.err")"
+expect_match "$(cat "$WORK/edited.err")" '^hezo-shim: mounts\[[0-9]+\] \(/dev/\.hezo-init\): bind source .* is not under an allowed root$' \
+	"[run again, edited] the helper's bind is refused"
+mkdir -p "$WORK/edited-plain" && cp -a "$B/rootfs" "$WORK/edited-plain/rootfs" && cp "$WORK/edited.json" "$WORK/edited-plain/config.json"
+hezo_shim --root "$ROOT" run -b "$WORK/edited-plain" "$ID" >/dev/null 2>"$WORK/edited-plain.err" </dev/null
+check "[run again, edited] the same line as that config.json without a side file" \
+	cmp "$WORK/edited.err" "$WORK/edited-plain.err"
+check "[run again, edited] config.json untouched" cmp "$WORK/edited.json" "$B/config.json"
+check "[run again, edited] side file untouched" cmp "$WORK/edited.kept" "$B/.hezo-config.json"
+expect_eq "$(hezo_state_records "$ID")" "" "[run again, edited] no state record"
+
+# A planted side file whose "original" binds the host's /: refused exactly as that config.json.
+new_id planted
+B=$WORK/planted
+hezo_make_bundle "$B" "$ID" '["true"]' || bail_out "cannot make bundle"
+# (jq writes both documents, so "written" is config.json to the number literal.)
+jq -c . "$B/config.json" >"$WORK/planted.json" && mv "$WORK/planted.json" "$B/config.json"
+jq '.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]' \
+	"$B/config.json" >"$WORK/planted.hostile"
+jq -c --slurpfile o "$WORK/planted.hostile" '{version: 1, written: ., original: $o[0]}' "$B/config.json" \
+	>"$B/.hezo-config.json"
+cp "$B/config.json" "$WORK/planted.orig"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/planted.out" 2>"$WORK/planted.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[planted side file] refused"
+expect_eq "$(wc -l <"$WORK/planted.err" | tr -d ' ')" 1 "[planted side file] one line on stderr" ||
+	diag "$(cat "$WORK/planted.err")"
+mkdir -p "$WORK/planted-plain" && cp -a "$B/rootfs" "$WORK/planted-plain/rootfs" &&
+	cp "$WORK/planted.hostile" "$WORK/planted-plain/config.json"
+hezo_shim --root "$ROOT" run -b "$WORK/planted-plain" "$ID" >/dev/null 2>"$WORK/planted-plain.err" </dev/null
+expect_match "$(cat "$WORK/planted-plain.err")" '/host' "[planted side file] (that config.json itself is refused for /host)"
+check "[planted side file] the same line as that config.json" cmp "$WORK/planted.err" "$WORK/planted-plain.err"
+check "[planted side file] config.json untouched" cmp "$WORK/planted.orig" "$B/config.json"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[planted side file] no container"
+
+# Side files that are not the shim's: never followed or waited on; the caller's config.json is the
+# input, and the new side file replaces them (a directory there: refused, one line).
+new_id oddkept
+B=$WORK/oddkept
+hezo_make_bundle "$B" "$ID" '["true"]' || bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/oddkept.orig"
+printf 'keep me\n' >"$WORK/oddkept.target"
+for kind in garbage symlink fifo huge directory; do
+	cp "$WORK/oddkept.orig" "$B/config.json"
+	rm -rf "$B/.hezo-config.json"
+	case $kind in
+	garbage) printf '{"version":1,"written":' >"$B/.hezo-config.json" ;;
+	symlink) ln -s "$WORK/oddkept.target" "$B/.hezo-config.json" ;;
+	fifo) mkfifo "$B/.hezo-config.json" ;;
+	huge) truncate -s 40M "$B/.hezo-config.json" ;;
+	directory) mkdir "$B/.hezo-config.json" ;;
+	esac
+	HEZO_SHIM_TIMEOUT=60 hezo_shim --root "$ROOT" run -b "$B" "$ID" >/dev/null 2>"$WORK/oddkept.err" </dev/null && rc=0 || rc=$?
+	hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+	if [ "$kind" = directory ]; then
+		expect_ne "$rc" 0 "[side file a $kind] refused"
+		expect_eq "$(wc -l <"$WORK/oddkept.err" | tr -d ' ')" 1 "[side file a $kind] one line on stderr"
+		expect_match "$(cat "$WORK/oddkept.err")" '^hezo-shim: bundle .*: \.hezo-config\.json: ' \
+			"[side file a $kind] the line names the side file" || diag "$(cat "$WORK/oddkept.err")"
+		check "[side file a $kind] config.json untouched" cmp "$WORK/oddkept.orig" "$B/config.json"
+		expect_eq "$(hezo_state_records "$ID")" "" "[side file a $kind] no state record"
+		continue
+	fi
+	expect_eq "$rc" 0 "[side file $kind] the caller's config.json runs" || diag "$(cat "$WORK/oddkept.err")"
+	# (jq only on a regular file: a FIFO left there would block it.)
+	if check "[side file $kind] replaced by a regular file of the shim's" \
+		test -f "$B/.hezo-config.json" -a ! -L "$B/.hezo-config.json"; then
+		expect_eq "$(jq -S .original "$B/.hezo-config.json" 2>&1)" "$(jq -S . "$WORK/oddkept.orig")" \
+			"[side file $kind] ... keeping the caller's config.json"
+	else
+		not_ok "[side file $kind] ... keeping the caller's config.json"
+	fi
+done
+expect_eq "$(cat "$WORK/oddkept.target")" "keep me" "[side file symlink] its target untouched"
+
+# create / delete / create: the second create makes the same box.
+new_id recreate
+B=$WORK/recreate
+hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+for i in 1 2; do
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[create again] create $i exits 0" || diag "stderr: $(cat "$WORK/recreate.err")"
+	expect_eq "$(hezo_backend_status "$ROOT" "$ID")" created "[create again] $i: created"
+	cp "$B/config.json" "$WORK/recreate$i.json"
+	check "[create again] delete $i" hezo_shim --root "$ROOT" delete --force "$ID"
+done
+check "[create again] the second create rewrote config.json as the first" \
+	cmp "$WORK/recreate1.json" "$WORK/recreate2.json"
+# The backend refuses the next create (it cannot write its --pid-file): config.json and the side
+# file go back as they were, byte for byte (the side file respaced first, so that the one the
+# failed create wrote differs from it), and the create after that is the first one again.
+jq . "$B/.hezo-config.json" >"$WORK/recreate.kept" && cp "$WORK/recreate.kept" "$B/.hezo-config.json"
+hezo_shim --root "$ROOT" create --pid-file "$WORK/no-such-dir/pid" -b "$B" "$ID" >/dev/null \
+	2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[create again, backend refuses] create fails"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[create again, backend refuses] no container"
+check "[create again, backend refuses] config.json as it was" cmp "$WORK/recreate2.json" "$B/config.json"
+check "[create again, backend refuses] the side file as it was" cmp "$WORK/recreate.kept" "$B/.hezo-config.json"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create again, backend refuses] the next create exits 0" ||
+	diag "stderr: $(cat "$WORK/recreate.err")"
+check "[create again, backend refuses] ... and rewrites config.json as the first" \
+	cmp "$WORK/recreate1.json" "$B/config.json"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+hezo_bundle_cleanup "$ROOT" "$ID"
+
+# A read-only bundle: refused with one line and nothing changed (as before the side file).
+new_id robundle
+B=$WORK/robundle
+hezo_make_bundle "$B" "$ID" '["true"]' || bail_out "cannot make bundle"
+cp "$B/config.json" "$WORK/robundle.orig"
+if mount --bind "$B" "$B" && tap_cleanup "umount '$B' 2>/dev/null" && mount -o remount,bind,ro "$B"; then
+	hezo_shim --root "$ROOT" run -b "$B" "$ID" >/dev/null 2>"$WORK/robundle.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[read-only bundle] refused"
+	expect_eq "$(wc -l <"$WORK/robundle.err" | tr -d ' ')" 1 "[read-only bundle] one line on stderr"
+	expect_match "$(cat "$WORK/robundle.err")" 'Read-only file system' "[read-only bundle] the line says why" ||
+		diag "$(cat "$WORK/robundle.err")"
+	umount "$B"
+	check "[read-only bundle] config.json untouched" cmp "$WORK/robundle.orig" "$B/config.json"
+	check_fails "[read-only bundle] no side file" test -e "$B/.hezo-config.json"
+	expect_eq "$(hezo_state_records "$ID")" "" "[read-only bundle] no state record"
+else
+	bail_out "cannot make a read-only bind mount of $B"
+fi
 
 # --- mounts and limits: a bundle asking for rtprio 99, nice 40 and OOM score -1000 ---------------
 # The kernel filesystems the engine asked for, each once at its place; the limits clamped.

@@ -144,6 +144,14 @@ static void check_fails_clean(write_fn write, const char *dirname)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* hezo_write_private_file_at in write_fn's shape (its mode is always 0600). */
+static int write_private_any_mode(int dirfd, const char *name, const void *data, size_t len,
+				  mode_t mode, struct hezo_error **err)
+{
+	(void)mode;
+	return hezo_write_private_file_at(dirfd, name, data, len, err);
+}
+
 static void test_atomic_write(void **state)
 {
 	check_replace(hezo_write_file_atomic_at, "c.json");
@@ -159,6 +167,36 @@ static void test_atomic_write_fails_clean(void **state)
 {
 	check_fails_clean(hezo_write_file_atomic_at, "d");
 	check_fails_clean(hezo_write_state_file_at, "sd");
+}
+
+/* The private writer: 0600 and never the old file's mode, and a symlink at the name is replaced,
+ * not followed. */
+static void test_private_write(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	size_t len;
+
+	dfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(hezo_write_file_atomic_at(dfd, "p.target", "target", 6, 0644, &err), 0);
+	assert_int_equal(hezo_write_file_atomic_at(dfd, "p.old", "old", 3, 0666, &err), 0);
+	assert_int_equal(fchmodat(dfd, "p.old", 0666, 0), 0);
+	assert_int_equal(hezo_write_private_file_at(dfd, "p.old", "new", 3, &err), 0);
+	assert_int_equal(fstatat(dfd, "p.old", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(symlinkat("p.target", dfd, "p.link"), 0);
+	assert_int_equal(hezo_write_private_file_at(dfd, "p.link", "mine", 4, &err), 0);
+	assert_int_equal(fstatat(dfd, "p.link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(hezo_read_file_at(dfd, "p.target", 100, &buf, &len, &err), 0);
+	assert_string_equal(buf, "target");
+	assert_int_equal(fstatat(dfd, "p.target", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	check_fails_clean(write_private_any_mode, "pd");
 }
 
 static void test_clean_stale_temps(void **state)
@@ -537,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_state_write),
 		cmocka_unit_test(test_atomic_write_fails_clean),
+		cmocka_unit_test(test_private_write),
 		cmocka_unit_test(test_clean_stale_temps),
 		cmocka_unit_test(test_log_json),
 		cmocka_unit_test(test_log_json_truncates),
