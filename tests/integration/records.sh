@@ -137,8 +137,12 @@ shim_err alpha-exec --hezo-project alpha --root "$ROOT" exec "$A" true
 expect_eq "$RC" 0 "[alpha exec] alpha's own runtime still execs into it" || diag "$ERR"
 
 # --- a create under a live container's ID takes nothing of it -----------------------------------
-REC=$(hezo_state_records "$A" | head -n 1)
-[ -f "$REC" ] || bail_out "no record of $A"
+# alpha's record (beta's look-alike container of the same ID has one under its own root).
+REC=""
+for f in $(hezo_state_records "$A" | grep '\.json$'); do
+	[ "$(jq -r .root "$f" 2>/dev/null)" = "$ROOT" ] && REC=$f
+done
+[ -f "$REC" ] || bail_out "no record of $A under $ROOT"
 cp "$REC" "$WORK/rec.before"
 hezo_make_bundle "$WORK/a2" "$A" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$A"'-o/'"$A"'"' ||
 	bail_out "cannot make bundle a2"

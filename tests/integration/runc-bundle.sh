@@ -224,7 +224,10 @@ new_id recreate
 B=$WORK/recreate
 hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
 for i in 1 2; do
-	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+	# stderr through a pipe: a box made under runc is not handed a regular file (shim/fds.c).
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/recreate.err") </dev/null &&
+		rc=0 || rc=$?
+	[ "$rc" = 0 ] || wait "$!"
 	expect_eq "$rc" 0 "[create again] create $i exits 0" || diag "stderr: $(cat "$WORK/recreate.err")"
 	expect_eq "$(hezo_backend_status "$ROOT" "$ID")" created "[create again] $i: created"
 	cp "$B/config.json" "$WORK/recreate$i.json"
@@ -237,12 +240,16 @@ check "[create again] the second create rewrote config.json as the first" \
 # failed create wrote differs from it), and the create after that is the first one again.
 jq . "$B/.hezo-config.json" >"$WORK/recreate.kept" && cp "$WORK/recreate.kept" "$B/.hezo-config.json"
 hezo_shim --root "$ROOT" create --pid-file "$WORK/no-such-dir/pid" -b "$B" "$ID" >/dev/null \
-	2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+	2> >(cat >"$WORK/recreate.err") </dev/null && rc=0 || rc=$?
+[ "$rc" = 0 ] || wait "$!"
 expect_ne "$rc" 0 "[create again, backend refuses] create fails"
+expect_match "$(cat "$WORK/recreate.err")" 'pid' "[create again, backend refuses] ... the backend's refusal (the pid file)"
 expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[create again, backend refuses] no container"
 check "[create again, backend refuses] config.json as it was" cmp "$WORK/recreate2.json" "$B/config.json"
 check "[create again, backend refuses] the side file as it was" cmp "$WORK/recreate.kept" "$B/.hezo-config.json"
-hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2>"$WORK/recreate.err" </dev/null && rc=0 || rc=$?
+hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/recreate.err") </dev/null &&
+	rc=0 || rc=$?
+[ "$rc" = 0 ] || wait "$!"
 expect_eq "$rc" 0 "[create again, backend refuses] the next create exits 0" ||
 	diag "stderr: $(cat "$WORK/recreate.err")"
 check "[create again, backend refuses] ... and rewrites config.json as the first" \
