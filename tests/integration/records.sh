@@ -94,6 +94,7 @@ shim_err openroot --hezo-project alpha --root "$WORK/open/r" exec "$A" true
 refused "--root in a directory others may write" "--root $WORK/open/r: $WORK/open is writable by others, so another user could point the root elsewhere\$"
 # A root inside a directory boxes may be handed (red team pass 9, H5: a box rewrote runc's
 # state.json there, and the next exec was host root).
+tap_cleanup "hezo_bundle_cleanup '$SHARE/r' '$A-s'"
 hezo_make_bundle "$WORK/s" "$A-s" '["true"]' || bail_out "cannot make bundle s"
 shim_err shareroot --hezo-project alpha --root "$SHARE/r" create -b "$WORK/s" "$A-s"
 refused "--root in a bind source" "--root $SHARE/r is at or below $SHARE, which boxes may be handed: a box could rewrite the backend's state there\$"
