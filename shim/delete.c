@@ -59,9 +59,9 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		 * that ended): the record goes too, so it never stands for a live container.
 		 */
 		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT)
-			shim_record_remove(ctx, id);
+			shim_record_remove_same(ctx, id, rec);
 	}
 	if (r == 0 && one)
-		shim_record_remove(ctx, id);
+		shim_record_remove_same(ctx, id, rec);
 	return r;
 }

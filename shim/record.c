@@ -458,6 +458,28 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	return 0;
 }
 
+int shim_record_remove_same(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec)
+{
+	_cleanup_close_ int lock = shim_record_lock(ctx, NULL);
+	_cleanup_json_ struct hezo_json *now = NULL;
+	const struct hezo_json *a, *b;
+	int r;
+
+	if (lock < 0)
+		return lock;
+	r = shim_record_read(ctx, id, &now, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	a = hezo_json_get(rec, "creator");
+	b = hezo_json_get(now, "creator");
+	/* A create of the same ID since: its record (and private bundle) stays. */
+	if ((a || b) && !(a && b && hezo_json_equal(a, b)))
+		return 0;
+	return shim_record_remove(ctx, id);
+}
+
 int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struct hezo_error **err)
 {
 	const char *name = hezo_json_string(hezo_json_get(rec, "backend"));

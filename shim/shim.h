@@ -147,6 +147,12 @@ int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_jso
 /* Removes the record and the container's private bundle (below). */
 int shim_record_remove(const struct shim_ctx *ctx, const char *id);
 /*
+ * The same, under the root's record lock, only while the record is still rec's (the same
+ * creator): a create of that ID since the backend deleted the container keeps its own.
+ */
+int shim_record_remove_same(const struct shim_ctx *ctx, const char *id,
+			    const struct hezo_json *rec);
+/*
  * The bundle the backend is handed: STATE_DIR/<root key>/.bundles/<id>, mode 0700, of the
  * shim's uid, so nobody who can write the caller's bundle can change what the backend reads
  * after the shim checked it. Opens it and writes its path; -ENOENT when missing and not asked

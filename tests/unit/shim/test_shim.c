@@ -1185,6 +1185,31 @@ static void test_record_roundtrip(void **state)
 	assert_int_equal(shim_record_read(&ctx, longid, &back, NULL), -ENOENT);
 	longid[1024 - 1] = 'b';
 
+	/*
+	 * delete removes the record only while it is still the one it read: a create of the same
+	 * ID since (another creator) keeps its own (red team pass 9, L1).
+	 */
+	{
+		_cleanup_json_ struct hezo_json *mine = hezo_json_clone(rec), *theirs = NULL;
+		struct hezo_json *c = hezo_json_new_object();
+
+		hezo_json_set(c, "pid", hezo_json_new_int(111));
+		hezo_json_set(c, "start", hezo_json_new_uint(5));
+		hezo_json_set(mine, "id", hezo_json_new_string("c1"));
+		hezo_json_set(mine, "creator", c);
+		theirs = hezo_json_clone(mine);
+		hezo_json_set(hezo_json_get(theirs, "creator"), "pid", hezo_json_new_int(222));
+		assert_int_equal(shim_record_write(&ctx, "c1", theirs, NULL), 0);
+		assert_int_equal(shim_record_remove_same(&ctx, "c1", mine), 0);
+		assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), 0);
+		hezo_json_free(back);
+		back = NULL;
+		assert_int_equal(shim_record_write(&ctx, "c1", mine, NULL), 0);
+		assert_int_equal(shim_record_remove_same(&ctx, "c1", mine), 0);
+		assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), -ENOENT);
+		assert_int_equal(shim_record_write(&ctx, "c1", rec, NULL), 0);
+	}
+
 	assert_int_equal(shim_record_remove(&ctx, "c1"), 0);
 	assert_int_equal(shim_record_remove(&ctx, longid), 0);
 	assert_int_equal(shim_record_read(&ctx, "c1", &back, NULL), -ENOENT);
