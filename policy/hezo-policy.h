@@ -206,6 +206,14 @@ struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
  * empty, "." or ".." components, and for a name ending in ".slice" (a slice, not a scope).
  */
 int hezo_policy_cgroup_path(const char *cgroups_path, bool systemd, char *buf, size_t size);
+/*
+ * linux.cgroupsPath: absent stays absent; else clean, its last component holding env->id, its
+ * parent allowed by cgroupParents, and no existing cgroup there with processes in it, nor one
+ * at, above or below env->live_cgroups (the shim asks again under its records lock, with the
+ * boxes created since its first look).
+ */
+int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
+				   const struct hezo_apply_env *env, struct hezo_error **err);
 
 /* init and admission (docs/policy.md): hezo-init as PID 1, and the limit of active boxes. */
 bool hezo_policy_init(const struct hezo_policy *p);

@@ -236,12 +236,7 @@ int hezo_policy_check_kubelet_source(const struct hezo_policy *p, const struct h
  */
 int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *linux_,
 				 const struct hezo_apply_env *env, struct hezo_error **err);
-/*
- * linux.cgroupsPath: absent stays absent; else clean, its last component holding env->id, its
- * parent allowed by cgroupParents, and no existing cgroup there with processes in it.
- */
-int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
-				   const struct hezo_apply_env *env, struct hezo_error **err);
+
 /* Is parent (a clean cgroup path) allowed by the list? "/" admits only the top level. */
 bool hezo_policy_cgroup_parent_allowed(const struct hezo_strv *parents, const char *parent);
 /*

@@ -95,6 +95,10 @@ bool shim_record_live(const struct hezo_json *rec)
 	    hezo_json_get_uint64(hezo_json_get(adm, "creatorStart"), &start) == 0 &&
 	    shim_proc_alive((long)pid, start))
 		return true;
+	if (hezo_json_get_int64(hezo_json_get_path(rec, "creator.pid"), &pid) == 0 &&
+	    hezo_json_get_uint64(hezo_json_get_path(rec, "creator.start"), &start) == 0 &&
+	    shim_proc_alive((long)pid, start))
+		return true;
 	r = cgroup_populated(rec);
 	if (r == -EINVAL) {
 		/*

@@ -566,6 +566,23 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = check_old_record(ctx, id, &t, err);
 	if (r < 0)
 		return r;
+	/* Nesting once more, against the boxes created (or queued) since apply looked. */
+	if (hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))) {
+		r = shim_live_cgroups(ctx, id, &live, &nlive);
+		if (r < 0)
+			return hezo_error_set(
+				err, -r, "the live containers' cgroups: cannot read the records");
+		env.live_cgroups = live;
+		env.n_live_cgroups = nlive;
+		r = hezo_policy_check_cgroups_path(p, hezo_spec_linux(spec), &env, err);
+		shim_live_cgroups_free(live, nlive);
+		live = NULL;
+		nlive = 0;
+		env.live_cgroups = NULL;
+		env.n_live_cgroups = 0;
+		if (r < 0)
+			return r;
+	}
 
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);

@@ -241,13 +241,25 @@ static int open_key_dir(const struct shim_ctx *ctx, bool create, struct hezo_err
 
 int shim_record_lock(const struct shim_ctx *ctx, struct hezo_error **err)
 {
-	int fd = open_key_dir(ctx, true, err);
+	_cleanup_close_ int dir = open_key_dir(ctx, true, err);
+	char path[PATH_MAX];
+	int fd;
 
-	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+	if (dir < 0)
+		return dir;
+	/* One lock for every root: cgroups nest across roots too. */
+	if ((size_t)snprintf(path, sizeof(path), "%s/.records.lock", ctx->state_dir) >=
+	    sizeof(path))
+		return hezo_error_set(err, ENAMETOOLONG, "state directory %s: too long",
+				      ctx->state_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	if (flock(fd, LOCK_EX) < 0) {
 		int e = errno;
 
 		close(fd);
-		return hezo_error_set_errno(err, e, "state directory %s: lock", ctx->state_dir);
+		return hezo_error_set_errno(err, e, "%s: lock", path);
 	}
 	return fd;
 }

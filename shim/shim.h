@@ -133,8 +133,8 @@ int shim_root_settle(struct shim_globals *g, struct hezo_error **err);
 int shim_root_from_record(struct shim_ctx *ctx, const struct hezo_json *rec,
 			  struct hezo_error **err);
 /*
- * An fd holding an exclusive lock on this --root's records (every create under the root checks
- * the ID and writes its record under it; close to release), or -errno.
+ * An fd holding the exclusive lock on the records (every create checks its ID, and its cgroup
+ * against the live boxes', and writes its record under it; close to release), or -errno.
  */
 int shim_record_lock(const struct shim_ctx *ctx, struct hezo_error **err);
 /* The record's project is the caller's (--hezo-project), or the caller names none; else -EPERM. */

@@ -197,6 +197,48 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	hezo_bundle_cleanup /run/runc "$D"
 fi
 
+# --- nesting checked again once the admission wait is over (red team pass 10, H1) ----------------
+# Two creates queued together both passed the nesting check before either box existed. With both
+# slots held by fillers, the outer box and then the inner one queue; the fillers go, the outer is
+# made, and the inner must be refused when its turn comes.
+NSTATE=$WORK/state-nest
+jq '.admission = {maxActive: 2, wait: 30}' "$HEZO_TEST_POLICY" >"$WORK/policy-adm.json" ||
+	bail_out "cannot write the admission policy"
+nest() { HEZO_TEST_STATE=$NSTATE HEZO_TEST_POLICY=$WORK/policy-adm.json hezo_shim "$@"; }
+FILLERS=()
+for n in 1 2; do
+	new_id "fill$n"
+	FILLERS+=("$ID")
+	tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"
+	hezo_make_bundle "$WORK/f$n" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle f$n"
+	nest --root "$ROOT" create -b "$WORK/f$n" "$ID" </dev/null >/dev/null 2>/dev/null ||
+		bail_out "cannot create filler box $n"
+done
+new_id outer
+O=$ID
+tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$ROOT' '$O'"
+hezo_make_bundle "$WORK/o" "$O" '["sleep", "600"]' || bail_out "cannot make bundle o"
+new_id inner
+I=$ID
+tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$ROOT' '$I'"
+hezo_make_bundle "$WORK/i" "$I" '["sleep", "600"]' ".linux.cgroupsPath = \"/hezo-test/$O/$I\"" ||
+	bail_out "cannot make bundle i"
+nest --root "$ROOT" create -b "$WORK/o" "$O" </dev/null >/dev/null 2>/dev/null &
+OPID=$!
+sleep 1
+nest --root "$ROOT" create -b "$WORK/i" "$I" </dev/null >/dev/null 2> >(cat >"$WORK/inner.err") &
+IPID=$!
+sleep 1
+for f in "${FILLERS[@]}"; do hezo_backend --root "$ROOT" delete --force "$f" >/dev/null 2>&1; done
+wait "$OPID" && rc=0 || rc=$?
+expect_eq "$rc" 0 "[nest after the wait] the outer box is made once the fillers go"
+wait "$IPID" && rc=0 || rc=$?
+sleep 0.5
+expect_ne "$rc" 0 "[nest after the wait] the inner box, queued with it, is refused"
+expect_match "$(cat "$WORK/inner.err")" "it is below container $O's cgroup" \
+	"[nest after the wait] ... for being below the outer box's cgroup"
+expect_eq "$(hezo_backend_status "$ROOT" "$I")" absent "[nest after the wait] no inner container"
+
 # --- a backend's container the shim never made: no verb reaches it ---------------------------
 P=hezo-it-plain-$(hezo_rand)
 tap_cleanup "runc --root '$PLAIN' delete --force '$P' >/dev/null 2>&1; rm -rf '$PLAIN'"
