@@ -340,6 +340,33 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 			if (at_or_below(path, dir))
 				return true;
 		}
+	/*
+	 * Anything else below an engine root may be one container's files (ROOT/ID/mounts/shm
+	 * for any ID), but for containerd's own runtime roots, ROOT/runc/NS and ROOT/runsc/NS:
+	 * no engine file is a directory there, but for NS "mounts" (ID runc's mounts/shm).
+	 */
+	for (size_t i = 0; i < p->engine_roots.n; i++) {
+		const char *root = p->engine_roots.v[i], *rest, *ns;
+		char real[PATH_MAX];
+		size_t n;
+
+		if (!at_or_below(path, root))
+			continue;
+		if (hezo_policy_path_under(path, root))
+			n = strlen(root);
+		else if (realpath(root, real))
+			n = strlen(real);
+		else
+			continue;
+		rest = path + n;
+		ns = strncmp(rest, "/runc/", 6) == 0	? rest + 6
+		     : strncmp(rest, "/runsc/", 7) == 0 ? rest + 7
+							: NULL;
+		if (ns && *ns && !strchr(ns, '/') && strcmp(ns, "mounts") != 0)
+			continue;
+		snprintf(dir, size, "%s", root);
+		return true;
+	}
 	if (docker_root) {
 		snprintf(dir, size, "%s/containers", docker_root);
 		if (at_or_below(path, dir))

@@ -99,6 +99,12 @@ hezo_make_bundle "$WORK/s" "$A-s" '["true"]' || bail_out "cannot make bundle s"
 shim_err shareroot --hezo-project alpha --root "$SHARE/r" create -b "$WORK/s" "$A-s"
 refused "--root in a bind source" "--root $SHARE/r is at or below $SHARE, which boxes may be handed: a box could rewrite the backend's state there\$"
 expect_eq "$(ls -A "$SHARE")" "" "[--root in a bind source] nothing was made there"
+# Below an engine root a directory may be one container's files (ROOT/ID/mounts/shm, handed to
+# that box as /dev/shm; red team pass 10, H2), but for containerd's runtime roots ROOT/runc/NS.
+shim_err engroot --hezo-project alpha --root "/run/containerd/$A-x/mounts/shm" create -b "$WORK/s" "$A-s"
+refused "--root below an engine root" "--root /run/containerd/$A-x/mounts/shm is at or below /run/containerd, which boxes may be handed: a box could rewrite the backend's state there\$"
+shim_err engmounts --hezo-project alpha --root /run/containerd/runc/mounts create -b "$WORK/s" "$A-s"
+refused "--root containerd's runc/mounts" "--root /run/containerd/runc/mounts is at or below /run/containerd, which boxes may be handed"
 # A relative --root and a $PWD that names another directory: runc (Go's os.Getwd) would start from
 # $PWD, the shim from the working directory. beta has a container of the same ID in a look-alike
 # root; the backend must be handed the root the record was found under.
