@@ -394,6 +394,9 @@ int shim_runsc_state(struct shim_ctx *ctx, const struct shim_target *t, const ch
 	r = hezo_json_parse(out, len, &st, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "runsc state %s", id);
+	/* runsc takes a unique prefix of an ID for the ID: "c2" names "c20" when only it exists. */
+	if (strcmp(hezo_json_string(hezo_json_get(st, "id")) ?: "", id) != 0)
+		return -ENOENT;
 	if (hezo_json_get(st, "pid") && hezo_json_get_int64(hezo_json_get(st, "pid"), &v) == 0)
 		*pid = (long)v;
 	*status = strdup(hezo_json_string(hezo_json_get(st, "status")) ?: "");

@@ -245,6 +245,19 @@ expect_match "$(cat "$WORK/inner.err")" "it is below container $O's cgroup" \
 	"[nest after the wait] ... for being below the outer box's cgroup"
 expect_eq "$(hezo_backend_status "$ROOT" "$I")" absent "[nest after the wait] no inner container"
 
+# --- runsc takes a unique prefix for an ID: "X" is not "X0" (the ID check must not think so) ---
+new_id pfx
+X=$ID
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '${X}0'"
+hezo_make_bundle "$WORK/x0" "${X}0" '["sleep", "600"]' || bail_out "cannot make bundle x0"
+hezo_make_bundle "$WORK/x" "$X" '["sleep", "600"]' || bail_out "cannot make bundle x"
+shim_err x0 --hezo-project alpha --root "$ROOT" create -b "$WORK/x0" "${X}0"
+expect_eq "$RC" 0 "[id prefix] ${X}0 is created" || diag "$ERR"
+shim_err x --hezo-project alpha --root "$ROOT" create -b "$WORK/x" "$X"
+expect_eq "$RC" 0 "[id prefix] then $X, a prefix of it, is created too" || diag "$ERR"
+hezo_bundle_cleanup "$ROOT" "$X"
+hezo_bundle_cleanup "$ROOT" "${X}0"
+
 # --- a backend's container the shim never made: no verb reaches it ---------------------------
 P=hezo-it-plain-$(hezo_rand)
 tap_cleanup "runc --root '$PLAIN' delete --force '$P' >/dev/null 2>&1; rm -rf '$PLAIN'"
