@@ -253,6 +253,19 @@ static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, con
 }
 
 /*
+ * The backend shows a container ID in its state (an answer that does not parse shows none: the
+ * backend's own create refuses an ID it has).
+ */
+static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *status = NULL;
+	long pid;
+
+	return shim_runsc_state(ctx, t, id, &status, &pid, &e) == 0;
+}
+
+/*
  * The backend reads config.json (and resolves root.path and every bind source) from the bundle it
  * is given: handed the caller's, it would read whatever the caller renamed over config.json after
  * the checks, and follow a symlink swapped in for a directory the checks saw. It gets the shim's
@@ -321,7 +334,7 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 	const char *b;
 	int r;
 
-	if (!backend_lacks(ctx, t, id))
+	if (backend_has(ctx, t, id))
 		return hezo_error_set(err, EEXIST, "container %s already exists (%s has it)", id,
 				      hezo_backend_name(t->backend));
 	r = shim_record_read(ctx, id, &old, err);

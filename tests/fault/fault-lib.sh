@@ -56,13 +56,18 @@ fault_bundle()
 # A box that create makes is handed the shim's stdout and stderr as they are, and a regular file
 # is refused there (shim/fds.c): both go through one pipe to the caller's stderr (callers redirect
 # it), and the copy is waited for when the shim failed (a box made holds the pipe for its life).
-fault_shim()
+_fault_shim_exec()
 {
-	local rc
 	timeout -k 5 "${HEZO_SHIM_TIMEOUT:-120}" env HEZO_POLICY="$1" HEZO_STATE_DIR="$FW/state" \
 		HEZO_HOOK_PATH="${HEZO_HOOK_PATH:-$HEZO_HOOK_BIN}" \
 		HEZO_PROXYD_SOCKET="${HEZO_PROXYD_SOCKET:-/run/hezo-proxyd/control.sock}" \
-		"$HEZO_SHIM_BIN" "${@:2}" </dev/null 2> >(cat >&2) >&2
+		"$HEZO_SHIM_BIN" "${@:2}"
+}
+fault_shim()
+{
+	local rc
+	# On a function call the shell itself makes the substitution, so $! is its copy.
+	_fault_shim_exec "$@" </dev/null 2> >(cat >&2) >&2
 	rc=$?
 	[ "$rc" = 0 ] || wait "$!" 2>/dev/null
 	return "$rc"
@@ -85,7 +90,8 @@ temp_files()
 # holds one file per container; the directories themselves stay).
 state_records()
 {
-	find "$FW/state" -type f 2>/dev/null | sort
+	# The records lock (.records.lock) holds nothing of any container.
+	find "$FW/state" -type f ! -name .records.lock 2>/dev/null | sort
 }
 
 # no_sanitizer_report NAME FILE...: ok unless ASan, LSan or UBSan wrote a report into FILE.
