@@ -101,6 +101,9 @@ refused "--root in a bind source" "--root $SHARE/r is at or below $SHARE, which 
 expect_eq "$(ls -A "$SHARE")" "" "[--root in a bind source] nothing was made there"
 # Below an engine root a directory may be one container's files (ROOT/ID/mounts/shm, handed to
 # that box as /dev/shm; red team pass 10, H2), but for containerd's runtime roots ROOT/runc/NS.
+# On code without the rule these would be made: they go again, and so does the directory.
+tap_cleanup "hezo_bundle_cleanup '/run/containerd/$A-x/mounts/shm' '$A-s'; rm -rf '/run/containerd/$A-x'"
+tap_cleanup "hezo_bundle_cleanup /run/containerd/runc/mounts '$A-s'"
 shim_err engroot --hezo-project alpha --root "/run/containerd/$A-x/mounts/shm" create -b "$WORK/s" "$A-s"
 refused "--root below an engine root" "--root /run/containerd/$A-x/mounts/shm is at or below /run/containerd, which boxes may be handed: a box could rewrite the backend's state there\$"
 shim_err engmounts --hezo-project alpha --root /run/containerd/runc/mounts create -b "$WORK/s" "$A-s"
