@@ -242,27 +242,28 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 	return 0;
 }
 
-/* The backend says it has no container ID (shim_exec failing counts too: nothing ran). */
-static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
+/*
+ * What the backend's state says of container ID: 0, it shows ID; -ENOENT, it has none (shim_exec
+ * failing counts too: nothing ran); another -errno, an answer that does not parse, which shows
+ * no container (the backend's own create refuses an ID it has).
+ */
+static int backend_state(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
 {
 	_cleanup_error_ struct hezo_error *e = NULL;
 	_cleanup_free_ char *status = NULL;
 	long pid;
 
-	return shim_runsc_state(ctx, t, id, &status, &pid, &e) == -ENOENT;
+	return shim_runsc_state(ctx, t, id, &status, &pid, &e);
 }
 
-/*
- * The backend shows a container ID in its state (an answer that does not parse shows none: the
- * backend's own create refuses an ID it has).
- */
+static bool backend_lacks(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
+{
+	return backend_state(ctx, t, id) == -ENOENT;
+}
+
 static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
 {
-	_cleanup_error_ struct hezo_error *e = NULL;
-	_cleanup_free_ char *status = NULL;
-	long pid;
-
-	return shim_runsc_state(ctx, t, id, &status, &pid, &e) == 0;
+	return backend_state(ctx, t, id) == 0;
 }
 
 /*
