@@ -412,22 +412,99 @@ static void restore_kept(int bfd, const char *old, size_t len)
 		(void)unlinkat(bfd, HEZO_SPEC_KEPT_NAME, 0);
 }
 
+/*
+ * Everything create judges from the bundle, the policy and the live state around the container
+ * (its pod, the engines' use of its ID, the namespaces' owners, the live boxes' cgroups): spec
+ * is rewritten in place and held gets the objects it names. Run once to judge and again under
+ * the records lock, where the result must not have changed (shim_cmd_create).
+ */
+static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct shim_target *t,
+		 struct hezo_json *spec, const char *id, const char *bundle_real,
+		 struct hezo_held *held, char **pod_uid, char **in_use, struct hezo_error **err)
+{
+	struct shim_owner_query owner_q = {.ctx = ctx,
+					   .project = hezo_policy_project(p),
+					   .annotations = hezo_spec_annotations(spec),
+					   .policy = p,
+					   .bundle = bundle_real};
+	struct hezo_apply_env env = {.id = id,
+				     .bundle = bundle_real,
+				     .ns_owner = shim_ns_owner,
+				     .data = &owner_q,
+				     .held = held};
+	char docker_root[PATH_MAX], podman_root[PATH_MAX], task_dir[PATH_MAX];
+	struct hezo_live_cgroup *live = NULL;
+	size_t nlive = 0;
+	int r;
+
+	/* Who the container is comes from the shim's records and the engines, not its own word. */
+	r = shim_pod_uid(&owner_q, id, pod_uid, err);
+	r = r ?: shim_id_in_use(ctx, id, bundle_real, in_use, err);
+	if (r < 0)
+		return r;
+	shim_engine_roots(docker_root, podman_root);
+	/* runc trusts its state directory (state.json names the init, the config, the hooks). */
+	if (ctx->g.root && hezo_policy_box_writable_dir(
+				   p, ctx->g.root, docker_root[0] ? docker_root : NULL,
+				   podman_root[0] ? podman_root : NULL, task_dir, sizeof(task_dir)))
+		return hezo_error_set(err, EPERM,
+				      "--root %s is at or below %s, which boxes may be handed: a "
+				      "box could rewrite the backend's state there",
+				      ctx->g.root, task_dir);
+	env.pod_uid = *pod_uid;
+	env.id_in_use = *in_use;
+	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
+						    task_dir) >= 0;
+	env.docker_root = docker_root[0] ? docker_root : NULL;
+	env.podman_root = podman_root[0] ? podman_root : NULL;
+	env.systemd_cgroup = shim_backend_systemd_cgroup(t, &ctx->g);
+	/* Only a named cgroup can nest; reading every record's cgroup is not free. */
+	r = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))
+		    ? shim_live_cgroups(ctx, id, &live, &nlive)
+		    : 0;
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "the live containers' cgroups: cannot read the records");
+	env.live_cgroups = live;
+	env.n_live_cgroups = nlive;
+	r = hezo_policy_apply_spec(p, spec, &env, err);
+	shim_live_cgroups_free(live, nlive);
+	return r;
+}
+
+static bool same_object(const struct hezo_held_path *a, const struct hezo_held_path *b)
+{
+	return a->fd == -1 ? b->fd == -1
+			   : b->fd != -1 && a->dev == b->dev && a->ino == b->ino &&
+				     strcmp(a->path, b->path) == 0;
+}
+
+/* The same objects, in the same order, as the first judgement held. */
+static bool same_held(const struct hezo_held *a, const struct hezo_held *b)
+{
+	if (!same_object(&a->root, &b->root) || a->nbinds != b->nbinds || a->nnss != b->nnss)
+		return false;
+	for (size_t i = 0; i < a->nbinds; i++)
+		if (!same_object(&a->binds[i], &b->binds[i]))
+			return false;
+	for (size_t i = 0; i < a->nnss; i++)
+		if (!same_object(&a->nss[i], &b->nss[i]))
+			return false;
+	return true;
+}
+
 int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
-	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
+					*judged = NULL, *again = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL, *pod_uid = NULL,
-			    *in_use = NULL;
+			    *in_use = NULL, *pod_uid_again = NULL, *in_use_again = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
-	_cleanup_(hezo_held_done) struct hezo_held held;
+	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
-	struct hezo_apply_env env = {0};
-	struct hezo_live_cgroup *live = NULL;
-	size_t nlive = 0;
-	struct shim_owner_query owner_q;
-	char bundle_real[PATH_MAX], priv[PATH_MAX], docker_root[PATH_MAX], podman_root[PATH_MAX];
-	char task_dir[PATH_MAX];
+	char bundle_real[PATH_MAX], priv[PATH_MAX];
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
@@ -436,6 +513,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	int r;
 
 	hezo_held_init(&held);
+	hezo_held_init(&held_again);
 	bundle = shim_args_get(&v->args, "bundle");
 	if (!bundle || !*bundle)
 		bundle = "."; /* runc: the working directory */
@@ -468,52 +546,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	engine_seccomp = hezo_json_get_type(hezo_spec_linux(spec), "seccomp", HEZO_JSON_OBJECT);
 	if (!realpath(bundle, bundle_real))
 		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
-	env.id = id;
-	env.bundle = bundle_real;
-	env.ns_owner = shim_ns_owner;
-	owner_q = (struct shim_owner_query){.ctx = ctx,
-					    .project = hezo_policy_project(p),
-					    .annotations = hezo_spec_annotations(spec),
-					    .policy = p,
-					    .bundle = bundle_real};
-	env.data = &owner_q;
-	env.held = &held;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
-	/* Who the container is comes from the shim's records and the engines, not its own word. */
-	r = r ?: shim_pod_uid(&owner_q, id, &pod_uid, err);
-	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, err);
-	if (r < 0)
-		return r;
-	shim_engine_roots(docker_root, podman_root);
-	/* runc trusts its state directory (state.json names the init, the config, the hooks). */
-	if (ctx->g.root && hezo_policy_box_writable_dir(
-				   p, ctx->g.root, docker_root[0] ? docker_root : NULL,
-				   podman_root[0] ? podman_root : NULL, task_dir, sizeof(task_dir)))
-		return hezo_error_set(err, EPERM,
-				      "--root %s is at or below %s, which boxes may be handed: a "
-				      "box could rewrite the backend's state there",
-				      ctx->g.root, task_dir);
-	env.pod_uid = pod_uid;
-	env.id_in_use = in_use;
-	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
-						    task_dir) >= 0;
-	env.docker_root = docker_root[0] ? docker_root : NULL;
-	env.podman_root = podman_root[0] ? podman_root : NULL;
-	env.systemd_cgroup = shim_backend_systemd_cgroup(&t, &ctx->g);
-	/* Only a named cgroup can nest; reading every record's cgroup is not free. */
-	r = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))
-		    ? shim_live_cgroups(ctx, id, &live, &nlive)
-		    : 0;
-	if (r < 0)
-		return hezo_error_set(err, -r,
-				      "the live containers' cgroups: cannot read the records");
-	env.live_cgroups = live;
-	env.n_live_cgroups = nlive;
-	r = hezo_policy_apply_spec(p, spec, &env, err);
-	shim_live_cgroups_free(live, nlive);
-	env.live_cgroups = NULL;
-	env.n_live_cgroups = 0;
+	r = r ?: judge(ctx, p, &t, spec, id, bundle_real, &held, &pod_uid, &in_use, err);
 	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. */
 	if (r == 0)
@@ -523,6 +558,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				     t.backend == HEZO_BACKEND_RUNSC, err);
 	if (r < 0)
 		return r;
+	judged = hezo_json_clone(spec);
+	if (!judged)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_init_prepare(p, spec, &init_how, err);
 	if (r < 0)
 		return r;
@@ -580,23 +618,24 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = check_old_record(ctx, id, &t, err);
 	if (r < 0)
 		return r;
-	/* Nesting once more, against the boxes created (or queued) since apply looked. */
-	if (hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))) {
-		r = shim_live_cgroups(ctx, id, &live, &nlive);
-		if (r < 0)
-			return hezo_error_set(
-				err, -r, "the live containers' cgroups: cannot read the records");
-		env.live_cgroups = live;
-		env.n_live_cgroups = nlive;
-		r = hezo_policy_check_cgroups_path(p, hezo_spec_linux(spec), &env, err);
-		shim_live_cgroups_free(live, nlive);
-		live = NULL;
-		nlive = 0;
-		env.live_cgroups = NULL;
-		env.n_live_cgroups = 0;
-		if (r < 0)
-			return r;
-	}
+	/*
+	 * Judged again from the input, now that no other create can write a record: a box queued
+	 * or created since the first judgement (a cgroup it nests under, a namespace it claimed, a
+	 * pod that went) may not be let through because it came after the first look.
+	 */
+	again = hezo_json_clone(input);
+	if (!again)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = judge(ctx, p, &t, again, id, bundle_real, &held_again, &pod_uid_again, &in_use_again,
+		  err);
+	if (r < 0)
+		return r;
+	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again))
+		return hezo_error_set(err, EAGAIN,
+				      "container %s: the containers around it changed while it "
+				      "was judged (another create or delete at the same time); "
+				      "create it again",
+				      id);
 
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);

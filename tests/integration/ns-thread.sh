@@ -266,6 +266,62 @@ else
 	skip "[runsc host-side pid] one line naming the field and why" "a runsc container's host side: the runsc run"
 fi
 
+# --- one pin, two projects queued together (red team pass 10, note to H1) ---------------------
+# The pin's claims are read when a create is judged; a create that then waits for an admission
+# slot must be judged again once it holds the records lock, or two projects' creates queued side
+# by side each see the pin unclaimed and share one network namespace.
+WSTATE=$WORK/state-wait
+PIN3=cni-$(cat /proc/sys/kernel/random/uuid)
+ip netns add "$PIN3" || bail_out "cannot create $PIN3"
+tap_cleanup "ip netns del '$PIN3' 2>/dev/null"
+jq '.admission = {maxActive: 2, wait: 30}' "$WORK/policy-projects.json" >"$WORK/policy-wait.json" ||
+	bail_out "cannot write the admission policy"
+# waited PROJECT ARGS...: the shim with the admission policy and its own state directory.
+waited()
+{
+	local proj=$1
+	shift
+	HEZO_TEST_STATE=$WSTATE HEZO_TEST_POLICY=$WORK/policy-wait.json hezo_shim --hezo-project "$proj" "$@"
+}
+FILLERS=()
+for n in 1 2; do
+	new_id "wfill$n"
+	FILLERS+=("$ID")
+	tap_cleanup "HEZO_TEST_STATE='$WSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"
+	hezo_make_bundle "$WORK/wf$n" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle wf$n"
+	waited alpha --root "$ROOT" create -b "$WORK/wf$n" "$ID" </dev/null >/dev/null 2>/dev/null ||
+		bail_out "cannot create filler box $n"
+done
+for who in alpha beta; do
+	new_id "wait$who"
+	tap_cleanup "HEZO_TEST_STATE='$WSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"
+	hezo_make_bundle "$WORK/wait$who" "$ID" '["sleep", "600"]' \
+		"$(setns_filter network "/run/netns/$PIN3")" || bail_out "cannot make bundle wait$who"
+	printf -v "WAIT_${who^^}" %s "$ID"
+done
+waited alpha --root "$ROOT" create -b "$WORK/waitalpha" "$WAIT_ALPHA" </dev/null >/dev/null \
+	2> >(cat >"$WORK/waitalpha.err") &
+APID=$!
+sleep 1
+waited beta --root "$ROOT" create -b "$WORK/waitbeta" "$WAIT_BETA" </dev/null >/dev/null \
+	2> >(cat >"$WORK/waitbeta.err") &
+BPID=$!
+sleep 1
+for f in "${FILLERS[@]}"; do hezo_backend --root "$ROOT" delete --force "$f" >/dev/null 2>&1; done
+wait "$APID" && RC=0 || RC=$?
+expect_eq "$RC" 0 "[pin after the wait] alpha's box is made once the fillers go" ||
+	diag "$(cat "$WORK/waitalpha.err")"
+wait "$BPID" && RC=0 || RC=$?
+sleep 0.5
+ERR=$(cat "$WORK/waitbeta.err")
+expect_ne "$RC" 0 "[pin after the wait] beta's box, queued beside it, is refused"
+expect_match "$ERR" "path /run/netns/$PIN3: .*container $WAIT_ALPHA('s,)? of project alpha" \
+	"[pin after the wait] ... for the pin alpha's box now holds"
+expect_eq "$(hezo_backend_status "$ROOT" "$WAIT_BETA")" absent "[pin after the wait] no box of beta's"
+HEZO_TEST_STATE=$WSTATE hezo_bundle_cleanup "$ROOT" "$WAIT_ALPHA"
+HEZO_TEST_STATE=$WSTATE hezo_bundle_cleanup "$ROOT" "$WAIT_BETA"
+ip netns del "$PIN3"
+
 # --- a namespace of another kind than the entry's type -------------------------------------------
 touch "/run/netns/$KIND_NS" && tap_cleanup "rm -f '/run/netns/$KIND_NS'" &&
 	unshare --ipc="/run/netns/$KIND_NS" true && tap_cleanup "umount '/run/netns/$KIND_NS'" ||
