@@ -40,6 +40,8 @@ DNS_PORT=5399
 PIDS=()
 CONTAINERS=()
 rm -rf "$E" && mkdir -p "$E"/{www,projects,state,proxyd,netlog} || bail_out "cannot create $E"
+# Last of all (cleanups run last-registered first): the wrappers, projects and proxyd's files.
+tap_cleanup "rm -rf --one-file-system '$E'"
 tap_cleanup 'for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c"; done'
 tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p"; done'
 tap_cleanup "ip netns del $INET"
