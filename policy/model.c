@@ -323,6 +323,7 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 	static const char *const engine_dirs[] = {"io.containerd.grpc.v1.cri/sandboxes",
 						  "io.containerd.grpc.v1.cri/containers"};
 	const struct hezo_strv *lists[] = {&p->allowed_sources, &p->volume_roots};
+	char cand[PATH_MAX];
 
 	for (size_t l = 0; l < HEZO_ARRAY_SIZE(lists); l++)
 		for (size_t i = 0; i < lists[l]->n; i++)
@@ -336,9 +337,11 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 	}
 	for (size_t i = 0; i < p->engine_roots.n; i++)
 		for (size_t k = 0; k < HEZO_ARRAY_SIZE(engine_dirs); k++) {
-			snprintf(dir, size, "%s/%s", p->engine_roots.v[i], engine_dirs[k]);
-			if (at_or_below(path, dir))
+			snprintf(cand, sizeof(cand), "%s/%s", p->engine_roots.v[i], engine_dirs[k]);
+			if (at_or_below(path, cand)) {
+				snprintf(dir, size, "%s", cand);
 				return true;
+			}
 		}
 	/*
 	 * Anything else below an engine root may be one container's files (ROOT/ID/mounts/shm
@@ -368,14 +371,18 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 		return true;
 	}
 	if (docker_root) {
-		snprintf(dir, size, "%s/containers", docker_root);
-		if (at_or_below(path, dir))
+		snprintf(cand, sizeof(cand), "%s/containers", docker_root);
+		if (at_or_below(path, cand)) {
+			snprintf(dir, size, "%s", cand);
 			return true;
+		}
 	}
 	if (podman_root) {
-		snprintf(dir, size, "%s/overlay-containers", podman_root);
-		if (at_or_below(path, dir))
+		snprintf(cand, sizeof(cand), "%s/overlay-containers", podman_root);
+		if (at_or_below(path, cand)) {
+			snprintf(dir, size, "%s", cand);
 			return true;
+		}
 	}
 	return false;
 }

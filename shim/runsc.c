@@ -228,7 +228,8 @@ int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
 	const struct hezo_json *blkio = hezo_json_get_type(res, "blockIO", HEZO_JSON_OBJECT);
 	const struct hezo_json *dev = hezo_json_get(res, "devices");
 	struct cg_dirs d;
-	bool has_limit, has_swap, has_res, has_pids, has_quota, has_period, has_shares, has_w;
+	bool has_limit = false, has_swap = false, has_res = false, has_pids = false,
+	     has_quota = false, has_period = false, has_shares = false, has_w = false;
 	bool has_rt, has_rtp;
 	int64_t limit = 0, swap = 0, reservation = 0, npids = 0, quota = 0, period = 0, shares = 0,
 		weight = 0, rt = 0, rtp = 0;

@@ -241,12 +241,16 @@ bench_start()
 	local b r out
 	log "1. start cost"
 	mkdir -p "$T/start" "$T/runc-root" "$T/state"
-	hezo_busybox_rootfs "$T/start/rootfs" >/dev/null || { row start "create+start+delete" n/a n/a n/a "≤ 1.03" "n/a: no busybox rootfs"; return; }
 	runc spec --bundle "$T/start" || return
-	jq --arg r "$T/start/rootfs" '.process.terminal = false | .process.args = ["true"] | .root.path = $r' \
+	# Each bundle has its own rootfs: the shim takes root.path only inside the bundle.
+	jq '.process.terminal = false | .process.args = ["true"] | .root.path = "rootfs"' \
 		"$T/start/config.json" >"$T/start/config.orig.json"
 	for b in runc shim boxed crun shimcrun dsec shimdsec; do
 		mkdir -p "$T/b-$b"
+		hezo_busybox_rootfs "$T/b-$b/rootfs" >/dev/null || {
+			row start "create+start+delete" n/a n/a n/a "≤ 1.03" "n/a: no busybox rootfs"
+			return
+		}
 		cp "$T/start/config.orig.json" "$T/b-$b/config.json"
 	done
 	# `runc spec` sends no seccomp profile; Docker and podman always send one, and the box keeps
@@ -341,20 +345,26 @@ bench_start()
 
 	# The shim alone: backend /bin/true, on Docker's captured config.json (bind sources made
 	# real under a fake engine root).
-	local eng=$T/engine/ctr
-	mkdir -p "$eng" "$T/b-alone"
+	local eng=$T/engine/bench-alone # the engine files of this container ID
+	# containerd's task bundle for the ID: only there are the engine's files of the ID its own.
+	local alone=$T/engine/io.containerd.runtime.v2.task/moby/bench-alone
+	mkdir -p "$eng" "$alone"
 	touch "$eng/resolv.conf" "$eng/hostname" "$eng/hosts"
+	# Docker's overlay is not there: the bundle's own rootfs stands in for it. Its setkey hook
+	# names a dockerd that is not this one, so it goes too.
+	hezo_busybox_rootfs "$alone/rootfs" >/dev/null || return
 	jq --arg e "$eng" '(.mounts[] | select(.source | startswith("/var/lib/docker/containers/")) | .source) |=
-		($e + "/" + (split("/") | last))' "$SRC/tests/data/config-docker.json" >"$T/start/config.docker.json"
+		($e + "/" + (split("/") | last)) | .root.path = "rootfs" | .linux.cgroupsPath = "/docker/bench-alone" | del(.hooks)' \
+		"$SRC/tests/data/config-docker.json" >"$T/start/config.docker.json"
 	jq -n --argjson p "$POLICY_DEV" --arg e "$T/engine" \
 		'$p + {backends: {runc: {path: "/bin/true"}}, mounts: {engineRoots: [$e]}}' >"$T/policy-true.json"
 	HEZO_POLICY="$T/policy-true.json" "$T/rusage-run" "$SHIM_RUNS" \
-		--copy "$T/start/config.docker.json" "$T/b-alone/config.json" -- \
-		"$SHIM" --root "$T/runc-root" create -b "$T/b-alone" bench-alone >"$T/start/alone.txt"
+		--copy "$T/start/config.docker.json" "$alone/config.json" -- \
+		"$SHIM" --root "$T/runc-root" create -b "$alone" bench-alone >"$T/start/alone.txt"
 	if awk '$5 != 0 { bad = 1 } END { exit !bad }' "$T/start/alone.txt"; then
-		cp "$T/start/config.docker.json" "$T/b-alone/config.json"
+		cp "$T/start/config.docker.json" "$alone/config.json"
 		row start "hezo-shim's own CPU per create" n/a n/a n/a "< 1 ms" \
-			"n/a: $(HEZO_POLICY="$T/policy-true.json" "$SHIM" --root "$T/runc-root" create -b "$T/b-alone" x 2>&1 | head -c 200)"
+			"n/a: $(HEZO_POLICY="$T/policy-true.json" "$SHIM" --root "$T/runc-root" create -b "$alone" bench-alone 2>&1 </dev/null | head -c 200)"
 		return
 	fi
 	"$T/rusage-run" "$SHIM_RUNS" -- /bin/true >"$T/start/true.txt"
@@ -383,10 +393,10 @@ bench_start()
 	# Instructions the shim itself executes (user mode, up to its execve of the backend):
 	# machine-independent, unlike the CPU time of this virtual machine.
 	if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/null 2>&1; then
-		cp "$T/start/config.docker.json" "$T/b-alone/config.json"
+		cp "$T/start/config.docker.json" "$alone/config.json"
 		HEZO_POLICY="$T/policy-true.json" valgrind --tool=callgrind --dump-before=execve \
 			--callgrind-out-file="$T/start/cg.out" "$SHIM" --root "$T/runc-root" create \
-			-b "$T/b-alone" bench-alone >/dev/null 2>&1
+			-b "$alone" bench-alone >/dev/null 2>&1
 		local cg ir
 		cg=$(ls "$T"/start/cg.out* 2>/dev/null | while read -r f; do [ -s "$f" ] && echo "$f"; done | head -n 1)
 		if [ -n "$cg" ]; then

@@ -113,12 +113,17 @@ static int hook_and_proxyd(const char *section, int *hook, struct hezo_ctl_reque
 {
 	static char doc[DOC_MAX + 64];
 	struct hezo_hook_egress eg;
+	int n;
 
 	*hook = hezo_hook_parse_egress(section, &eg, eh);
 	if (*hook == 0)
 		hezo_hook_egress_clear(&eg);
-	snprintf(doc, sizeof(doc), "{\"op\":\"register\",\"id\":\"fuzz\",\"egress\":%s}", section);
-	return hezo_ctl_request_parse(doc, strlen(doc), req, ed);
+	n = snprintf(doc, sizeof(doc), "{\"op\":\"register\",\"id\":\"fuzz\",\"egress\":%s}",
+		     section);
+	/* A section past DOC_MAX is cut, as strlen() of the cut text would read it. */
+	if (n < 0 || (size_t)n >= sizeof(doc))
+		n = (int)strlen(doc);
+	return hezo_ctl_request_parse(doc, (size_t)n, req, ed);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

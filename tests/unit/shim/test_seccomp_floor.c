@@ -111,7 +111,7 @@ static uint32_t run(const struct filter *f, const struct seccomp_data *d)
 			}
 			break;
 		case BPF_JMP: {
-			bool t;
+			bool t = false; /* fail_msg ends the test: set for the compiler */
 			switch (BPF_OP(in->code)) {
 			case BPF_JA:
 				pc += in->k;
