@@ -119,6 +119,8 @@ mkdir -p "$WORK/bdir/sub" || bail_out "cannot make $WORK/bdir"
 LNK=$(dirname "$ROOT")/lnk-records-$(hezo_rand)
 ln -s "$WORK/bdir/sub" "$LNK" && tap_cleanup "rm -f '$LNK'" || bail_out "cannot make $LNK"
 BROOT=$WORK/bdir/$(basename "$ROOT")
+# The backend removes the container's cgroup, not the parent it made for it: that goes after.
+tap_cleanup "rmdir /sys/fs/cgroup/*/hezo-test/'$A-b' /sys/fs/cgroup/hezo-test/'$A-b' 2>/dev/null"
 tap_cleanup "hezo_bundle_cleanup '$BROOT' '$A'"
 hezo_make_bundle "$WORK/b" "$A" '["sh", "-c", "echo beta >/tmp/who; exec sleep 600"]' \
 	'.linux.cgroupsPath = "/hezo-test/'"$A"'-b/'"$A"'"' || bail_out "cannot make bundle b"
