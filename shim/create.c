@@ -420,8 +420,9 @@ static void restore_kept(int bfd, const char *old, size_t len)
  */
 static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct shim_target *t,
 		 struct hezo_json *spec, const char *id, const char *bundle_real,
-		 struct hezo_held *held, char **pod_uid, char **in_use, struct hezo_error **err)
+		 struct hezo_held *held, struct hezo_error **err)
 {
+	_cleanup_free_ char *pod_uid = NULL, *in_use = NULL;
 	struct shim_owner_query owner_q = {.ctx = ctx,
 					   .project = hezo_policy_project(p),
 					   .annotations = hezo_spec_annotations(spec),
@@ -438,8 +439,8 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	int r;
 
 	/* Who the container is comes from the shim's records and the engines, not its own word. */
-	r = shim_pod_uid(&owner_q, id, pod_uid, err);
-	r = r ?: shim_id_in_use(ctx, id, bundle_real, in_use, err);
+	r = shim_pod_uid(&owner_q, id, &pod_uid, err);
+	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, err);
 	if (r < 0)
 		return r;
 	shim_engine_roots(docker_root, podman_root);
@@ -451,8 +452,8 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 				      "--root %s is at or below %s, which boxes may be handed: a "
 				      "box could rewrite the backend's state there",
 				      ctx->g.root, task_dir);
-	env.pod_uid = *pod_uid;
-	env.id_in_use = *in_use;
+	env.pod_uid = pod_uid;
+	env.id_in_use = in_use;
 	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
 						    task_dir) >= 0;
 	env.docker_root = docker_root[0] ? docker_root : NULL;
@@ -498,8 +499,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
 					*judged = NULL, *again = NULL;
-	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL, *pod_uid = NULL,
-			    *in_use = NULL, *pod_uid_again = NULL, *in_use_again = NULL;
+	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
@@ -548,7 +548,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
-	r = r ?: judge(ctx, p, &t, spec, id, bundle_real, &held, &pod_uid, &in_use, err);
+	r = r ?: judge(ctx, p, &t, spec, id, bundle_real, &held, err);
 	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. */
 	if (r == 0)
@@ -626,8 +626,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	again = hezo_json_clone(input);
 	if (!again)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = judge(ctx, p, &t, again, id, bundle_real, &held_again, &pod_uid_again, &in_use_again,
-		  err);
+	r = judge(ctx, p, &t, again, id, bundle_real, &held_again, err);
 	if (r < 0)
 		return r;
 	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again))

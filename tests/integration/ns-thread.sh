@@ -283,15 +283,8 @@ waited()
 	shift
 	HEZO_TEST_STATE=$WSTATE HEZO_TEST_POLICY=$WORK/policy-wait.json hezo_shim --hezo-project "$proj" "$@"
 }
-FILLERS=()
-for n in 1 2; do
-	new_id "wfill$n"
-	FILLERS+=("$ID")
-	tap_cleanup "HEZO_TEST_STATE='$WSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"
-	hezo_make_bundle "$WORK/wf$n" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle wf$n"
-	waited alpha --root "$ROOT" create -b "$WORK/wf$n" "$ID" </dev/null >/dev/null 2>/dev/null ||
-		bail_out "cannot create filler box $n"
-done
+hezo_fill_slots "$ROOT" "$WSTATE" "$WORK" hezo-it-nsthread waited alpha ||
+	bail_out "cannot create the filler boxes"
 for who in alpha beta; do
 	new_id "wait$who"
 	tap_cleanup "HEZO_TEST_STATE='$WSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"

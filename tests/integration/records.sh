@@ -220,15 +220,7 @@ NSTATE=$WORK/state-nest
 jq '.admission = {maxActive: 2, wait: 30}' "$HEZO_TEST_POLICY" >"$WORK/policy-adm.json" ||
 	bail_out "cannot write the admission policy"
 nest() { HEZO_TEST_STATE=$NSTATE HEZO_TEST_POLICY=$WORK/policy-adm.json hezo_shim "$@"; }
-FILLERS=()
-for n in 1 2; do
-	new_id "fill$n"
-	FILLERS+=("$ID")
-	tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$ROOT' '$ID'"
-	hezo_make_bundle "$WORK/f$n" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle f$n"
-	nest --root "$ROOT" create -b "$WORK/f$n" "$ID" </dev/null >/dev/null 2>/dev/null ||
-		bail_out "cannot create filler box $n"
-done
+hezo_fill_slots "$ROOT" "$NSTATE" "$WORK" hezo-it-records nest || bail_out "cannot create the filler boxes"
 new_id outer
 O=$ID
 tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$ROOT' '$O'"

@@ -82,6 +82,23 @@ hezo_wait_status()
 	return 1
 }
 
+# hezo_fill_slots ROOT STATE DIR PREFIX CMD...: two boxes that sleep, each made by
+# `CMD... --root ROOT create` (CMD points the shim at STATE and an admission policy), so a
+# maxActive 2 policy has no slot left; their IDs are in FILLERS, removed at exit. Bundles in DIR.
+hezo_fill_slots()
+{
+	local root=$1 state=$2 dir=$3 prefix=$4 n id
+	shift 4
+	FILLERS=()
+	for n in 1 2; do
+		id=$prefix-fill$n-$(hezo_rand)
+		FILLERS+=("$id")
+		tap_cleanup "HEZO_TEST_STATE='$state' hezo_bundle_cleanup '$root' '$id'"
+		hezo_make_bundle "$dir/fill$n" "$id" '["sleep", "600"]' || return 1
+		"$@" --root "$root" create -b "$dir/fill$n" "$id" </dev/null >/dev/null 2>/dev/null || return 1
+	done
+}
+
 # hezo_bundle_cleanup ROOT ID: force the container away and drop its test cgroups.
 hezo_bundle_cleanup()
 {
