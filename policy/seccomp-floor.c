@@ -2,6 +2,7 @@
  * linux.seccomp that allows a call only when both would (docs/policy.md, "Seccomp"). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy-internal.h"
@@ -107,18 +108,6 @@ static bool args_repeat_index(const struct hezo_json *args)
 	return false;
 }
 
-static bool rule_names(const struct hezo_json *rule, const char *name)
-{
-	const struct hezo_json *names = hezo_json_get_type(rule, "names", HEZO_JSON_ARRAY);
-
-	HEZO_JSON_FOREACH (i, names) {
-		const char *s = hezo_json_string(names->items[i]);
-		if (s && strcmp(s, name) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* What one profile does with one syscall. */
 enum view_kind {
 	VIEW_ACTION,  /* every call gets act */
@@ -134,10 +123,10 @@ struct view {
 	size_t nconds;
 };
 
-static void view_of(const struct hezo_json *prof, const struct act *def, const char *name,
+/* rules: those of the profile that name the call, in the profile's order. */
+static void view_of(const struct hezo_json *const *rules, size_t nrules, const struct act *def,
 		    struct view *v)
 {
-	const struct hezo_json *sys = hezo_json_get_type(prof, "syscalls", HEZO_JSON_ARRAY);
 	bool have_uncond = false, cond_allow_only = true, cond_refuse_only = true, any_cond = false;
 	bool uncond_allow_only = true;
 	struct act strictest_uncond = {0}, strictest_cond = {0};
@@ -145,12 +134,10 @@ static void view_of(const struct hezo_json *prof, const struct act *def, const c
 	v->kind = VIEW_ACTION;
 	v->act = *def;
 	v->nconds = 0;
-	HEZO_JSON_FOREACH (i, sys) {
-		const struct hezo_json *r = sys->items[i];
+	for (size_t i = 0; i < nrules; i++) {
+		const struct hezo_json *r = rules[i];
 		struct act a;
 
-		if (!rule_names(r, name))
-			continue;
 		if (rule_act(r, &a) < 0) {
 			v->kind = VIEW_COMPLEX;
 			return;
@@ -442,27 +429,110 @@ static int check_engine(const struct hezo_json *eng, struct hezo_error **err)
 	return 0;
 }
 
-static int collect_names(const struct hezo_json *prof, struct hezo_strv *names)
-{
-	const struct hezo_json *sys = hezo_json_get_type(prof, "syscalls", HEZO_JSON_ARRAY);
+/*
+ * Which rules name which calls, for both profiles at once: one entry per name in a rule, sorted
+ * by name and then by where it stands, so the rules of one call are next to each other and in
+ * their profile's order. The calls are taken in the order they first appear (the box's first).
+ */
+struct name_ref {
+	const char *name;
+	const struct hezo_json *rule;
+	size_t prof, pos; /* pos: the name's place in the two profiles, counted through */
+};
 
-	HEZO_JSON_FOREACH (i, sys) {
-		const struct hezo_json *n =
-			hezo_json_get_type(sys->items[i], "names", HEZO_JSON_ARRAY);
-		HEZO_JSON_FOREACH (j, n) {
-			const char *s = hezo_json_string(n->items[j]);
-			if (s && !hezo_strv_contains(names, s) && hezo_strv_push(names, s) < 0)
+struct name_group {
+	size_t start, len, pos; /* pos: where the call first appears */
+};
+
+static int cmp_ref(const void *x, const void *y)
+{
+	const struct name_ref *a = x, *b = y;
+	int c = strcmp(a->name, b->name);
+
+	return c ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+struct name_index {
+	struct name_ref *refs;
+	struct name_group *groups;
+	size_t nrefs, ngroups;
+};
+
+static int cmp_group(const void *x, const void *y)
+{
+	const struct name_group *a = x, *b = y;
+
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static void name_index_done(struct name_index *ix)
+{
+	free(ix->refs);
+	free(ix->groups);
+}
+
+static int name_index_build(const struct hezo_json *const prof[2], struct name_index *ix)
+{
+	size_t n = 0, pos = 0;
+
+	/* Counted first, then filled in. */
+	for (int fill = 0; fill < 2; fill++) {
+		if (fill) {
+			ix->refs = calloc(n ?: 1, sizeof(*ix->refs));
+			ix->groups = calloc(n ?: 1, sizeof(*ix->groups));
+			if (!ix->refs || !ix->groups)
 				return -ENOMEM;
+			n = 0;
+		}
+		for (size_t p = 0; p < 2; p++) {
+			const struct hezo_json *sys =
+				hezo_json_get_type(prof[p], "syscalls", HEZO_JSON_ARRAY);
+			HEZO_JSON_FOREACH (i, sys) {
+				const struct hezo_json *names =
+					hezo_json_get_type(sys->items[i], "names", HEZO_JSON_ARRAY);
+				HEZO_JSON_FOREACH (j, names) {
+					const char *s = hezo_json_string(names->items[j]);
+					if (!s)
+						continue;
+					if (fill)
+						ix->refs[n] = (struct name_ref){s, sys->items[i], p,
+										pos++};
+					n++;
+				}
+			}
 		}
 	}
+	ix->nrefs = n;
+	qsort(ix->refs, n, sizeof(*ix->refs), cmp_ref);
+	for (size_t i = 0; i < n; i++) {
+		if (i == 0 || strcmp(ix->refs[i].name, ix->refs[i - 1].name) != 0)
+			ix->groups[ix->ngroups++] = (struct name_group){i, 0, ix->refs[i].pos};
+		ix->groups[ix->ngroups - 1].len++;
+	}
+	qsort(ix->groups, ix->ngroups, sizeof(*ix->groups), cmp_group);
 	return 0;
+}
+
+/* The rules of profile prof that name the call of group g, each once, in order. */
+static size_t group_rules(const struct name_index *ix, const struct name_group *g, size_t prof,
+			  const struct hezo_json **rules)
+{
+	size_t n = 0;
+
+	for (size_t i = g->start; i < g->start + g->len; i++) {
+		const struct name_ref *ref = &ix->refs[i];
+		if (ref->prof == prof && (n == 0 || rules[n - 1] != ref->rule))
+			rules[n++] = ref->rule;
+	}
+	return n;
 }
 
 int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
 			      struct hezo_json **out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *eng = NULL, *res = hezo_json_new_object();
-	_cleanup_(hezo_strv_done) struct hezo_strv names = {0};
+	_cleanup_(name_index_done) struct name_index ix = {0};
+	_cleanup_free_ const struct hezo_json **rules = NULL;
 	struct act bdef, edef;
 	const struct act *def;
 	struct out o;
@@ -479,7 +549,7 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 	    get_act(hezo_json_string(hezo_json_get(eng, "defaultAction")),
 		    hezo_json_get(eng, "defaultErrnoRet"), &edef) < 0)
 		return hezo_policy_ferr(err, "linux.seccomp.defaultAction: not understood");
-	if (!res || hezo_strv_init(&names) < 0)
+	if (!res)
 		return hezo_policy_nomem(err);
 	def = stricter(&bdef, &edef);
 	if (hezo_json_set(res, "defaultAction", hezo_json_new_string(def->name)) < 0 ||
@@ -500,19 +570,28 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 	}
 	o.syscalls = hezo_json_ensure_array(res, "syscalls");
 	o.def = def;
-	if (!o.syscalls || collect_names(box, &names) < 0 || collect_names(eng, &names) < 0)
+	if (!o.syscalls || name_index_build((const struct hezo_json *const[2]){box, eng}, &ix) < 0)
 		return hezo_policy_nomem(err);
-	for (size_t i = 0; i < names.n; i++) {
+	/* Room for one side's rules of any call. */
+	rules = calloc(ix.nrefs ?: 1, sizeof(*rules));
+	if (!rules)
+		return hezo_policy_nomem(err);
+	for (size_t i = 0; i < ix.ngroups; i++) {
+		const struct name_group *g = &ix.groups[i];
+		const char *name = ix.refs[g->start].name;
 		struct view bv, ev;
+		size_t nb, ne;
 
-		view_of(box, &bdef, names.v[i], &bv);
-		view_of(eng, &edef, names.v[i], &ev);
-		r = combine_one(&o, names.v[i], &bv, &ev);
+		nb = group_rules(&ix, g, 0, rules);
+		view_of(rules, nb, &bdef, &bv);
+		ne = group_rules(&ix, g, 1, rules);
+		view_of(rules, ne, &edef, &ev);
+		r = combine_one(&o, name, &bv, &ev);
 		if (r == -ENOMEM)
 			return hezo_policy_nomem(err);
 		if (r < 0)
 			return hezo_policy_ferr(err, "linux.seccomp: %s: cannot combine the rules",
-						names.v[i]);
+						name);
 	}
 	*out = TAKE_PTR(res);
 	return 0;
