@@ -98,6 +98,29 @@ int hezo_read_file_at(int dirfd, const char *path, size_t max, char **out, size_
 	return 0;
 }
 
+int hezo_read_regular_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len,
+			      struct hezo_error **err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	/* O_NONBLOCK: a FIFO must not hold the caller until someone writes into it. */
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "open %s", path);
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "stat %s", path);
+	if (!S_ISREG(st.st_mode))
+		return hezo_error_set(err, EINVAL, "%s is not a regular file", path);
+	if ((size_t)st.st_size > max)
+		return hezo_error_set(err, EFBIG, "%s is larger than %zu bytes", path, max);
+	r = hezo_read_fd(fd, max, out, len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "%s", path);
+	return 0;
+}
+
 static int write_atomic(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
 			bool sync, bool keep, struct hezo_error **err)
 {

@@ -14,6 +14,9 @@
  */
 int hezo_read_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len,
 		      struct hezo_error **err);
+/* The same, for a regular file only (a FIFO or a device is refused, never waited on). */
+int hezo_read_regular_file_at(int dirfd, const char *path, size_t max, char **out, size_t *len,
+			      struct hezo_error **err);
 
 /* Read an already-open fd to EOF, same limits. Does not close fd. */
 int hezo_read_fd(int fd, size_t max, char **out, size_t *len, struct hezo_error **err);

@@ -184,13 +184,15 @@ const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
 const char *hezo_policy_kubelet_root(const struct hezo_policy *p);
 /*
  * A directory boxes may be handed (bind sources, named-volume stores, kubelet's root, the
- * engines' per-container directories under an engine root, Docker's and podman's) at or above
- * path (clean and resolved): true, with it in dir. A backend's --root there could be rewritten by a
- * box.
+ * engines' per-container directories under an engine root, Docker's data-root, podman's
+ * container directories) at or above path (clean and resolved), or below it: true, with it in
+ * dir and *above set when it is below path. A backend's --root there could be rewritten by a box.
  */
 bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 				  const char *docker_root, const char *podman_root, char *dir,
-				  size_t size);
+				  size_t size, bool *above);
+/* One of two clean absolute paths is the other or below it. */
+bool hezo_policy_paths_overlap(const char *a, const char *b);
 const char *const *hezo_policy_engine_roots(const struct hezo_policy *p);
 enum hezo_egress_mode hezo_policy_egress_mode(const struct hezo_policy *p);
 /* The effective egress section as JSON ({"mode":..,"allow":[..],"resolvers":[..],...}). */

@@ -306,19 +306,46 @@ const char *hezo_policy_kubelet_root(const struct hezo_policy *p)
 }
 
 /* Is path (clean, resolved) at or below dir, dir resolved where it exists? */
-static bool at_or_below(const char *path, const char *dir)
+/* path at or below dir (as written, or resolved); with above, dir at or below path. */
+static bool under_dir(const char *path, const char *dir, bool above)
 {
 	char real[PATH_MAX];
 
 	if (!dir || !*dir)
 		return false;
+	if (above)
+		return hezo_policy_path_under(dir, path) ||
+		       (realpath(dir, real) && hezo_policy_path_under(real, path));
 	return hezo_policy_path_under(path, dir) ||
 	       (realpath(dir, real) && hezo_policy_path_under(path, real));
 }
 
+static bool at_or_below(const char *path, const char *dir)
+{
+	return under_dir(path, dir, false);
+}
+
+/* A --root above dir holds it. */
+static bool holds(const char *path, const char *dir)
+{
+	return under_dir(path, dir, true);
+}
+
+bool hezo_policy_paths_overlap(const char *a, const char *b)
+{
+	return hezo_policy_path_under(a, b) || hezo_policy_path_under(b, a);
+}
+
+static bool found(const char *path, const char *dir, char *out, size_t size, bool *above)
+{
+	snprintf(out, size, "%s", dir);
+	*above = !at_or_below(path, dir);
+	return true;
+}
+
 bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 				  const char *docker_root, const char *podman_root, char *dir,
-				  size_t size)
+				  size_t size, bool *above)
 {
 	static const char *const engine_dirs[] = {"io.containerd.grpc.v1.cri/sandboxes",
 						  "io.containerd.grpc.v1.cri/containers"};
@@ -327,32 +354,29 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 
 	for (size_t l = 0; l < HEZO_ARRAY_SIZE(lists); l++)
 		for (size_t i = 0; i < lists[l]->n; i++)
-			if (at_or_below(path, lists[l]->v[i])) {
-				snprintf(dir, size, "%s", lists[l]->v[i]);
-				return true;
-			}
-	if (at_or_below(path, p->kubelet_root)) {
-		snprintf(dir, size, "%s", p->kubelet_root);
-		return true;
-	}
+			if (at_or_below(path, lists[l]->v[i]) || holds(path, lists[l]->v[i]))
+				return found(path, lists[l]->v[i], dir, size, above);
+	if (at_or_below(path, p->kubelet_root) || holds(path, p->kubelet_root))
+		return found(path, p->kubelet_root, dir, size, above);
 	for (size_t i = 0; i < p->engine_roots.n; i++)
 		for (size_t k = 0; k < HEZO_ARRAY_SIZE(engine_dirs); k++) {
 			snprintf(cand, sizeof(cand), "%s/%s", p->engine_roots.v[i], engine_dirs[k]);
-			if (at_or_below(path, cand)) {
-				snprintf(dir, size, "%s", cand);
-				return true;
-			}
+			if (at_or_below(path, cand))
+				return found(path, cand, dir, size, above);
 		}
 	/*
 	 * Anything else below an engine root may be one container's files (ROOT/ID/mounts/shm
 	 * for any ID), but for containerd's own runtime roots, ROOT/runc/NS and ROOT/runsc/NS:
 	 * no engine file is a directory there, but for NS "mounts" (ID runc's mounts/shm).
+	 * A --root above an engine root holds all of them.
 	 */
 	for (size_t i = 0; i < p->engine_roots.n; i++) {
 		const char *root = p->engine_roots.v[i], *rest, *ns;
 		char real[PATH_MAX];
 		size_t n;
 
+		if (holds(path, root))
+			return found(path, root, dir, size, above);
 		if (!at_or_below(path, root))
 			continue;
 		if (hezo_policy_path_under(path, root))
@@ -367,22 +391,19 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 							: NULL;
 		if (ns && *ns && !strchr(ns, '/') && strcmp(ns, "mounts") != 0)
 			continue;
-		snprintf(dir, size, "%s", root);
-		return true;
+		return found(path, root, dir, size, above);
 	}
-	if (docker_root) {
-		snprintf(cand, sizeof(cand), "%s/containers", docker_root);
-		if (at_or_below(path, cand)) {
-			snprintf(dir, size, "%s", cand);
-			return true;
-		}
-	}
+	/*
+	 * Docker's data-root whole: its containers' files, and the overlay2 upper directories a
+	 * box with a writable root filesystem writes through its merged view. podman's container
+	 * directories (its graphroot is an engine root by default).
+	 */
+	if (docker_root && (at_or_below(path, docker_root) || holds(path, docker_root)))
+		return found(path, docker_root, dir, size, above);
 	if (podman_root) {
 		snprintf(cand, sizeof(cand), "%s/overlay-containers", podman_root);
-		if (at_or_below(path, cand)) {
-			snprintf(dir, size, "%s", cand);
-			return true;
-		}
+		if (at_or_below(path, cand) || holds(path, cand))
+			return found(path, cand, dir, size, above);
 	}
 	return false;
 }

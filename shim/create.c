@@ -129,7 +129,7 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 {
 	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
 	struct hezo_json *args, *v;
-	char created[64], real[PATH_MAX];
+	char created[64];
 	time_t now = time(NULL);
 	struct tm tm;
 	int r = 0;
@@ -138,8 +138,6 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	gmtime_r(&now, &tm);
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (!realpath(bundle, real))
-		snprintf(real, sizeof(real), "%s", bundle);
 	r = r ?: set_string(rec, "id", id);
 	r = r ?: set_string(rec, "backend", hezo_backend_name(t->backend));
 	r = r ?: set_string(rec, "path", t->path);
@@ -149,7 +147,7 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 		v = hezo_json_new_string(t->args.v[i]);
 		r = v ? hezo_json_append(args, v) : -ENOMEM;
 	}
-	r = r ?: set_string(rec, "bundle", real);
+	r = r ?: set_string(rec, "bundle", bundle);
 	/* The backend's --root: owner.c reads the container's state there. */
 	r = r ?: set_string(rec, "root", ctx->g.root);
 	r = r ?: set_string(rec, "project", hezo_policy_project(p));
@@ -403,6 +401,31 @@ static int save_kept(int bfd, const struct hezo_json *written, const struct hezo
 	return r < 0 ? hezo_error_prefix(err, "%s", HEZO_SPEC_KEPT_NAME) : 0;
 }
 
+/*
+ * The path of the open bundle directory as the kernel names it (no symlink in it), and that path
+ * still names that directory: a --bundle that is a link flipped after config.json was read
+ * would have root.path and the engine's bundle judged in another directory.
+ */
+static int bundle_path(int bfd, const char *bundle, char out[PATH_MAX], struct hezo_error **err)
+{
+	char link[64];
+	struct stat a, b;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", bfd);
+	n = readlink(link, out, PATH_MAX - 1);
+	if (n < 0)
+		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
+	out[n] = '\0';
+	if (out[0] != '/' || fstat(bfd, &a) < 0 || stat(out, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return hezo_error_set(err, ESTALE,
+				      "bundle %s: the directory moved while it was read; create it "
+				      "again",
+				      bundle);
+	return 0;
+}
+
 /* The side file as it was before this create: its old bytes, or none. */
 static void restore_kept(int bfd, const char *old, size_t len)
 {
@@ -410,6 +433,133 @@ static void restore_kept(int bfd, const char *old, size_t len)
 		(void)hezo_write_private_file_at(bfd, HEZO_SPEC_KEPT_NAME, old, len, NULL);
 	else
 		(void)unlinkat(bfd, HEZO_SPEC_KEPT_NAME, 0);
+}
+
+/*
+ * Where a backend keeps a container's state: its --root, or its own default. runc reads
+ * ROOT/ID/state.json and runsc ROOT/ID_sandbox:ID.state, and runs the hooks they name.
+ */
+static void state_root(const char *root, const char *backend, char out[PATH_MAX])
+{
+	const char *def = backend && strcmp(backend, "runsc") == 0  ? "/var/run/runsc"
+			  : backend && strcmp(backend, "crun") == 0 ? "/run/crun"
+								    : "/run/runc";
+
+	if (root && *root) {
+		snprintf(out, PATH_MAX, "%s", root);
+		return;
+	}
+	if (!realpath(def, out))
+		snprintf(out, PATH_MAX, "%s",
+			 strcmp(def, "/var/run/runsc") == 0 ? "/run/runsc" : def);
+}
+
+/*
+ * What the box may reach on the host, for the record: every bind source, and the root
+ * filesystem when it is not read-only. Those of the live records are checked against every
+ * later --root, and every later box's against their roots (state_overlaps).
+ */
+static int handed_paths(const struct hezo_json *spec, const struct hezo_held *held,
+			struct hezo_strv *out)
+{
+	int r = hezo_strv_init(out);
+
+	for (size_t i = 0; r == 0 && i < held->nbinds; i++)
+		r = hezo_strv_push(out, held->binds[i].path);
+	if (r == 0 && held->root.path &&
+	    !hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")))
+		r = hezo_strv_push(out, held->root.path);
+	return r;
+}
+
+struct overlap_scan {
+	const char *key, *id, *root; /* this create's key, ID and backend state directory */
+	const struct hezo_strv *handed;
+	size_t nbinds; /* handed[nbinds], if any, is the writable root filesystem */
+	char why[2 * PATH_MAX + 256];
+};
+
+static const char *handed_what(const struct overlap_scan *s, size_t i)
+{
+	return i < s->nbinds ? "bind source" : "root.path (read-write)";
+}
+
+static int overlap_one(void *data, const char *key, struct hezo_json *rec)
+{
+	struct overlap_scan *s = data;
+	const struct hezo_json *theirs = hezo_json_get_type(rec, "handed", HEZO_JSON_ARRAY);
+	const char *id = hezo_json_string(hezo_json_get(rec, "id")) ?: "?";
+	char root[PATH_MAX];
+
+	/* This ID's own earlier record under this root is not live (check_old_record). */
+	if (strcmp(key, s->key) == 0 && strcmp(id, s->id) == 0)
+		return 0;
+	HEZO_JSON_FOREACH (i, theirs) {
+		const char *h = hezo_json_string(theirs->items[i]);
+		if (h && hezo_policy_paths_overlap(s->root, h)) {
+			snprintf(s->why, sizeof(s->why),
+				 "--root %s overlaps %s, which container %s's box is handed: a box "
+				 "could rewrite the backend's state there",
+				 s->root, h, id);
+			return -EPERM;
+		}
+	}
+	state_root(hezo_json_string(hezo_json_get(rec, "root")),
+		   hezo_json_string(hezo_json_get(rec, "backend")), root);
+	for (size_t i = 0; i < s->handed->n; i++)
+		if (hezo_policy_paths_overlap(s->handed->v[i], root)) {
+			snprintf(
+				s->why, sizeof(s->why),
+				"%s %s overlaps %s, the backend's state directory of container %s: "
+				"the box could rewrite that container's state",
+				handed_what(s, i), s->handed->v[i], root, id);
+			return -EPERM;
+		}
+	return 0;
+}
+
+/*
+ * No box may reach a backend's state directory (the records say which boxes hold what, and
+ * which roots are in use), its own included, nor hezo-shim's records: runc and runsc trust
+ * what they find there, hooks included. Checked both ways, as a later box or a later --root
+ * may be the one that overlaps.
+ */
+static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t,
+			  const struct hezo_json *spec, const char *id,
+			  const struct hezo_held *held, struct hezo_error **err)
+{
+	_cleanup_(hezo_strv_done) struct hezo_strv handed = {0};
+	struct overlap_scan s = {.id = id, .handed = &handed, .nbinds = held->nbinds};
+	char key[SHIM_KEY_LEN], root[PATH_MAX], state[PATH_MAX];
+	int r;
+
+	if (handed_paths(spec, held, &handed) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
+	if (!realpath(ctx->state_dir, state))
+		snprintf(state, sizeof(state), "%s", ctx->state_dir);
+	for (size_t i = 0; i < handed.n; i++) {
+		const char *h = handed.v[i];
+		if (hezo_policy_paths_overlap(h, root))
+			return hezo_error_set(err, EPERM,
+					      "%s %s overlaps this container's backend state "
+					      "directory %s: the box could rewrite its own state",
+					      handed_what(&s, i), h, root);
+		if (hezo_policy_paths_overlap(h, state))
+			return hezo_error_set(err, EPERM,
+					      "%s %s overlaps hezo-shim's state directory %s: the "
+					      "box could rewrite the containers' records",
+					      handed_what(&s, i), h, state);
+	}
+	shim_record_key_for_root(ctx->g.root, key);
+	s.key = key;
+	s.root = root;
+	r = shim_records_foreach(ctx, overlap_one, &s);
+	if (r == -EPERM)
+		return hezo_error_set(err, EPERM, "%s", s.why);
+	if (r < 0)
+		return hezo_error_set(err, -r, "the live containers' records: cannot read them");
+	return 0;
 }
 
 /*
@@ -436,6 +586,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	char docker_root[PATH_MAX], podman_root[PATH_MAX], task_dir[PATH_MAX];
 	struct hezo_live_cgroup *live = NULL;
 	size_t nlive = 0;
+	bool above = false;
 	int r;
 
 	/* Who the container is comes from the shim's records and the engines, not its own word. */
@@ -445,13 +596,14 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 		return r;
 	shim_engine_roots(docker_root, podman_root);
 	/* runc trusts its state directory (state.json names the init, the config, the hooks). */
-	if (ctx->g.root && hezo_policy_box_writable_dir(
-				   p, ctx->g.root, docker_root[0] ? docker_root : NULL,
-				   podman_root[0] ? podman_root : NULL, task_dir, sizeof(task_dir)))
+	if (ctx->g.root &&
+	    hezo_policy_box_writable_dir(p, ctx->g.root, docker_root[0] ? docker_root : NULL,
+					 podman_root[0] ? podman_root : NULL, task_dir,
+					 sizeof(task_dir), &above))
 		return hezo_error_set(err, EPERM,
-				      "--root %s is at or below %s, which boxes may be handed: a "
-				      "box could rewrite the backend's state there",
-				      ctx->g.root, task_dir);
+				      "--root %s is %s %s, which boxes may be handed: a box could "
+				      "rewrite the backend's state there",
+				      ctx->g.root, above ? "above" : "at or below", task_dir);
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
 	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
@@ -470,7 +622,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	shim_live_cgroups_free(live, nlive);
-	return r;
+	return r ?: state_overlaps(ctx, t, spec, id, held, err);
 }
 
 static bool same_object(const struct hezo_held_path *a, const struct hezo_held_path *b)
@@ -504,7 +656,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
-	char bundle_real[PATH_MAX], priv[PATH_MAX];
+	char bundle_real[PATH_MAX], again_real[PATH_MAX], priv[PATH_MAX];
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
@@ -522,7 +674,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	if (bfd < 0)
 		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
 	/* Keep the original bytes: if the backend cannot be started they go back. */
-	r = hezo_read_file_at(bfd, "config.json", HEZO_SPEC_MAX_SIZE, &orig, &len, err);
+	r = hezo_read_regular_file_at(bfd, "config.json", HEZO_SPEC_MAX_SIZE, &orig, &len, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
 	r = hezo_spec_parse(orig, len, "config.json", &spec, err);
@@ -544,8 +696,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return r;
 
 	engine_seccomp = hezo_json_get_type(hezo_spec_linux(spec), "seccomp", HEZO_JSON_OBJECT);
-	if (!realpath(bundle, bundle_real))
-		return hezo_error_set_errno(err, errno, "bundle %s", bundle);
+	/* The directory config.json was read from, never the caller's path again. */
+	r = bundle_path(bfd, bundle, bundle_real, err);
+	if (r < 0)
+		return r;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
 	r = r ?: judge(ctx, p, &t, spec, id, bundle_real, &held, err);
@@ -576,7 +730,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	}
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
-	r = r ?: build_record(ctx, id, bundle, &t, p, spec, engine_seccomp, &rec, err);
+	r = r ?: build_record(ctx, id, bundle_real, &t, p, spec, engine_seccomp, &rec, err);
 	if (r < 0)
 		return r;
 	/* The namespaces handed by path: a pin it leaves stays this container's while recorded. */
@@ -593,6 +747,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				joined = NULL;
 		}
 		if (!joined)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
+	/* What the box reaches on the host: no later --root may be there (state_overlaps). */
+	{
+		_cleanup_(hezo_strv_done) struct hezo_strv handed = {0};
+		struct hezo_json *list = hezo_json_ensure_array(rec, "handed");
+
+		r = list ? handed_paths(spec, &held, &handed) : -ENOMEM;
+		for (size_t i = 0; r == 0 && i < handed.n; i++)
+			r = hezo_json_append(list, hezo_json_new_string(handed.v[i]));
+		if (r < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	/* Names, hosts, files and placeholders: exec puts the placeholders in again. */
@@ -629,7 +794,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = judge(ctx, p, &t, again, id, bundle_real, &held_again, err);
 	if (r < 0)
 		return r;
-	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again))
+	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again) ||
+	    bundle_path(bfd, bundle, again_real, NULL) < 0 || strcmp(again_real, bundle_real) != 0)
 		return hezo_error_set(err, EAGAIN,
 				      "container %s: the containers around it changed while it "
 				      "was judged (another create or delete at the same time); "

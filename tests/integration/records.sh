@@ -28,7 +28,17 @@ mkdir -p "$PROJ" && echo '{"resources": {"memory": "64m"}}' >"$PROJ/alpha.json" 
 	echo '{}' >"$PROJ/beta.json" || bail_out "cannot write the project files"
 SHARE=$WORK/share
 mkdir -p "$SHARE" || bail_out "cannot make $SHARE"
-jq --arg d "$PROJ" --arg s "$SHARE" '.projectsDir = $d | .mounts.allowedSources += [$s]' \
+# gamma's own shares, which the main policy does not list; delta's boxes write their root
+# filesystem; a share of the main policy's that is not made yet, whose parent is a --root below.
+GSHARE=$WORK/gshare
+GSHARE2=$WORK/gshare2
+mkdir -p "$GSHARE" "$GSHARE2" || bail_out "cannot make the gamma shares"
+jq -n --arg a "$GSHARE" --arg b "$GSHARE2" '{"mounts": {"allowedSources": [$a, $b]}}' \
+	>"$PROJ/gamma.json" && echo '{"readonlyRootfs": false}' >"$PROJ/delta.json" ||
+	bail_out "cannot write the gamma and delta project files"
+LATER=$WORK/later/hezo-it-later-$(hezo_rand)
+jq --arg d "$PROJ" --arg s "$SHARE" --arg l "$LATER" \
+	'.projectsDir = $d | .mounts.allowedSources += [$s, $l]' \
 	"$HEZO_TEST_POLICY" >"$WORK/policy.json" ||
 	bail_out "cannot write the projects policy"
 export HEZO_TEST_POLICY=$WORK/policy.json
@@ -112,6 +122,68 @@ shim_err engroot --hezo-project alpha --root "/run/containerd/$A-x/mounts/shm" c
 refused "--root below an engine root" "--root /run/containerd/$A-x/mounts/shm is at or below /run/containerd, which boxes may be handed: a box could rewrite the backend's state there\$"
 shim_err engmounts --hezo-project alpha --root /run/containerd/runc/mounts create -b "$WORK/s" "$A-s"
 refused "--root containerd's runc/mounts" "--root /run/containerd/runc/mounts is at or below /run/containerd, which boxes may be handed"
+# A --root above a directory boxes may be handed: runc keeps the container in ROOT/ID, here
+# that very directory (red team pass 12, H2).
+tap_cleanup "hezo_bundle_cleanup '$(dirname "$LATER")' '$(basename "$LATER")'; rm -rf '$LATER'"
+hezo_make_bundle "$WORK/later-b" "$(basename "$LATER")" '["true"]' || bail_out "cannot make bundle later-b"
+shim_err laterroot --root "$(dirname "$LATER")" create -b "$WORK/later-b" "$(basename "$LATER")"
+refused "--root above a bind source" "--root $(dirname "$LATER") is above $LATER, which boxes may be handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$(dirname "$LATER")" 2>/dev/null)" "" "[--root above a bind source] nothing was made there"
+# What a project's box is handed, judged against every --root and the other way round, whatever
+# the project of the other create (red team pass 12, H1, H3): the records say who holds what.
+share_mount()
+{
+	printf '.mounts += [{"destination": "/share", "type": "bind", "source": "%s", "options": ["rbind", "rw"]}]' "$1"
+}
+# project_box NAME PROJECT FILTER: create a sleeping box of PROJECT under $ROOT (ID in $ID).
+project_box()
+{
+	new_id "$1"
+	hezo_make_bundle "$WORK/$1" "$ID" '["sleep", "600"]' "$3" || bail_out "cannot make bundle $1"
+	shim_err "$1-create" --hezo-project "$2" --root "$ROOT" create -b "$WORK/$1" "$ID"
+}
+project_box gbox gamma "$(share_mount "$GSHARE")"
+G=$ID
+expect_eq "$RC" 0 "[gamma share] gamma's box with its own share is created" || diag "$ERR"
+# root_refused LABEL ROOT NAME REGEX: container $A-NAME (bundle $WORK/NAME) under ROOT is refused.
+root_refused()
+{
+	tap_cleanup "hezo_bundle_cleanup '$2' '$A-$3'"
+	hezo_make_bundle "$WORK/$3" "$A-$3" '["true"]' || bail_out "cannot make bundle $3"
+	shim_err "$3-create" --root "$2" create -b "$WORK/$3" "$A-$3"
+	refused "$1" "$4"
+}
+root_refused "--root in another project's share" "$GSHARE/vroot" v "--root $GSHARE/vroot overlaps $GSHARE, which container $G's box is handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$GSHARE")" "" "[--root in another project's share] nothing was made there"
+tap_cleanup "hezo_bundle_cleanup '$GSHARE2/vroot' '$A-v'"
+shim_err v2-create --root "$GSHARE2/vroot" create -b "$WORK/v" "$A-v"
+expect_eq "$RC" 0 "[share after the --root] a container whose --root is in a share no box holds yet is created" || diag "$ERR"
+project_box gbox2 gamma "$(share_mount "$GSHARE2")"
+refused "share after the --root" "bind source $GSHARE2 overlaps $GSHARE2/vroot, the backend's state directory of container $A-v: the box could rewrite that container's state\$"
+project_box dbox delta .
+D=$ID
+expect_eq "$RC" 0 "[writable rootfs] delta's box with a writable root filesystem is created" || diag "$ERR"
+root_refused "--root in a writable rootfs" "$WORK/dbox/rootfs/var/r" w "--root $WORK/dbox/rootfs/var/r overlaps $WORK/dbox/rootfs, which container $D's box is handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$WORK/dbox/rootfs/var" 2>/dev/null | grep -cx r)" 0 "[--root in a writable rootfs] nothing was made there"
+
+# config.json is read from the directory --bundle named when it was opened, and from a regular
+# file: a FIFO held the shim while the caller turned a --bundle link to another bundle, whose
+# rootfs the box then got (red team pass 12, H4).
+new_id flip
+hezo_make_bundle "$WORK/fv" "$ID" '["true"]' && touch "$WORK/fv/rootfs/victim-marker" &&
+	hezo_make_bundle "$WORK/fa" "$ID" '["true"]' && cp "$WORK/fa/config.json" "$WORK/fa.json" &&
+	rm -f "$WORK/fa/config.json" && mkfifo "$WORK/fa/config.json" && ln -s "$WORK/fa" "$WORK/flink" ||
+	bail_out "cannot make the flip bundles"
+hezo_shim --root "$ROOT" create -b "$WORK/flink" "$ID" </dev/null >/dev/null 2> >(cat >"$WORK/flip.err") &
+flip_pid=$!
+timeout 5 bash -c 'exec 3>"$1" && cat "$2" >&3 && ln -sfn "$3" "$4"' _ "$WORK/fa/config.json" \
+	"$WORK/fa.json" "$WORK/fv" "$WORK/flink" 2>/dev/null
+wait "$flip_pid" && RC=0 || RC=$?
+sleep 0.2
+ERR=$(cat "$WORK/flip.err")
+refused "bundle flip" "bundle $WORK/flink: config.json: config.json is not a regular file\$"
+expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[bundle flip] no container was made"
+
 # A relative --root and a $PWD that names another directory: runc (Go's os.Getwd) would start from
 # $PWD, the shim from the working directory. beta has a container of the same ID in a look-alike
 # root; the backend must be handed the root the record was found under.
