@@ -330,7 +330,8 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 {
 	_cleanup_json_ struct hezo_json *old = NULL;
 	_cleanup_target_ struct shim_target ot = {0};
-	const char *b;
+	struct shim_ctx octx;
+	const char *b, *oroot;
 	int r;
 
 	if (backend_has(ctx, t, id))
@@ -345,11 +346,16 @@ static int check_old_record(struct shim_ctx *ctx, const char *id, const struct s
 		return hezo_error_set(err, EEXIST,
 				      "container %s is being created by another hezo-shim", id);
 	b = hezo_json_string(hezo_json_get(old, "backend"));
-	if (b && strcmp(b, hezo_backend_name(t->backend)) == 0)
+	oroot = hezo_json_string(hezo_json_get(old, "root"));
+	/* The default key holds several spellings of the backends' own roots: ask the old one's. */
+	if (b && strcmp(b, hezo_backend_name(t->backend)) == 0 &&
+	    strcmp(oroot ?: "", ctx->g.root ?: "") == 0)
 		return 0;
 	/* A record whose container its backend does not have stands for nothing. */
+	octx = *ctx;
+	octx.g.root = oroot;
 	r = shim_record_target(old, &ot, NULL);
-	if (r == 0 && backend_lacks(ctx, &ot, id))
+	if (r == 0 && backend_lacks(&octx, &ot, id))
 		return 0;
 	return hezo_error_set(err, EEXIST,
 			      "container %s already exists under backend %s (delete --force it "
@@ -802,6 +808,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      "create it again",
 				      id);
 
+	r = shim_root_make(&ctx->g, err);
+	if (r < 0)
+		return r;
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);
 	r = shim_record_write(ctx, id, rec, err);

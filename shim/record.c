@@ -114,10 +114,68 @@ static bool canon_root(const char *root, char *out, size_t size)
 	}
 }
 
+/*
+ * Each directory on the way to canon that exists (with make: made first, 0711 as runc makes it,
+ * when it does not) is a directory only root may change: not a symlink, root's, and not
+ * writable by others unless sticky. Returns -EPERM naming the first that is not.
+ */
+static int root_walk(const char *spelled, char *canon, bool make, struct hezo_error **err)
+{
+	struct stat st;
+
+	for (char *s = canon + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (make && mkdir(canon, 0711) < 0 && errno != EEXIST) {
+			int e = hezo_error_set_errno(err, errno, "--root %s: cannot make %s",
+						     spelled, canon);
+			*s = c;
+			return e;
+		}
+		if (lstat(canon, &st) < 0) {
+			*s = c;
+			if (make)
+				return hezo_error_set_errno(err, errno, "--root %s", spelled);
+			break;
+		}
+		if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			int e = hezo_error_set(err, EPERM,
+					       "--root %s: %s is %s, so another user could point "
+					       "the root elsewhere",
+					       spelled, canon,
+					       !S_ISDIR(st.st_mode) ? "not a directory"
+					       : (st.st_uid != 0 && st.st_uid != geteuid())
+						       ? "owned by another user"
+						       : "writable by others");
+			*s = c;
+			return e;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	return 0;
+}
+
+int shim_root_make(const struct shim_globals *g, struct hezo_error **err)
+{
+	char canon[PATH_MAX];
+
+	if (!g->root)
+		return 0;
+	if (snprintf(canon, sizeof(canon), "%s", g->root) >= (int)sizeof(canon))
+		return hezo_error_set(err, ENAMETOOLONG, "--root %s: cannot be resolved", g->root);
+	return root_walk(g->root, canon, true, err);
+}
+
 int shim_root_settle(struct shim_globals *g, struct hezo_error **err)
 {
 	char canon[PATH_MAX];
-	struct stat st;
+	int r;
 
 	if (!g->root)
 		return 0;
@@ -134,33 +192,9 @@ int shim_root_settle(struct shim_globals *g, struct hezo_error **err)
 				      "(a magic link there names another mount namespace's files)",
 				      g->root);
 	/* Every directory that exists on the way: only root may change what it names. */
-	for (char *s = canon + 1;; s++) {
-		char c = *s;
-
-		if (c != '/' && c != '\0')
-			continue;
-		*s = '\0';
-		if (lstat(canon, &st) < 0) {
-			*s = c;
-			break;
-		}
-		if (!S_ISDIR(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-			int e = hezo_error_set(err, EPERM,
-					       "--root %s: %s is %s, so another user could point "
-					       "the root elsewhere",
-					       g->root, canon,
-					       !S_ISDIR(st.st_mode) ? "not a directory"
-					       : (st.st_uid != 0 && st.st_uid != geteuid())
-						       ? "owned by another user"
-						       : "writable by others");
-			*s = c;
-			return e;
-		}
-		*s = c;
-		if (c == '\0')
-			break;
-	}
+	r = root_walk(g->root, canon, false, err);
+	if (r < 0)
+		return r;
 	g->root_canon = strdup(canon);
 	if (!g->root_canon)
 		return hezo_error_set(err, ENOMEM, "out of memory");

@@ -127,6 +127,12 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
  */
 int shim_root_settle(struct shim_globals *g, struct hezo_error **err);
 /*
+ * At create, under the records lock: the settled --root made (0711) where it does not exist yet,
+ * and every directory on the way checked again as settle checks it, so that no other user can
+ * make or point a part of it after the container was judged.
+ */
+int shim_root_make(const struct shim_globals *g, struct hezo_error **err);
+/*
  * The backend is handed the --root the record was made under (settled then), never the caller's
  * spelling of it now: what the shim checked is what the backend acts on.
  */

@@ -282,6 +282,20 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	shim_err d-again --hezo-project alpha --root /var/run/runc create -b "$WORK/d2" "$D"
 	refused "default root" "container $D already exists \(runc has it\)\$"
 	hezo_bundle_cleanup /run/runc "$D"
+	# The default key holds crun's root too: a live container of the ID there is asked for
+	# under its own root, not the new create's (red team pass 12, L1).
+	new_id dflt2
+	[ -e /run/crun ] || tap_cleanup "rmdir /run/crun 2>/dev/null"
+	tap_cleanup "hezo_bundle_cleanup /run/crun '$ID'; hezo_bundle_cleanup /run/runc '$ID'; rmdir /sys/fs/cgroup/*/hezo-test/'$ID'-o /sys/fs/cgroup/hezo-test/'$ID'-o 2>/dev/null"
+	hezo_make_bundle "$WORK/d3" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle d3"
+	shim_err d3-create --hezo-project alpha --root /run/crun create -b "$WORK/d3" "$ID"
+	expect_eq "$RC" 0 "[default key, crun's root] create under --root /run/crun exits 0" || diag "$ERR"
+	hezo_make_bundle "$WORK/d4" "$ID" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$ID"'-o/'"$ID"'"' ||
+		bail_out "cannot make bundle d4"
+	shim_err d4-create --hezo-project alpha create -b "$WORK/d4" "$ID"
+	refused "default key, crun's root" "container $ID already exists under backend runc"
+	shim_err d3-state --hezo-project alpha --root /run/crun state "$ID"
+	expect_eq "$RC" 0 "[default key, crun's root] the first container is still found" || diag "$ERR"
 fi
 
 # --- nesting checked again once the admission wait is over (red team pass 10, H1) ----------------
@@ -308,15 +322,40 @@ sleep 1
 nest --root "$ROOT" create -b "$WORK/i" "$I" </dev/null >/dev/null 2> >(cat >"$WORK/inner.err") &
 IPID=$!
 sleep 1
-for f in "${FILLERS[@]}"; do hezo_backend --root "$ROOT" delete --force "$f" >/dev/null 2>&1; done
+free_fillers() { for f in "${FILLERS[@]}"; do hezo_backend --root "$ROOT" delete --force "$f" >/dev/null 2>&1; done; }
+# queued_refused LABEL PID ERRFILE REGEX ROOT ID: the queued create PID was refused, saying so.
+queued_refused()
+{
+	local rc
+	wait "$2" && rc=0 || rc=$?
+	sleep 0.5
+	expect_ne "$rc" 0 "[$1] the queued create is refused"
+	expect_match "$(cat "$3")" "$4" "[$1] ... saying why"
+	expect_eq "$(hezo_backend_status "$5" "$6")" absent "[$1] no container"
+}
+free_fillers
 wait "$OPID" && rc=0 || rc=$?
 expect_eq "$rc" 0 "[nest after the wait] the outer box is made once the fillers go"
-wait "$IPID" && rc=0 || rc=$?
-sleep 0.5
-expect_ne "$rc" 0 "[nest after the wait] the inner box, queued with it, is refused"
-expect_match "$(cat "$WORK/inner.err")" "it is below container $O's cgroup" \
-	"[nest after the wait] ... for being below the outer box's cgroup"
-expect_eq "$(hezo_backend_status "$ROOT" "$I")" absent "[nest after the wait] no inner container"
+queued_refused "nest after the wait" "$IPID" "$WORK/inner.err" "it is below container $O's cgroup" "$ROOT" "$I"
+
+# --- the --root made by another user while the create waited (red team pass 12, M2) ----------
+# settle found no directory there (below sticky /tmp) and took it; the other user's directory,
+# made during the wait, would hold the container's state.
+HEZO_TEST_STATE=$NSTATE hezo_bundle_cleanup "$ROOT" "$O" # the outer box held a slot
+hezo_fill_slots "$ROOT" "$NSTATE" "$WORK" hezo-it-records2 nest || bail_out "cannot create the filler boxes"
+new_id lpe
+L=$ID
+LROOT=/tmp/hezo-it-lpe-$(hezo_rand)
+tap_cleanup "HEZO_TEST_STATE='$NSTATE' hezo_bundle_cleanup '$LROOT' '$L'; rm -rf '$LROOT'"
+hezo_make_bundle "$WORK/l" "$L" '["sleep", "600"]' || bail_out "cannot make bundle l"
+nest --root "$LROOT" create -b "$WORK/l" "$L" </dev/null >/dev/null 2> >(cat >"$WORK/lpe.err") &
+LPID=$!
+sleep 1
+setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 0755 "$LROOT" ||
+	bail_out "cannot make $LROOT as nobody"
+free_fillers
+queued_refused "root made while queued" "$LPID" "$WORK/lpe.err" \
+	"^hezo-shim: --root $LROOT: $LROOT is owned by another user" "$LROOT" "$L"
 
 # --- runsc takes a unique prefix for an ID: "X" is not "X0" (the ID check must not think so) ---
 new_id pfx
