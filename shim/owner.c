@@ -63,6 +63,7 @@ struct owner_scan {
 	pid_t foreign;			      /* a process in it that is no container's */
 	pid_t foreign_tid;		      /* its task in it: foreign, or one of its threads */
 	const struct cgroup_owner *away;      /* a container of another project or pod in it */
+	bool creating; /* a record whose create still runs counts too (its backend not done yet) */
 };
 
 static void owner_done(struct cgroup_owner *o)
@@ -182,13 +183,14 @@ static int walk_records(const char *state_dir, int (*fn)(const struct hezo_json 
 
 static int add_live(const struct hezo_json *rec, void *data)
 {
+	const struct owner_scan *s = data;
 	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
 	const char *cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	char rel[PATH_MAX];
 
 	if (!id || !cg ||
 	    hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0 ||
-	    !container_alive(rec, id, rel))
+	    (!container_alive(rec, id, rel) && !(s->creating && shim_record_live(rec))))
 		return 0;
 	return scan_add(data, id, rel, rec);
 }
@@ -449,7 +451,8 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 		hezo_json_string(hezo_json_get(q->annotations, pod_keys[KEY_SANDBOX_ID]));
 	const char *claim =
 		hezo_json_string(hezo_json_get(q->annotations, pod_keys[KEY_SANDBOX_UID]));
-	struct owner_scan s = {.q = q};
+	/* A sandbox's claim is judged against the sandboxes being created too (under the lock). */
+	struct owner_scan s = {.q = q, .creating = type && strcmp(type, "sandbox") == 0};
 	const struct cgroup_owner *found = NULL;
 	int r;
 

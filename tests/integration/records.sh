@@ -357,6 +357,31 @@ free_fillers
 queued_refused "root made while queued" "$LPID" "$WORK/lpe.err" \
 	"^hezo-shim: --root $LROOT: $LROOT is owned by another user" "$LROOT" "$L"
 
+# --- two sandboxes claiming one pod, created at once (red team pass 12, M1) ---------------------
+# The second to take the records lock must see the first, whose backend may not have written its
+# state yet: exactly one of the two is made, at each stagger.
+for delay in 0.01 0.02 0.04; do
+	uid=$(printf '%08x-0000-4000-8000-%012x' "$RANDOM$RANDOM" "$RANDOM")
+	ids=()
+	for n in 1 2; do
+		new_id "sb$n"
+		ids+=("$ID")
+		hezo_make_bundle "$WORK/sb$n" "$ID" '["sleep", "600"]' \
+			".annotations = {\"io.kubernetes.cri.container-type\": \"sandbox\", \"io.kubernetes.cri.sandbox-uid\": \"$uid\", \"io.kubernetes.cri.sandbox-id\": \"$ID\"}" ||
+			bail_out "cannot make bundle sb$n"
+	done
+	hezo_shim --root "$ROOT" create -b "$WORK/sb1" "${ids[0]}" </dev/null >/dev/null 2>&1 &
+	p1=$!
+	sleep "$delay"
+	hezo_shim --root "$ROOT" create -b "$WORK/sb2" "${ids[1]}" </dev/null >/dev/null 2>&1 &
+	p2=$!
+	wait "$p1"
+	wait "$p2"
+	made=$(hezo_backend_ids "$ROOT" | grep -cxF -e "${ids[0]}" -e "${ids[1]}")
+	expect_eq "$made" 1 "[one pod, two sandboxes at once, ${delay}s apart] one of them is made"
+	for i in "${ids[@]}"; do hezo_bundle_cleanup "$ROOT" "$i"; done
+done
+
 # --- runsc takes a unique prefix for an ID: "X" is not "X0" (the ID check must not think so) ---
 new_id pfx
 X=$ID
