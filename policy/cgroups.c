@@ -185,7 +185,7 @@ static int first_child(const char *dir, char **child)
  * mounted here? Joining a parent of busy cgroups would make their processes look like this
  * container's.
  */
-static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_error **err)
+static int cgroup_has_procs(const char *rel, const char *shown, bool fresh, struct hezo_error **err)
 {
 	_cleanup_free_ char *mounts = NULL;
 	size_t len;
@@ -215,6 +215,14 @@ static int cgroup_has_procs(const char *rel, const char *shown, struct hezo_erro
 		if (fd < 0)
 			return hezo_error_set_errno(err, errno, "linux.cgroupsPath %s: %s", shown,
 						    dir);
+		if (fresh) {
+			close(fd);
+			return hezo_error_set(
+				err, EEXIST,
+				"linux.cgroupsPath %s: the cgroup %s exists, and runsc "
+				"sets its limits only in a cgroup it makes",
+				shown, dir);
+		}
 		r = tree_has_procs(fd, dir, 0, &file);
 		if (r < 0)
 			return hezo_error_set(err, -r, "linux.cgroupsPath %s: cannot read %s",
@@ -308,7 +316,7 @@ static const struct hezo_live_cgroup *live_nested(const struct hezo_apply_env *e
 	return NULL;
 }
 
-int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
+int hezo_policy_check_cgroups_path(const struct hezo_policy *p, struct hezo_json *linux_,
 				   const struct hezo_apply_env *env, struct hezo_error **err)
 {
 	const struct hezo_json *v = hezo_json_get(linux_, "cgroupsPath");
@@ -318,15 +326,25 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 	const char *cg, *last;
 	int r;
 
-	/* Absent: the backend's own default (runc: a cgroup named after the ID). */
-	if (!v || v->type == HEZO_JSON_NULL)
-		return 0;
+	/*
+	 * Absent (or "", which runc and runsc take as absent): both make the cgroup /ID of the
+	 * cgroupfs hierarchies, joining one that exists. Written out, so that it is judged (and
+	 * recorded) as any other. Under --systemd-cgroup the backend's own slice and unit name.
+	 */
+	if (!v || v->type == HEZO_JSON_NULL || (hezo_json_string(v) && !hezo_json_string(v)[0])) {
+		char def[PATH_MAX];
+
+		if (systemd || !env || !env->id)
+			return 0;
+		snprintf(def, sizeof(def), "/%s", env->id);
+		if (hezo_json_set(linux_, "cgroupsPath", hezo_json_new_string(def)) < 0)
+			return hezo_policy_nomem(err);
+		v = hezo_json_get(linux_, "cgroupsPath");
+	}
 	cg = hezo_json_string(v);
 	if (!cg)
 		return hezo_policy_ferr(err, "linux.cgroupsPath: expected a string, got %s",
 					hezo_json_type_name(v->type));
-	if (!cg[0])
-		return 0; /* runc and runsc take "" as absent */
 	hezo_policy_quote(q, sizeof(q), cg);
 	/* Judged as the backend will read it, under the flags the shim hands it. */
 	if (systemd && cg[0] == '/')
@@ -389,5 +407,5 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hez
 			: hezo_policy_path_under(rel, l->cgroup) ? "it is below"
 								 : "it is above",
 			l->id ? l->id : "?", l->cgroup);
-	return cgroup_has_procs(rel, q, err);
+	return cgroup_has_procs(rel, q, env->fresh_cgroup, err);
 }

@@ -147,6 +147,11 @@ struct hezo_apply_env {
 	 */
 	bool systemd_cgroup;
 	/*
+	 * The backend sets its limits only in a cgroup it makes (runsc): an existing cgroup, even
+	 * an empty leaf, is refused.
+	 */
+	bool fresh_cgroup;
+	/*
 	 * The cgroups of hezo-shim's live containers (relative to a hierarchy's root, as
 	 * hezo_policy_cgroup_path gives them): a new container's cgroup may be neither one of
 	 * them nor below one (their limits and kill --all would reach it) nor above one.
@@ -209,12 +214,13 @@ struct hezo_json *hezo_policy_to_json(const struct hezo_policy *p);
  */
 int hezo_policy_cgroup_path(const char *cgroups_path, bool systemd, char *buf, size_t size);
 /*
- * linux.cgroupsPath: absent stays absent; else clean, its last component holding env->id, its
+ * linux.cgroupsPath: absent (without --systemd-cgroup) written as /ID, what the backends make;
+ * then clean, its last component holding env->id, its
  * parent allowed by cgroupParents, and no existing cgroup there with processes in it, nor one
  * at, above or below env->live_cgroups (the shim asks again under its records lock, with the
  * boxes created since its first look).
  */
-int hezo_policy_check_cgroups_path(const struct hezo_policy *p, const struct hezo_json *linux_,
+int hezo_policy_check_cgroups_path(const struct hezo_policy *p, struct hezo_json *linux_,
 				   const struct hezo_apply_env *env, struct hezo_error **err);
 
 /* init and admission (docs/policy.md): hezo-init as PID 1, and the limit of active boxes. */

@@ -23,7 +23,7 @@ const struct hezo_policy_sysctl *hezo_policy_sysctl_find(const struct hezo_polic
 	return NULL;
 }
 
-/* One or two decimal numbers separated by blanks, each within [lo, hi]. */
+/* One or two decimal numbers (no leading zero) separated by blanks, each within [lo, hi]. */
 static bool value_ok(const char *v, uint64_t lo, uint64_t hi)
 {
 	size_t count = 0;
@@ -36,7 +36,9 @@ static bool value_ok(const char *v, uint64_t lo, uint64_t hi)
 		if (!*s)
 			return count >= 1;
 		digits = strspn(s, "0123456789");
-		if (digits == 0 || digits > 19 || ++count > 2 || (count > 1 && blanks == 0))
+		/* The kernel reads a leading 0 as octal (proc_dointvec): 0001024 is 532. */
+		if (digits == 0 || digits > 19 || ++count > 2 || (count > 1 && blanks == 0) ||
+		    (s[0] == '0' && digits > 1))
 			return false;
 		n = strtoull(s, NULL, 10);
 		if (n < lo || n > hi)

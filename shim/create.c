@@ -617,10 +617,9 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	env.docker_root = docker_root[0] ? docker_root : NULL;
 	env.podman_root = podman_root[0] ? podman_root : NULL;
 	env.systemd_cgroup = shim_backend_systemd_cgroup(t, &ctx->g);
-	/* Only a named cgroup can nest; reading every record's cgroup is not free. */
-	r = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"))
-		    ? shim_live_cgroups(ctx, id, &live, &nlive)
-		    : 0;
+	/* An absent cgroupsPath is /ID (policy/cgroups.c), which nests like any other. */
+	env.fresh_cgroup = t->backend == HEZO_BACKEND_RUNSC;
+	r = shim_live_cgroups(ctx, id, &live, &nlive);
 	if (r < 0)
 		return hezo_error_set(err, -r,
 				      "the live containers' cgroups: cannot read the records");

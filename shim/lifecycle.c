@@ -158,16 +158,38 @@ int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0};
+	_cleanup_strv_ struct hezo_strv kargs = {0};
+	struct shim_verb kv;
 	const char *sig = shim_args_positional(&v->args, 1);
 	bool ours;
 	int r;
 
+	/*
+	 * runc's CLI moves a flag and the word after it to the front (kill OWN --all VICTIM is
+	 * kill --all VICTIM OWN to it): the backend gets the shim's own reading, rebuilt.
+	 */
+	if (shim_args_positional(&v->args, 2) || (sig && sig[0] == '-'))
+		return hezo_error_set(
+			err, EINVAL,
+			"kill: takes one container and one signal, then nothing (flags "
+			"before the container)");
+	r = hezo_strv_init(&kargs);
+	if (r == 0 && shim_args_bool(&v->args, "all"))
+		r = hezo_strv_push(&kargs, "--all");
+	r = r ?: hezo_strv_push(&kargs, v->id);
+	if (r == 0 && sig)
+		r = hezo_strv_push(&kargs, sig);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	kv = *v;
+	kv.argc = (int)kargs.n;
+	kv.argv = kargs.v;
 	r = answer(ctx, v, &t, &rec, &ours, err);
 	if (r == -EAGAIN && !ours)
-		return shim_cmd_passthrough(ctx, v, err);
+		return shim_cmd_passthrough(ctx, &kv, err);
 	if (r != -EAGAIN)
 		return r;
-	r = shim_backend_argv(ctx, &t, v->name, v->argc, v->argv, &av, err);
+	r = shim_backend_argv(ctx, &t, v->name, kv.argc, kv.argv, &av, err);
 	if (r == 0)
 		r = shim_spawn_wait(ctx, &av, err);
 	/* runsc refuses to signal a created container; SIGKILL means it must go. */

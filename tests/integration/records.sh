@@ -94,6 +94,21 @@ for spelling in "$ROOT/" "$(dirname "$ROOT")//$(basename "$ROOT")" "$ROOT/../$(b
 done
 cd / || bail_out "cannot cd to /"
 
+# --- kill's words as runc would reorder them (red team pass 12, part N, M1) -------------------
+# runc reads `kill OWN --all OTHER` as `kill --all OTHER OWN`: the shim checked OWN (here a
+# container named like a signal) and handed that argv on, so OTHER got the signal. The backend
+# now gets the shim's own reading: OWN and the signal OTHER, which is none.
+tap_cleanup "hezo_bundle_cleanup '$ROOT' kill; rmdir /sys/fs/cgroup/*/hezo-test/'$A'-k /sys/fs/cgroup/hezo-test/'$A'-k 2>/dev/null"
+hezo_make_bundle "$WORK/kill" kill '["sleep", "600"]' '.linux.cgroupsPath = "/hezo-test/'"$A"'-k/kill"' ||
+	bail_out "cannot make bundle kill"
+shim_err kill-create --hezo-project alpha --root "$ROOT" create -b "$WORK/kill" kill
+expect_eq "$RC" 0 "[kill reorder] a box named kill is created" || diag "$ERR"
+shim_err killorder --hezo-project alpha --root "$ROOT" kill kill --all "$A"
+expect_ne "$RC" 0 "[kill reorder] kill kill --all A fails (A is no signal)"
+expect_eq "$(hezo_backend_status "$ROOT" "$A")" running "[kill reorder] alpha's box A still runs"
+hezo_shim --hezo-project alpha --root "$ROOT" delete --force kill </dev/null >/dev/null 2>&1
+hezo_bundle_cleanup "$ROOT" kill
+
 # --- roots the backend would read otherwise than the shim (red team pass 9, H2, H3, H4) --------
 shim_err emptyroot --hezo-project alpha --root "" exec "$A" true
 refused "--root \"\"" "--root \"\": the backend would take the working directory; name the directory\$"

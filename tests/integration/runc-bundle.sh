@@ -897,8 +897,32 @@ hezo_make_bundle "$B" "$ID" '["true"]' 'del(.linux.cgroupsPath) | .root.path = "
 	bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/cgabsent.out" 2>"$WORK/cgabsent.err" </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[no cgroupsPath, absolute root.path in the bundle] run exits 0" || diag "$(cat "$WORK/cgabsent.err")"
-expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" absent "[no cgroupsPath] it stays absent"
+expect_eq "$(jq -r '.linux.cgroupsPath // "absent"' "$B/config.json")" "/$ID" \
+	"[no cgroupsPath] it is written as the backends' own /ID, and judged as such"
 hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+# Absent, the backends join /ID when it exists: one with a process in it is refused like any
+# other cgroupsPath (red team pass 12, part N, H2 and H3).
+new_id cgbusy
+tap_cleanup "kill -9 \$(cat /sys/fs/cgroup/pids/$ID/cgroup.procs 2>/dev/null) 2>/dev/null; sleep 0.2; rmdir /sys/fs/cgroup/pids/$ID 2>/dev/null"
+mkdir /sys/fs/cgroup/pids/"$ID" && sh -c 'echo $$ >"$1/cgroup.procs" && exec sleep 600' _ /sys/fs/cgroup/pids/"$ID" &
+sleep 0.3
+hezo_make_bundle "$WORK/cgbusy" "$ID" '["true"]' 'del(.linux.cgroupsPath)' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/cgbusy" "$ID" >/dev/null 2>"$WORK/cgbusy.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[no cgroupsPath, /ID busy] refused"
+expect_match "$(cat "$WORK/cgbusy.err")" "^hezo-shim: linux.cgroupsPath \"/$ID\": the cgroup (exists and has processes in it|/sys/fs/cgroup/pids/$ID exists, and runsc)" \
+	"[no cgroupsPath, /ID busy] ... naming the cgroup it would join"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[no cgroupsPath, /ID busy] no container"
+# runsc sets limits only in a cgroup it makes: an existing empty leaf is refused under it.
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	new_id cgleaf
+	tap_cleanup "rmdir /sys/fs/cgroup/*/hezo-test/$ID 2>/dev/null"
+	mkdir -p /sys/fs/cgroup/memory/hezo-test/"$ID" || bail_out "cannot make the empty cgroup"
+	hezo_make_bundle "$WORK/cgleaf" "$ID" '["true"]' || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$WORK/cgleaf" "$ID" >/dev/null 2>"$WORK/cgleaf.err" </dev/null && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[runsc, existing empty cgroup] refused"
+	expect_match "$(cat "$WORK/cgleaf.err")" "the cgroup /sys/fs/cgroup/memory/hezo-test/$ID exists, and runsc sets its limits only in a cgroup it makes" \
+		"[runsc, existing empty cgroup] ... saying why"
+fi
 
 # --- linux.seccomp from the engine: the box's profile is its floor (docs/policy.md, "Seccomp") -----
 # Docker's default profile (as Docker writes it), an allow-all one and one stricter than ours, in

@@ -1097,7 +1097,13 @@ static void cg_case(const struct hezo_policy *p, const char *id, const char *cg,
 		apply_fails(p, spec, want);
 	else
 		apply_ok(p, spec);
-	if (!cg)
+	/* Absent: written as the backends' own /ID, when the ID is known. */
+	if (!cg && !want && id) {
+		char def[PATH_MAX];
+		snprintf(def, sizeof(def), "/%s", id);
+		assert_string_equal(hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath")),
+				    def);
+	} else if (!cg && !want)
 		assert_null(hezo_json_get_path(spec, "linux.cgroupsPath"));
 	cur_env = NULL;
 }
@@ -1112,8 +1118,12 @@ static void test_cgroups_path(void **state)
 	char rel[PATH_MAX], want[PATH_MAX + 128];
 	size_t len;
 
-	cg_case(p, id, NULL, NULL); /* absent stays absent */
+	cg_case(p, id, NULL, NULL); /* absent: /ID */
 	cg_case(p, NULL, NULL, NULL);
+	cg_case(p, id, "", NULL); /* "" is absent to the backends */
+	cg_case(narrow, id, NULL,
+		"linux.cgroupsPath \"/4e55eae8d648\": parent / is not in the policy's "
+		"cgroupParents");
 	cg_case(p, id, "/docker/4e55eae8d648", NULL);
 	cg_sd(p, id, "system.slice:docker:4e55eae8d648", NULL);
 	cg_sd(p, id, "machine.slice:libpod:4e55eae8d648", NULL);

@@ -209,6 +209,12 @@ static void test_sysctls(void **state)
 	sysctl_refused(p, "{\"net.ipv4.ping_group_range\":\"0 4294967295\"}",
 		       "linux.sysctl: \"net.ipv4.ping_group_range\": \"0 4294967295\" is not one "
 		       "or two numbers from 0 to 2147483647");
+	/* The kernel reads a leading 0 as octal: 0001024 is port 532 (red team pass 12, part N,
+	 * L1). */
+	sysctl_refused(p, "{\"net.ipv4.ip_local_port_range\":\"0001024 65535\"}",
+		       "linux.sysctl: \"net.ipv4.ip_local_port_range\": \"0001024 65535\" is not "
+		       "one or two numbers from 1024 to 65535");
+	assert_null(sysctl_apply(p, "{\"net.ipv4.ping_group_range\":\"0 2147483647\"}"));
 	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":\"1 1 1\"}",
 		       "linux.sysctl: \"kernel.shm_rmid_forced\": \"1 1 1\" is not one or two "
 		       "numbers from 0 to 1");
