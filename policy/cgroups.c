@@ -215,14 +215,6 @@ static int cgroup_has_procs(const char *rel, const char *shown, bool fresh, stru
 		if (fd < 0)
 			return hezo_error_set_errno(err, errno, "linux.cgroupsPath %s: %s", shown,
 						    dir);
-		if (fresh) {
-			close(fd);
-			return hezo_error_set(
-				err, EEXIST,
-				"linux.cgroupsPath %s: the cgroup %s exists, and runsc "
-				"sets its limits only in a cgroup it makes",
-				shown, dir);
-		}
 		r = tree_has_procs(fd, dir, 0, &file);
 		if (r < 0)
 			return hezo_error_set(err, -r, "linux.cgroupsPath %s: cannot read %s",
@@ -244,6 +236,12 @@ static int cgroup_has_procs(const char *rel, const char *shown, bool fresh, stru
 					      "linux.cgroupsPath %s: the cgroup exists and has "
 					      "cgroups below it (%s): a parent, not a container's",
 					      shown, file);
+		if (fresh)
+			return hezo_error_set(
+				err, EEXIST,
+				"linux.cgroupsPath %s: the cgroup %s exists, and runsc "
+				"sets its limits only in a cgroup it makes",
+				shown, dir);
 	}
 	return 0;
 }
