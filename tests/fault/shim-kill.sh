@@ -27,9 +27,10 @@ fault_bundle "$B" "$PAD" || bail_out "cannot make bundle"
 cp "$B/config.json" "$FW/old.json"
 diag "config.json: $(stat -c %s "$FW/old.json") bytes, $ROUNDS rounds"
 
-# One complete run gives the "new" file and how long a create takes.
+# One complete run gives the "new" file and how long a create takes. Every round uses the one ID
+# (its state is wiped): the rewrite names it (linux.cgroupsPath /ID).
 start=$(date +%s%N)
-fault_shim "$POLICY" --root "$FW/root" create --bundle "$B" hezo-kill-ref >"$FW/ref.out" 2>&1
+fault_shim "$POLICY" --root "$FW/root" create --bundle "$B" hezo-kill >"$FW/ref.out" 2>&1
 rc=$?
 took_ms=$((($(date +%s%N) - start) / 1000000))
 expect_eq "$rc" 0 "a complete create exits 0 (took ${took_ms} ms)" || diag_cmd cat "$FW/ref.out"
@@ -46,7 +47,7 @@ for ((i = 0; i < ROUNDS; i++)); do
 	rm -rf "$FW/state"/*
 	delay_us=$(((RANDOM * 32768 + RANDOM) % window_us))
 	env HEZO_POLICY="$POLICY" HEZO_STATE_DIR="$FW/state" "$HEZO_SHIM_BIN" --root "$FW/root" \
-		create --bundle "$B" "hezo-kill-$i" >/dev/null 2>&1 &
+		create --bundle "$B" hezo-kill >/dev/null 2>&1 &
 	pid=$!
 	if ((i % 2)); then
 		# Odd rounds aim at the write itself: wait for the temporary file, then up to 20 ms.
@@ -82,7 +83,7 @@ expect_eq "$n_mixed" 0 "config.json is the old or the new file after each of $RO
 # between leaves it behind; the next create must clean it.
 cp "$FW/old.json" "$B/config.json"
 printf 'stale' >"$B/.config.json.hezo-999999-1"
-fault_shim "$POLICY" --root "$FW/root" create --bundle "$B" hezo-kill-after >"$FW/after.out" 2>&1
+fault_shim "$POLICY" --root "$FW/root" create --bundle "$B" hezo-kill >"$FW/after.out" 2>&1
 rc=$?
 if [ "$rc" = 0 ] && cmp -s "$B/config.json" "$FW/new.json"; then
 	ok "a create after the kills (stale record and temp file present) gives the new file"
