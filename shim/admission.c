@@ -20,11 +20,10 @@
 #include "hezo-file.h"
 #include "shim.h"
 
-#define QUEUE_DIR  "admission-queue"
-#define LOCK_FILE  "admission.lock"
-#define RECORD_MAX (1024 * 1024)
-#define POLL_NS	   (100 * 1000 * 1000)
-#define GIB	   (1ULL << 30)
+#define QUEUE_DIR "admission-queue"
+#define LOCK_FILE "admission.lock"
+#define POLL_NS	  (100 * 1000 * 1000)
+#define GIB	  (1ULL << 30)
 
 static void closedirp(DIR **d)
 {
@@ -72,7 +71,7 @@ static int cgroup_populated(const struct hezo_json *rec)
 	if (r < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	r = hezo_read_file_at(AT_FDCWD, path, RECORD_MAX, &data, &len, NULL);
+	r = hezo_read_file_at(AT_FDCWD, path, SHIM_RECORD_MAX, &data, &len, NULL);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
@@ -151,8 +150,8 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 
 			if (e->d_name[0] == '.' || n < 6 || strcmp(e->d_name + n - 5, ".json") != 0)
 				continue;
-			if (hezo_read_file_at(dirfd(d), e->d_name, RECORD_MAX, &buf, &len, NULL) <
-				    0 ||
+			if (hezo_read_file_at(dirfd(d), e->d_name, SHIM_RECORD_MAX, &buf, &len,
+					      NULL) < 0 ||
 			    hezo_json_parse(buf, len, &rec, NULL) < 0 ||
 			    rec->type != HEZO_JSON_OBJECT)
 				continue; /* being replaced, or not ours */

@@ -462,32 +462,66 @@ static void state_root(const char *root, const char *backend, char out[PATH_MAX]
 
 /*
  * What the box may reach on the host, for the record: every bind source, and the root
- * filesystem when it is not read-only. Those of the live records are checked against every
- * later --root, and every later box's against their roots (state_overlaps).
+ * filesystem when it is not read-only, each by path and by device and inode (a directory may be
+ * renamed after it was judged; the box still holds it). Those of the live records are checked
+ * against every later --root, and every later box's against their roots (state_overlaps).
  */
-static int handed_paths(const struct hezo_json *spec, const struct hezo_held *held,
-			struct hezo_strv *out)
-{
-	int r = hezo_strv_init(out);
+struct handed {
+	const struct hezo_held *held;
+	size_t n, nbinds; /* past the binds, if there, the writable root filesystem */
+};
 
-	for (size_t i = 0; r == 0 && i < held->nbinds; i++)
-		r = hezo_strv_push(out, held->binds[i].path);
-	if (r == 0 && held->root.path &&
-	    !hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")))
-		r = hezo_strv_push(out, held->root.path);
-	return r;
+static void handed_of(const struct hezo_json *spec, const struct hezo_held *held,
+		      struct handed *out)
+{
+	out->held = held;
+	out->nbinds = held->nbinds;
+	out->n = held->nbinds +
+		 (held->root.path && !hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")));
+}
+
+static const struct hezo_held_path *handed_at(const struct handed *h, size_t i)
+{
+	return i < h->nbinds ? &h->held->binds[i] : &h->held->root;
+}
+
+/* The object dev:ino is path, or a directory on the way to it (what exists of it). */
+static bool on_the_way(const char *path, uint64_t dev, uint64_t ino)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return true; /* not judged: as if it were */
+	for (;;) {
+		char *slash;
+
+		if (stat(buf[0] ? buf : "/", &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+			return true;
+		slash = strrchr(buf, '/');
+		if (!slash || !buf[0])
+			return false;
+		*slash = '\0';
+	}
+}
+
+/* Does a handed object (by path, or by what it is now) overlap directory dir? */
+static bool handed_overlaps(const char *path, bool have_id, uint64_t dev, uint64_t ino,
+			    const char *dir)
+{
+	return (path && hezo_policy_paths_overlap(path, dir)) ||
+	       (have_id && on_the_way(dir, dev, ino));
 }
 
 struct overlap_scan {
 	const char *key, *id, *root; /* this create's key, ID and backend state directory */
-	const struct hezo_strv *handed;
-	size_t nbinds; /* handed[nbinds], if any, is the writable root filesystem */
+	const struct handed *handed;
 	char why[2 * PATH_MAX + 256];
 };
 
-static const char *handed_what(const struct overlap_scan *s, size_t i)
+static const char *handed_what(const struct handed *h, size_t i)
 {
-	return i < s->nbinds ? "bind source" : "root.path (read-write)";
+	return i < h->nbinds ? "bind source" : "root.path (read-write)";
 }
 
 static int overlap_one(void *data, const char *key, struct hezo_json *rec)
@@ -501,26 +535,33 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 	if (strcmp(key, s->key) == 0 && strcmp(id, s->id) == 0)
 		return 0;
 	HEZO_JSON_FOREACH (i, theirs) {
-		const char *h = hezo_json_string(theirs->items[i]);
-		if (h && hezo_policy_paths_overlap(s->root, h)) {
+		const struct hezo_json *e = theirs->items[i];
+		const char *h = hezo_json_string(hezo_json_get(e, "path"));
+		uint64_t dev = 0, ino = 0;
+		bool have_id = hezo_json_get_uint64(hezo_json_get(e, "dev"), &dev) == 0 &&
+			       hezo_json_get_uint64(hezo_json_get(e, "ino"), &ino) == 0;
+
+		if (handed_overlaps(h, have_id, dev, ino, s->root)) {
 			snprintf(s->why, sizeof(s->why),
 				 "--root %s overlaps %s, which container %s's box is handed: a box "
 				 "could rewrite the backend's state there",
-				 s->root, h, id);
+				 s->root, h ? h : "a directory", id);
 			return -EPERM;
 		}
 	}
 	state_root(hezo_json_string(hezo_json_get(rec, "root")),
 		   hezo_json_string(hezo_json_get(rec, "backend")), root);
-	for (size_t i = 0; i < s->handed->n; i++)
-		if (hezo_policy_paths_overlap(s->handed->v[i], root)) {
+	for (size_t i = 0; i < s->handed->n; i++) {
+		const struct hezo_held_path *h = handed_at(s->handed, i);
+		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, root)) {
 			snprintf(
 				s->why, sizeof(s->why),
 				"%s %s overlaps %s, the backend's state directory of container %s: "
 				"the box could rewrite that container's state",
-				handed_what(s, i), s->handed->v[i], root, id);
+				handed_what(s->handed, i), h->path, root, id);
 			return -EPERM;
 		}
+	}
 	return 0;
 }
 
@@ -528,34 +569,33 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
  * No box may reach a backend's state directory (the records say which boxes hold what, and
  * which roots are in use), its own included, nor hezo-shim's records: runc and runsc trust
  * what they find there, hooks included. Checked both ways, as a later box or a later --root
- * may be the one that overlaps.
+ * may be the one that overlaps, by path and by what the objects are.
  */
 static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t,
 			  const struct hezo_json *spec, const char *id,
 			  const struct hezo_held *held, struct hezo_error **err)
 {
-	_cleanup_(hezo_strv_done) struct hezo_strv handed = {0};
-	struct overlap_scan s = {.id = id, .handed = &handed, .nbinds = held->nbinds};
+	struct handed handed;
+	struct overlap_scan s = {.id = id, .handed = &handed};
 	char key[SHIM_KEY_LEN], root[PATH_MAX], state[PATH_MAX];
 	int r;
 
-	if (handed_paths(spec, held, &handed) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+	handed_of(spec, held, &handed);
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
 	for (size_t i = 0; i < handed.n; i++) {
-		const char *h = handed.v[i];
-		if (hezo_policy_paths_overlap(h, root))
+		const struct hezo_held_path *h = handed_at(&handed, i);
+		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, root))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps this container's backend state "
 					      "directory %s: the box could rewrite its own state",
-					      handed_what(&s, i), h, root);
-		if (hezo_policy_paths_overlap(h, state))
+					      handed_what(&handed, i), h->path, root);
+		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, state))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps hezo-shim's state directory %s: the "
 					      "box could rewrite the containers' records",
-					      handed_what(&s, i), h, state);
+					      handed_what(&handed, i), h->path, state);
 	}
 	shim_record_key_for_root(ctx->g.root, key);
 	s.key = key;
@@ -756,12 +796,22 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	}
 	/* What the box reaches on the host: no later --root may be there (state_overlaps). */
 	{
-		_cleanup_(hezo_strv_done) struct hezo_strv handed = {0};
 		struct hezo_json *list = hezo_json_ensure_array(rec, "handed");
+		struct handed handed;
 
-		r = list ? handed_paths(spec, &held, &handed) : -ENOMEM;
-		for (size_t i = 0; r == 0 && i < handed.n; i++)
-			r = hezo_json_append(list, hezo_json_new_string(handed.v[i]));
+		handed_of(spec, &held, &handed);
+		r = list ? 0 : -ENOMEM;
+		for (size_t i = 0; r == 0 && i < handed.n; i++) {
+			struct hezo_json *e = hezo_json_new_object();
+			const struct hezo_held_path *h = handed_at(&handed, i);
+
+			r = e && hezo_json_append(list, e) == 0 ? 0 : -ENOMEM;
+			r = r ?: set_string(e, "path", h->path);
+			if (r == 0 && h->fd >= 0 &&
+			    (hezo_json_set(e, "dev", hezo_json_new_uint(h->dev)) < 0 ||
+			     hezo_json_set(e, "ino", hezo_json_new_uint(h->ino)) < 0))
+				r = -ENOMEM;
+		}
 		if (r < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}

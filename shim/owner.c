@@ -17,8 +17,6 @@
 #include "hezo-netns.h"
 #include "shim.h"
 
-#define OWNER_FILE_MAX (1024 * 1024)
-
 /*
  * The annotations that say which pod a container is in (CRI containerd, CRI-O, kubelet): two
  * containers that both carry one must agree on it. Records keep them (and the container types).
@@ -167,7 +165,7 @@ static int walk_records(const char *state_dir, int (*fn)(const struct hezo_json 
 
 			if (f->d_name[0] == '.' || n < 6 || strcmp(f->d_name + n - 5, ".json") != 0)
 				continue;
-			if (hezo_read_file_at(dirfd(d), f->d_name, OWNER_FILE_MAX, &text, &len,
+			if (hezo_read_file_at(dirfd(d), f->d_name, SHIM_RECORD_MAX, &text, &len,
 					      NULL) < 0 ||
 			    hezo_json_parse(text, len, &rec, NULL) < 0)
 				continue;

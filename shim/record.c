@@ -19,7 +19,6 @@
 #include "hezo-file.h"
 #include "shim.h"
 
-#define RECORD_MAX (1024 * 1024)
 /* IDs may be longer than a file name may be: those get a hashed name ('#' is never in an ID). */
 #define RECORD_SHORT_ID 200
 
@@ -313,6 +312,13 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
 	r = hezo_json_dump(rec, false, &data, &len, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "container record");
+	/* Every scan reads a record up to this size: a larger one would count for nothing. */
+	if (len > SHIM_RECORD_MAX)
+		return hezo_error_set(
+			err, EFBIG,
+			"container record: %zu bytes, more than the %d the shim reads "
+			"back (annotations, --root or bundle path too long)",
+			len, SHIM_RECORD_MAX);
 	record_name(id, name, sizeof(name));
 	r = hezo_write_state_file_at(dir, name, data, len, 0600, err);
 	if (r < 0)
@@ -336,7 +342,7 @@ int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_jso
 	if (dir < 0)
 		return dir;
 	record_name(id, name, sizeof(name));
-	r = hezo_read_file_at(dir, name, RECORD_MAX, &data, &len, &e);
+	r = hezo_read_file_at(dir, name, SHIM_RECORD_MAX, &data, &len, &e);
 	if (r == -ENOENT)
 		return -ENOENT;
 	if (r < 0 || hezo_json_parse(data, len, &rec, &e) < 0 || rec->type != HEZO_JSON_OBJECT) {

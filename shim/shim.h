@@ -126,6 +126,8 @@ int shim_record_write(const struct shim_ctx *ctx, const char *id, const struct h
  * kernel), and one whose existing directories someone other than root could change.
  */
 int shim_root_settle(struct shim_globals *g, struct hezo_error **err);
+/* The largest record the shim writes, and so the largest every scan reads. */
+#define SHIM_RECORD_MAX (1024 * 1024)
 /*
  * At create, under the records lock: the settled --root made (0711) where it does not exist yet,
  * and every directory on the way checked again as settle checks it, so that no other user can

@@ -180,6 +180,19 @@ D=$ID
 expect_eq "$RC" 0 "[writable rootfs] delta's box with a writable root filesystem is created" || diag "$ERR"
 root_refused "--root in a writable rootfs" "$WORK/dbox/rootfs/var/r" w "--root $WORK/dbox/rootfs/var/r overlaps $WORK/dbox/rootfs, which container $D's box is handed: a box could rewrite the backend's state there\$"
 expect_eq "$(ls -A "$WORK/dbox/rootfs/var" 2>/dev/null | grep -cx r)" 0 "[--root in a writable rootfs] nothing was made there"
+# The box holds the directory, not its name: renamed after the create, it is still the box's
+# (red team pass 12, part O, H1).
+mv "$WORK/dbox" "$WORK/dbox-moved" || bail_out "cannot rename the bundle"
+root_refused "--root in a renamed writable rootfs" "$WORK/dbox-moved/rootfs/var/r" w2 "--root $WORK/dbox-moved/rootfs/var/r overlaps $WORK/dbox/rootfs, which container $D's box is handed: a box could rewrite the backend's state there\$"
+
+# A record larger than every scan reads would count for nothing (red team pass 12, part O, H2):
+# leading zeros make org.hezo.memory, which the record keeps, as long as one likes.
+new_id pad
+hezo_make_bundle "$WORK/pad" "$ID" '["true"]' \
+	'.annotations["org.hezo.memory"] = ("0" * 1100000 + "64m")' || bail_out "cannot make bundle pad"
+shim_err pad-create --root "$ROOT" create -b "$WORK/pad" "$ID"
+refused "record too large" "container record: [0-9]+ bytes, more than the 1048576 the shim reads back"
+expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[record too large] no container"
 
 # config.json is read from the directory --bundle named when it was opened, and from a regular
 # file: a FIFO held the shim while the caller turned a --bundle link to another bundle, whose
