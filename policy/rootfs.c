@@ -180,7 +180,14 @@ int hezo_policy_check_root(const struct hezo_json *spec, const struct hezo_apply
 		return hezo_policy_nomem(err);
 	if (!realpath(joined ? joined : path, resolved))
 		return hezo_error_set_errno(err, errno, "root.path %s", path);
-	if (!realpath(env->bundle, bundle))
+	/*
+	 * The shim's bundle is already the open directory's own path (no symlink in it): resolved
+	 * again, a link put in its place since would make any directory "inside the bundle".
+	 */
+	if (env->bundle[0] == '/') {
+		if (snprintf(bundle, sizeof(bundle), "%s", env->bundle) >= (int)sizeof(bundle))
+			return hezo_error_set(err, ENAMETOOLONG, "bundle %s", env->bundle);
+	} else if (!realpath(env->bundle, bundle))
 		return hezo_error_set_errno(err, errno, "bundle %s", env->bundle);
 	/* The backend gets the directory judged here, held open (env->held), never a new lookup. */
 	if (hezo_policy_path_under(resolved, bundle))

@@ -462,13 +462,13 @@ static void state_root(const char *root, const char *backend, char out[PATH_MAX]
 
 /*
  * What the box may reach on the host, for the record: every bind source, and the root
- * filesystem when it is not read-only, each by path and by device and inode (a directory may be
+ * filesystem, each by path and by device and inode (a directory may be
  * renamed after it was judged; the box still holds it). Those of the live records are checked
  * against every later --root, and every later box's against their roots (state_overlaps).
  */
 struct handed {
 	const struct hezo_held *held;
-	size_t n, nbinds; /* past the binds, if there, the writable root filesystem */
+	size_t n, nbinds; /* past the binds, if there, the root filesystem */
 };
 
 static void handed_of(const struct hezo_json *spec, const struct hezo_held *held,
@@ -476,8 +476,9 @@ static void handed_of(const struct hezo_json *spec, const struct hezo_held *held
 {
 	out->held = held;
 	out->nbinds = held->nbinds;
-	out->n = held->nbinds +
-		 (held->root.path && !hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")));
+	/* The root filesystem read-only too: host mounts below it stay writable under runc. */
+	(void)spec;
+	out->n = held->nbinds + (held->root.path != NULL);
 }
 
 static const struct hezo_held_path *handed_at(const struct handed *h, size_t i)
@@ -521,7 +522,7 @@ struct overlap_scan {
 
 static const char *handed_what(const struct handed *h, size_t i)
 {
-	return i < h->nbinds ? "bind source" : "root.path (read-write)";
+	return i < h->nbinds ? "bind source" : "root.path";
 }
 
 static int overlap_one(void *data, const char *key, struct hezo_json *rec)
