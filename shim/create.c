@@ -530,6 +530,7 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 	struct overlap_scan *s = data;
 	const struct hezo_json *theirs = hezo_json_get_type(rec, "handed", HEZO_JSON_ARRAY);
 	const char *id = hezo_json_string(hezo_json_get(rec, "id")) ?: "?";
+	int live = -1; /* not asked yet */
 	char root[PATH_MAX];
 
 	/* This ID's own earlier record under this root is not live (check_old_record). */
@@ -541,6 +542,14 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 		uint64_t dev = 0, ino = 0;
 		bool have_id = hezo_json_get_uint64(hezo_json_get(e, "dev"), &dev) == 0 &&
 			       hezo_json_get_uint64(hezo_json_get(e, "ino"), &ino) == 0;
+
+		/*
+		 * By identity only while the box lives: its mounts keep the objects (and their
+		 * inode numbers) alive; those of a box gone may be a new directory's now.
+		 */
+		if (have_id && live < 0)
+			live = shim_record_live(rec);
+		have_id = have_id && live > 0;
 
 		if (handed_overlaps(h, have_id, dev, ino, s->root)) {
 			snprintf(s->why, sizeof(s->why),
