@@ -471,13 +471,11 @@ struct handed {
 	size_t n, nbinds; /* past the binds, if there, the root filesystem */
 };
 
-static void handed_of(const struct hezo_json *spec, const struct hezo_held *held,
-		      struct handed *out)
+static void handed_of(const struct hezo_held *held, struct handed *out)
 {
 	out->held = held;
 	out->nbinds = held->nbinds;
 	/* The root filesystem read-only too: host mounts below it stay writable under runc. */
-	(void)spec;
 	out->n = held->nbinds + (held->root.path != NULL);
 }
 
@@ -581,8 +579,7 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
  * what they find there, hooks included. Checked both ways, as a later box or a later --root
  * may be the one that overlaps, by path and by what the objects are.
  */
-static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t,
-			  const struct hezo_json *spec, const char *id,
+static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 			  const struct hezo_held *held, struct hezo_error **err)
 {
 	struct handed handed;
@@ -590,7 +587,7 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t,
 	char key[SHIM_KEY_LEN], root[PATH_MAX], state[PATH_MAX];
 	int r;
 
-	handed_of(spec, held, &handed);
+	handed_of(held, &handed);
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
@@ -677,7 +674,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	shim_live_cgroups_free(live, nlive);
-	return r ?: state_overlaps(ctx, t, spec, id, held, err);
+	return r ?: state_overlaps(ctx, t, id, held, err);
 }
 
 static bool same_object(const struct hezo_held_path *a, const struct hezo_held_path *b)
@@ -809,7 +806,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		struct hezo_json *list = hezo_json_ensure_array(rec, "handed");
 		struct handed handed;
 
-		handed_of(spec, &held, &handed);
+		handed_of(&held, &handed);
 		r = list ? 0 : -ENOMEM;
 		for (size_t i = 0; r == 0 && i < handed.n; i++) {
 			struct hezo_json *e = hezo_json_new_object();
