@@ -17,6 +17,7 @@
 #include "hezo-config.h"
 #include "hezo-file.h"
 #include "hezo-kept.h"
+#include "hezo-mountinfo.h"
 #include "hezo-spec.h"
 #include "shim.h"
 
@@ -504,17 +505,44 @@ static bool on_the_way(const char *path, uint64_t dev, uint64_t ino)
 	}
 }
 
-/* Does a handed object (by path, or by what it is now) overlap directory dir? */
-static bool handed_overlaps(const char *path, bool have_id, uint64_t dev, uint64_t ino,
-			    const char *dir)
+/*
+ * Where writes to a path land, by the mount table: the filesystem and the path inside it, and
+ * the upper directory of each overlay on the way. Another name for the same directory (a bind
+ * mount of it or of a directory above it, an overlay's upper dir) has the same place. n < 0:
+ * not known, which counts as overlapping everything.
+ */
+struct placed {
+	struct hezo_place p[HEZO_PLACES_MAX];
+	int n;
+};
+
+static void place(const struct hezo_mounts *m, const char *path, struct placed *out)
 {
-	return (path && hezo_policy_paths_overlap(path, dir)) ||
+	out->n = hezo_mounts_places(m, path, out->p, HEZO_PLACES_MAX);
+}
+
+static bool placed_overlap(const struct placed *a, const struct placed *b)
+{
+	return a->n < 0 || b->n < 0 || hezo_places_overlap(a->p, (size_t)a->n, b->p, (size_t)b->n);
+}
+
+/*
+ * Does a handed object (by path, by where that path's writes land, or by what it is now)
+ * overlap directory dir (dir_at: where writes to dir land)?
+ */
+static bool handed_overlaps(const char *path, const struct placed *at, bool have_id, uint64_t dev,
+			    uint64_t ino, const char *dir, const struct placed *dir_at)
+{
+	return (path && (hezo_policy_paths_overlap(path, dir) || placed_overlap(at, dir_at))) ||
 	       (have_id && on_the_way(dir, dev, ino));
 }
 
 struct overlap_scan {
 	const char *key, *id, *root; /* this create's key, ID and backend state directory */
 	const struct handed *handed;
+	const struct hezo_mounts *mounts;
+	const struct placed *root_at, *handed_at; /* root's place; each handed object's */
+	struct placed *scratch;
 	char why[2 * PATH_MAX + 256];
 };
 
@@ -549,7 +577,9 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 			live = shim_record_live(rec);
 		have_id = have_id && live > 0;
 
-		if (handed_overlaps(h, have_id, dev, ino, s->root)) {
+		if (h)
+			place(s->mounts, h, s->scratch);
+		if (handed_overlaps(h, s->scratch, have_id, dev, ino, s->root, s->root_at)) {
 			snprintf(s->why, sizeof(s->why),
 				 "--root %s overlaps %s, which container %s's box is handed: a box "
 				 "could rewrite the backend's state there",
@@ -559,9 +589,11 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 	}
 	state_root(hezo_json_string(hezo_json_get(rec, "root")),
 		   hezo_json_string(hezo_json_get(rec, "backend")), root);
+	place(s->mounts, root, s->scratch);
 	for (size_t i = 0; i < s->handed->n; i++) {
 		const struct hezo_held_path *h = handed_at(s->handed, i);
-		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, root)) {
+		if (handed_overlaps(h->path, &s->handed_at[i], h->fd >= 0, h->dev, h->ino, root,
+				    s->scratch)) {
 			snprintf(
 				s->why, sizeof(s->why),
 				"%s %s overlaps %s, the backend's state directory of container %s: "
@@ -582,8 +614,10 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 			  const struct hezo_held *held, struct hezo_error **err)
 {
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
+	_cleanup_free_ struct placed *at = NULL;
 	struct handed handed;
-	struct overlap_scan s = {.id = id, .handed = &handed};
+	struct overlap_scan s = {.id = id, .handed = &handed, .mounts = &mounts};
 	char key[SHIM_KEY_LEN], root[PATH_MAX], state[PATH_MAX];
 	int r;
 
@@ -591,14 +625,24 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
+	r = hezo_mounts_read(&mounts);
+	if (r < 0)
+		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
+	/* [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects */
+	at = calloc(3 + handed.n, sizeof(*at));
+	if (!at)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	place(&mounts, root, &at[0]);
+	place(&mounts, state, &at[1]);
 	for (size_t i = 0; i < handed.n; i++) {
 		const struct hezo_held_path *h = handed_at(&handed, i);
-		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, root))
+		place(&mounts, h->path, &at[3 + i]);
+		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps this container's backend state "
 					      "directory %s: the box could rewrite its own state",
 					      handed_what(&handed, i), h->path, root);
-		if (handed_overlaps(h->path, h->fd >= 0, h->dev, h->ino, state))
+		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, state, &at[1]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps hezo-shim's state directory %s: the "
 					      "box could rewrite the containers' records",
@@ -607,6 +651,9 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	shim_record_key_for_root(ctx->g.root, key);
 	s.key = key;
 	s.root = root;
+	s.root_at = &at[0];
+	s.scratch = &at[2];
+	s.handed_at = &at[3];
 	r = shim_records_foreach(ctx, overlap_one, &s);
 	if (r == -EPERM)
 		return hezo_error_set(err, EPERM, "%s", s.why);

@@ -32,8 +32,10 @@ mkdir -p "$SHARE" || bail_out "cannot make $SHARE"
 # filesystem; a share of the main policy's that is not made yet, whose parent is a --root below.
 GSHARE=$WORK/gshare
 GSHARE2=$WORK/gshare2
-mkdir -p "$GSHARE" "$GSHARE2" || bail_out "cannot make the gamma shares"
-jq -n --arg a "$GSHARE" --arg b "$GSHARE2" '{"mounts": {"allowedSources": [$a, $b]}}' \
+GSHARE3=$WORK/gshare3
+mkdir -p "$GSHARE" "$GSHARE2" "$GSHARE3" || bail_out "cannot make the gamma shares"
+jq -n --arg a "$GSHARE" --arg b "$GSHARE2" --arg c "$GSHARE3" \
+	'{"mounts": {"allowedSources": [$a, $b, $c]}}' \
 	>"$PROJ/gamma.json" && echo '{"readonlyRootfs": false}' >"$PROJ/delta.json" ||
 	bail_out "cannot write the gamma and delta project files"
 LATER=$WORK/later/hezo-it-later-$(hezo_rand)
@@ -184,6 +186,37 @@ expect_eq "$(ls -A "$WORK/dbox/rootfs/var" 2>/dev/null | grep -cx r)" 0 "[--root
 # (red team pass 12, part O, H1).
 mv "$WORK/dbox" "$WORK/dbox-moved" || bail_out "cannot rename the bundle"
 root_refused "--root in a renamed writable rootfs" "$WORK/dbox-moved/rootfs/var/r" w2 "--root $WORK/dbox-moved/rootfs/var/r overlaps $WORK/dbox/rootfs, which container $D's box is handed: a box could rewrite the backend's state there\$"
+
+# Another name for a directory a box holds: a host bind mount of a subdirectory of the share, or
+# the upper directory of a writable overlay root. Neither the path text nor the identity of any
+# directory on the way names the share (red team pass 12, part P, P2); where writes land does.
+mkdir -p "$GSHARE/sub" "$WORK/alias" "$GSHARE3/sub" "$WORK/alias3" || bail_out "cannot make the alias dirs"
+tap_cleanup "umount -l '$WORK/alias' '$WORK/alias3'"
+mount --bind "$GSHARE/sub" "$WORK/alias" && mount --bind "$GSHARE3/sub" "$WORK/alias3" ||
+	bail_out "cannot bind the share's subdirectories"
+root_refused "--root through a bind alias" "$WORK/alias/r" al "--root $WORK/alias/r overlaps $GSHARE, which container $G's box is handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$GSHARE/sub")" "" "[--root through a bind alias] nothing was made there"
+tap_cleanup "hezo_bundle_cleanup '$WORK/alias3/vroot' '$A-v3'"
+hezo_make_bundle "$WORK/v3" "$A-v3" '["true"]' || bail_out "cannot make bundle v3"
+shim_err v3-create --root "$WORK/alias3/vroot" create -b "$WORK/v3" "$A-v3"
+expect_eq "$RC" 0 "[share after an alias --root] a --root in an alias of a share no box holds is taken" || diag "$ERR"
+project_box gbox3 gamma "$(share_mount "$GSHARE3")"
+refused "share after an alias --root" "bind source $GSHARE3 overlaps $WORK/alias3/vroot, the backend's state directory of container $A-v3: the box could rewrite that container's state\$"
+# delta's writable root, an overlay (as the engines make them) whose upper is outside every
+# engine root: what the box writes at / lands there.
+# (unmounted after the container's own cleanup, which new_id registers next)
+tap_cleanup "umount -l '$WORK/obox/rootfs'"
+new_id obox
+O=$ID
+hezo_make_bundle "$WORK/obox" "$O" '["sleep", "600"]' || bail_out "cannot make bundle obox"
+mv "$WORK/obox/rootfs" "$WORK/obox-lower" && mkdir -p "$WORK/obox/rootfs" "$WORK/obox-upper" "$WORK/obox-work" ||
+	bail_out "cannot lay out the overlay"
+mount -t overlay overlay -o "lowerdir=$WORK/obox-lower,upperdir=$WORK/obox-upper,workdir=$WORK/obox-work" \
+	"$WORK/obox/rootfs" || bail_out "cannot mount the overlay"
+shim_err obox-create --hezo-project delta --root "$ROOT" create -b "$WORK/obox" "$O"
+expect_eq "$RC" 0 "[writable overlay root] delta's box on an overlay root is created" || diag "$ERR"
+root_refused "--root in an overlay's upper dir" "$WORK/obox-upper/r" ou "--root $WORK/obox-upper/r overlaps $WORK/obox/rootfs, which container $O's box is handed: a box could rewrite the backend's state there\$"
+expect_eq "$(ls -A "$WORK/obox-upper" | grep -cx r)" 0 "[--root in an overlay's upper dir] nothing was made there"
 
 # A record larger than every scan reads would count for nothing (red team pass 12, part O, H2):
 # leading zeros make org.hezo.memory, which the record keeps, as long as one likes.
