@@ -39,6 +39,7 @@ static const struct {
 	{"features", shim_cmd_features, 0},
 	{"inspect", shim_cmd_inspect, 0},
 	{"state", shim_cmd_state, 0},
+	{"list", shim_cmd_list, SHIM_VERB_HELP_PASSES},
 };
 
 /*

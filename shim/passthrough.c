@@ -1,7 +1,7 @@
 /*
  * Every verb policy does not need to see (start, state, kill, ps, pause, resume, checkpoint,
- * events, features, list, and ones we do not know): execve the backend that created the container,
- * with the arguments untouched.
+ * events, features, list --help, and ones we do not know): execve the backend that created the
+ * container, with the arguments untouched.
  */
 #include <errno.h>
 #include <string.h>

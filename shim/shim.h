@@ -548,5 +548,7 @@ int shim_cmd_unrecorded(struct shim_ctx *ctx, const struct shim_verb *v, bool fo
 			struct hezo_error **err);
 int shim_cmd_passthrough(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
+/* list.c: the backends' list, of this --root's recorded containers of the caller's project. */
+int shim_cmd_list(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 
 #endif

@@ -284,6 +284,22 @@ expect_eq "$(hezo_backend_status "$ROOT" "$A")" running "[beta kill] alpha's con
 expect_eq "$(mem_limit "$A")" $((64 * MIB)) "[beta update] alpha's memory limit unchanged"
 shim_err alpha-exec --hezo-project alpha --root "$ROOT" exec "$A" true
 expect_eq "$RC" 0 "[alpha exec] alpha's own runtime still execs into it" || diag "$ERR"
+# list is the shim's: the backend's own would show every container in its state directory
+# (red team pass 12, part N, L2).
+out=$(hezo_shim --hezo-project beta --root "$ROOT" list -q 2>&1 </dev/null)
+expect_eq "$(grep -cx -- "$A" <<<"$out")" 0 "[beta list] beta's runtime does not list alpha's container" || diag "$out"
+out=$(hezo_shim --hezo-project alpha --root "$ROOT" list -q 2>&1 </dev/null)
+expect_eq "$out" "$A" "[alpha list] alpha's runtime lists its one container under this --root"
+out=$(hezo_shim --hezo-project alpha --root "$ROOT" list --format json 2>&1 </dev/null)
+expect_eq "$(jq -r '[.[] | .id + " " + .status] | join(",")' <<<"$out" 2>&1)" "$A running" \
+	"[alpha list json] its ID and status, as the backend gives them" || diag "$out"
+out=$(hezo_shim --hezo-project alpha --root "$ROOT" list 2>&1 </dev/null)
+expect_match "$out" "^ID +PID +STATUS +BUNDLE +CREATED +OWNER
+$A +[0-9]+ +running +/[^ ]+ +[0-9T:.Z+-]+ +root\$" "[alpha list table] runc's table, one row" || diag "$out"
+out=$(hezo_shim --root "$ROOT" list -q 2>&1 </dev/null)
+expect_eq "$(grep -cx -e "$A" -e "$G" <<<"$out")" 2 "[list, no project] every project's containers under this --root" || diag "$out"
+shim_err list-bad --root "$ROOT" list --format yaml
+refused "list format" "list: invalid format option \"yaml\"\$"
 
 # --- a create under a live container's ID takes nothing of it -----------------------------------
 # alpha's record (beta's look-alike container of the same ID has one under its own root).
@@ -473,4 +489,6 @@ shim_err plain-delete --root "$PLAIN" delete --force "$P"
 expect_eq "$RC" 0 "[unrecorded delete --force] answers as runc does for an unknown container"
 expect_eq "$(runc --root "$PLAIN" state "$P" 2>/dev/null | jq -r .status)" running \
 	"[unrecorded] the plain container was not touched"
+expect_eq "$(hezo_shim --root "$PLAIN" list -q 2>&1 </dev/null)" "" "[unrecorded list] the plain container is not listed"
+expect_eq "$(hezo_shim --root "$PLAIN" list --format json 2>&1 </dev/null)" null "[unrecorded list json] none, as runc says it"
 
