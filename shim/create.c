@@ -861,6 +861,11 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 
 			r = e && hezo_json_append(list, e) == 0 ? 0 : -ENOMEM;
 			r = r ?: set_string(e, "path", h->path);
+			/* The root: runsc's delete finds its filestore there
+			 * (shim_stage_root_again). */
+			if (r == 0 && i >= handed.nbinds &&
+			    hezo_json_set(e, "root", hezo_json_new_bool(true)) < 0)
+				r = -ENOMEM;
 			if (r == 0 && h->fd >= 0 &&
 			    (hezo_json_set(e, "dev", hezo_json_new_uint(h->dev)) < 0 ||
 			     hezo_json_set(e, "ino", hezo_json_new_uint(h->ino)) < 0))

@@ -46,6 +46,15 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		if (shim_ended_write(ctx, id, note, &e) < 0)
 			shim_log(ctx, "warning", "container %s: %s", id, e->msg);
 	}
+	if (t.backend == HEZO_BACKEND_RUNSC && one) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+
+		if (shim_stage_root_again(ctx, id, rec, &e) < 0)
+			shim_log(
+				ctx, "warning",
+				"container %s: runsc may not find its root overlay's filestore: %s",
+				id, e && e->msg ? e->msg : "failed");
+	}
 	r = shim_spawn_wait(ctx, &av, err);
 	if (r < 0)
 		return r;

@@ -56,7 +56,7 @@ bool shim_signal_is_kill(const char *sig)
  * refuses to kill it: destroy it so the engine's later delete finds nothing left.
  */
 static int destroy_if_created(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
-			      const char *why)
+			      const struct hezo_json *rec, const char *why)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *status = NULL;
@@ -66,6 +66,10 @@ static int destroy_if_created(struct shim_ctx *ctx, const struct shim_target *t,
 	r = shim_runsc_state(ctx, t, id, &status, &pid, &err);
 	if (r < 0 || strcmp(status, "created") != 0)
 		return -EAGAIN;
+	if (shim_stage_root_again(ctx, id, rec, &err) < 0)
+		shim_log(ctx, "warning", "%s: runsc may not find its root overlay's filestore: %s",
+			 why, err && err->msg ? err->msg : "failed");
+	hezo_error_free(TAKE_PTR(err));
 	r = shim_runsc_destroy(ctx, t, id, &err);
 	if (r < 0) {
 		shim_log(ctx, "warning", "%s: %s", why, err && err->msg ? err->msg : "failed");
@@ -149,7 +153,7 @@ int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 		r = shim_spawn_wait(ctx, &av, err);
 	/* The engine sees start's error; the sandbox must not outlive it. */
 	if (r > 0)
-		destroy_if_created(ctx, &t, v->id, "start failed");
+		destroy_if_created(ctx, &t, v->id, rec, "start failed");
 	return r;
 }
 
@@ -193,7 +197,8 @@ int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	if (r == 0)
 		r = shim_spawn_wait(ctx, &av, err);
 	/* runsc refuses to signal a created container; SIGKILL means it must go. */
-	if (r > 0 && shim_signal_is_kill(sig) && destroy_if_created(ctx, &t, v->id, "kill") == 0)
+	if (r > 0 && shim_signal_is_kill(sig) &&
+	    destroy_if_created(ctx, &t, v->id, rec, "kill") == 0)
 		r = 0;
 	return r;
 }

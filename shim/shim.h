@@ -185,6 +185,14 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 int shim_stage_namespace(struct hezo_error **err);
 int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err);
 void shim_stage_remove(int bundle);
+/*
+ * runsc removes a writable root's overlay filestore (ROOT/.gvisor.filestore.ID) at delete by the
+ * root.path it was handed, mnt/root, staged only in the create's mount namespace: bind the root the
+ * record holds there again, in a mount namespace of this process's own, when it is still the
+ * directory the box got (by device and inode). 0 when done or the record holds no root.
+ */
+int shim_stage_root_again(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
+			  struct hezo_error **err);
 /* exec's clamped process files in a bundle: exec-<backend pid>.json. */
 #define SHIM_EXEC_PREFIX "exec-"
 /* Remove the process files whose backend no longer runs. Returns how many. */

@@ -236,3 +236,53 @@ void shim_stage_remove(int bundle)
 	}
 	(void)unlinkat(bundle, STAGE_DIR, AT_REMOVEDIR);
 }
+
+int shim_stage_root_again(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec,
+			  struct hezo_error **err)
+{
+	const struct hezo_json *handed = hezo_json_get_type(rec, "handed", HEZO_JSON_ARRAY);
+	_cleanup_close_ int root = -1, bundle = -1, check = -1;
+	char priv[PATH_MAX], target[PATH_MAX + 16], src[64];
+	const char *path = NULL;
+	uint64_t dev = 0, ino = 0;
+	struct stat st;
+
+	HEZO_JSON_FOREACH (i, handed) {
+		const struct hezo_json *e = handed->items[i];
+		if (hezo_json_is_true(hezo_json_get(e, "root")) &&
+		    hezo_json_get_uint64(hezo_json_get(e, "dev"), &dev) == 0 &&
+		    hezo_json_get_uint64(hezo_json_get(e, "ino"), &ino) == 0)
+			path = hezo_json_string(hezo_json_get(e, "path"));
+	}
+	if (!path)
+		return 0; /* a record from before the flag, or no root held */
+	/* First: a bind's source must be a mount of this namespace, opened in it. */
+	if (shim_stage_namespace(err) < 0)
+		return -EPERM;
+	/* Only the very directory the box was given: a path changed since names another. */
+	root = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0 || fstat(root, &st) < 0)
+		return hezo_error_set_errno(err, errno, "root filesystem %s", path);
+	if ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)
+		return hezo_error_set(err, EXDEV,
+				      "root filesystem %s: not the directory the box got", path);
+	bundle = shim_bundle_open(ctx, id, 0, priv, sizeof(priv), err);
+	if (bundle < 0)
+		return bundle;
+	snprintf(target, sizeof(target), "%s/" STAGE_DIR "/root", priv);
+	check = openat(bundle, STAGE_DIR "/root", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (check < 0)
+		return hezo_error_set_errno(err, errno, "%s", target);
+	close(TAKE_FD(check));
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", root);
+	if (mount(src, target, NULL, MS_BIND, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, path);
+	if (mount(NULL, target, NULL, MS_PRIVATE, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", target);
+	check = openat(bundle, STAGE_DIR "/root", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (check < 0 || fstat(check, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", target);
+	if ((uint64_t)st.st_dev != dev || (uint64_t)st.st_ino != ino)
+		return hezo_error_set(err, EXDEV, "%s: holds another object than %s", target, path);
+	return 0;
+}
