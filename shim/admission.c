@@ -112,8 +112,7 @@ bool shim_record_live(const struct hezo_json *rec)
 
 		if (!id || (!runsc && strcmp(backend, "runc") != 0))
 			return true;
-		return shim_backend_state_alive(root ?: (runsc ? "/var/run/runsc" : "/run/runc"),
-						id);
+		return shim_backend_state_alive(root ?: shim_backend_default_root(backend), id);
 	}
 	return r != 0;
 }

@@ -274,3 +274,13 @@ int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, c
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	return shim_backend_verb_args(t->backend, verb, argc, argv, out, err);
 }
+
+const char *const shim_backend_default_roots[] = {"/run/runc", "/run/runsc", "/var/run/runsc",
+						  "/run/crun", NULL};
+
+const char *shim_backend_default_root(const char *backend)
+{
+	if (backend && strcmp(backend, "runsc") == 0)
+		return "/var/run/runsc";
+	return backend && strcmp(backend, "crun") == 0 ? "/run/crun" : "/run/runc";
+}

@@ -448,9 +448,7 @@ static void restore_kept(int bfd, const char *old, size_t len)
  */
 static void state_root(const char *root, const char *backend, char out[PATH_MAX])
 {
-	const char *def = backend && strcmp(backend, "runsc") == 0  ? "/var/run/runsc"
-			  : backend && strcmp(backend, "crun") == 0 ? "/run/crun"
-								    : "/run/runc";
+	const char *def = shim_backend_default_root(backend);
 
 	if (root && *root) {
 		snprintf(out, PATH_MAX, "%s", root);

@@ -128,9 +128,10 @@ static bool container_alive(const struct hezo_json *rec, const char *id, const c
 	if (strchr(id, '/') || id[0] == '.')
 		return false;
 	if (strcmp(backend, "runc") == 0)
-		return shim_runc_alive(root ?: "/run/runc", id, cgroup) > 0;
+		return shim_runc_alive(root ?: shim_backend_default_root(backend), id, cgroup) > 0;
 	if (strcmp(backend, "runsc") == 0)
-		return shim_runsc_alive(root ?: "/var/run/runsc", id, cgroup, true);
+		return shim_runsc_alive(root ?: shim_backend_default_root(backend), id, cgroup,
+					true);
 	return false;
 }
 

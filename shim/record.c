@@ -208,8 +208,10 @@ int shim_root_settle(struct shim_globals *g, struct hezo_error **err)
  */
 static bool default_root(const char *canon)
 {
-	return strcmp(canon, "/run/runc") == 0 || strcmp(canon, "/run/runsc") == 0 ||
-	       strcmp(canon, "/var/run/runsc") == 0 || strcmp(canon, "/run/crun") == 0;
+	for (const char *const *d = shim_backend_default_roots; *d; d++)
+		if (strcmp(canon, *d) == 0)
+			return true;
+	return false;
 }
 
 static void root_key(const char *root, char key[SHIM_KEY_LEN])

@@ -101,6 +101,13 @@ int shim_backend_globals(enum hezo_backend b, const struct shim_globals *g, stru
 			 struct hezo_error **err);
 /* Is verb one the backend may be handed (runsc: runc's verbs only)? */
 bool shim_backend_has_verb(enum hezo_backend b, const char *verb);
+/*
+ * The state directory a backend (named as a record names it) uses with no --root: runsc's
+ * /var/run/runsc, crun's /run/crun, else runc's /run/runc. shim_backend_default_roots: every such
+ * directory, by each name it goes by, NULL-terminated.
+ */
+const char *shim_backend_default_root(const char *backend);
+extern const char *const shim_backend_default_roots[];
 /* The verb's arguments with the flags this backend does not have removed. */
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
 			   struct hezo_strv *out, struct hezo_error **err);
