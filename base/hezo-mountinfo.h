@@ -62,6 +62,14 @@ struct hezo_place {
 int hezo_mounts_places(const struct hezo_mounts *m, const char *path, struct hezo_place *out,
 		       size_t max);
 
+/*
+ * Every path of this mount table that names place: for each mount of its filesystem whose root
+ * is at or above it, the mount point and the rest (hidden mounts too: a name more, never one
+ * less). fn is called with each until it returns non-zero, which is returned; 0 after the last.
+ */
+int hezo_mounts_names(const struct hezo_mounts *m, const struct hezo_place *place,
+		      int (*fn)(const char *path, void *data), void *data);
+
 /* One place of a at or below one of b, or the other way: the same directory tree. */
 bool hezo_places_overlap(const struct hezo_place *a, size_t na, const struct hezo_place *b,
 			 size_t nb);

@@ -324,6 +324,33 @@ static bool under(const char *a, const char *b)
 	return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
 }
 
+int hezo_mounts_names(const struct hezo_mounts *m, const struct hezo_place *place,
+		      int (*fn)(const char *path, void *data), void *data)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct hezo_mount *mnt = &m->v[i];
+		const char *rest;
+		char path[PATH_MAX];
+		int n, r;
+
+		if (mnt->major != place->major || mnt->minor != place->minor ||
+		    !under(place->rel, mnt->root))
+			continue;
+		rest = strcmp(mnt->root, "/") == 0 ? place->rel : place->rel + strlen(mnt->root);
+		if (strcmp(mnt->point, "/") == 0)
+			n = snprintf(path, sizeof(path), "%s", rest[0] ? rest : "/");
+		else
+			n = snprintf(path, sizeof(path), "%s%s", mnt->point,
+				     strcmp(rest, "/") == 0 ? "" : rest);
+		if (n < 0 || (size_t)n >= sizeof(path))
+			continue;
+		r = fn(path, data);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 bool hezo_places_overlap(const struct hezo_place *a, size_t na, const struct hezo_place *b,
 			 size_t nb)
 {

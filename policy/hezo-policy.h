@@ -61,6 +61,15 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      struct hezo_error **err);
 
 /*
+ * fn with base, then with each project's policy as its containers get it (every NAME.json in
+ * projectsDir layered over base; a file that does not layer is skipped, as no container of that
+ * project can be created). Stops when fn returns non-zero, and returns that; -errno when
+ * projectsDir cannot be read (a missing one has no projects).
+ */
+int hezo_policy_foreach_project(const struct hezo_policy *base,
+				int (*fn)(const struct hezo_policy *p, void *data), void *data);
+
+/*
  * A path apply judged, and the object it named then, held open: the backend would look the path
  * up again (following symlinks), so the caller hands it this very object instead (shim/stage.c).
  */
@@ -185,6 +194,7 @@ const char *const *hezo_policy_backend_args(const struct hezo_policy *p, enum he
 enum hezo_runsc_network hezo_policy_runsc_network(const struct hezo_policy *p);
 uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p);
 const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
+const char *hezo_policy_projects_dir(const struct hezo_policy *p);
 /* mounts.kubeletRoot (NULL if none) and mounts.engineRoots (NULL-terminated, never NULL). */
 const char *hezo_policy_kubelet_root(const struct hezo_policy *p);
 /*

@@ -300,6 +300,11 @@ const char *hezo_policy_project(const struct hezo_policy *p)
 	return p->project;
 }
 
+const char *hezo_policy_projects_dir(const struct hezo_policy *p)
+{
+	return p->projects_dir;
+}
+
 const char *hezo_policy_kubelet_root(const struct hezo_policy *p)
 {
 	return p->kubelet_root;

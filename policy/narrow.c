@@ -1,6 +1,7 @@
 /* Narrowing the policy for one container: its project file laid over the main policy (never
  * looser), then its org.hezo.* annotations. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -150,6 +151,39 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 		return hezo_policy_oom(&c);
 	*out = TAKE_PTR(p);
 	return 0;
+}
+
+int hezo_policy_foreach_project(const struct hezo_policy *base,
+				int (*fn)(const struct hezo_policy *p, void *data), void *data)
+{
+	struct dirent *e;
+	DIR *d;
+	int r = fn(base, data);
+
+	if (r)
+		return r;
+	d = opendir(base->projects_dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (r == 0 && (e = readdir(d))) {
+		_cleanup_policy_ struct hezo_policy *p = NULL;
+		_cleanup_error_ struct hezo_error *err = NULL;
+		size_t n = strlen(e->d_name);
+		char name[256];
+		bool missing = false;
+
+		if (n < 6 || n - 5 >= sizeof(name) || strcmp(e->d_name + n - 5, ".json") != 0)
+			continue;
+		memcpy(name, e->d_name, n - 5);
+		name[n - 5] = '\0';
+		/* A file that does not layer gives no container of that project a box at all. */
+		if (!hezo_policy_project_name_valid(name) ||
+		    layer_project(base, name, &missing, &p, &err) < 0)
+			continue;
+		r = fn(p, data);
+	}
+	closedir(d);
+	return r;
 }
 
 static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out,

@@ -666,9 +666,90 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
  * is rewritten in place and held gets the objects it names. Run once to judge and again under
  * the records lock, where the result must not have changed (shim_cmd_create).
  */
-static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct shim_target *t,
-		 struct hezo_json *spec, const char *id, const char *bundle_real,
-		 struct hezo_held *held, struct hezo_error **err)
+struct root_judge {
+	const struct hezo_policy *base, *p;
+	const char *name, *docker_root, *podman_root; /* name: the --root, or another name of it */
+	char dir[PATH_MAX];			      /* the directory of a table it overlaps */
+	char as[PATH_MAX];			      /* the name that overlaps */
+	bool above;
+};
+
+static int root_in_table(const struct hezo_policy *p, void *data)
+{
+	struct root_judge *j = data;
+
+	return hezo_policy_box_writable_dir(p, j->name, j->docker_root, j->podman_root, j->dir,
+					    sizeof(j->dir), &j->above);
+}
+
+/* Is path where a box of this container's project, or of any, may be handed a directory? */
+static int name_in_tables(const char *path, void *data)
+{
+	struct root_judge *j = data;
+	int r;
+
+	j->name = path;
+	r = root_in_table(j->p, j);
+	r = r ?: hezo_policy_foreach_project(j->base, root_in_table, j);
+	if (r > 0)
+		snprintf(j->as, sizeof(j->as), "%s", path);
+	return r;
+}
+
+/*
+ * runc trusts its state directory (state.json names the init, the config, the hooks): not where
+ * a box of any project may be handed a directory, by the --root's text or any other name the
+ * mount table gives it (a bind mount of a share's subdirectory). Every project's table, not only
+ * this container's: a box may keep what it was handed past its own end (a descriptor passed to
+ * another box), where no record says it any more.
+ */
+static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base,
+		      const struct hezo_policy *p, const char *docker_root, const char *podman_root,
+		      struct hezo_error **err)
+{
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
+	struct root_judge j = {.base = base,
+			       .p = p,
+			       .docker_root = docker_root[0] ? docker_root : NULL,
+			       .podman_root = podman_root[0] ? podman_root : NULL};
+	struct hezo_place at[HEZO_PLACES_MAX];
+	int r, n;
+
+	r = name_in_tables(ctx->g.root, &j);
+	if (r == 0) {
+		r = hezo_mounts_read(&mounts);
+		if (r < 0)
+			return hezo_error_set(err, -r,
+					      "/proc/self/mountinfo: cannot read the mount table");
+		n = hezo_mounts_places(&mounts, ctx->g.root, at, HEZO_PLACES_MAX);
+		if (n < 0)
+			return hezo_error_set(err, -n,
+					      "--root %s: cannot place it in the mount table",
+					      ctx->g.root);
+		for (int i = 0; r == 0 && i < n; i++)
+			r = hezo_mounts_names(&mounts, &at[i], name_in_tables, &j);
+	}
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "--root %s: the projects' policies in %s cannot be read to "
+				      "judge it",
+				      ctx->g.root, hezo_policy_projects_dir(base));
+	if (r == 0)
+		return 0;
+	if (strcmp(j.as, ctx->g.root) == 0)
+		return hezo_error_set(err, EPERM,
+				      "--root %s is %s %s, which boxes may be handed: a box could "
+				      "rewrite the backend's state there",
+				      ctx->g.root, j.above ? "above" : "at or below", j.dir);
+	return hezo_error_set(err, EPERM,
+			      "--root %s (also named %s) is %s %s, which boxes may be handed: a "
+			      "box could rewrite the backend's state there",
+			      ctx->g.root, j.as, j.above ? "above" : "at or below", j.dir);
+}
+
+static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const struct hezo_policy *p,
+		 const struct shim_target *t, struct hezo_json *spec, const char *id,
+		 const char *bundle_real, struct hezo_held *held, struct hezo_error **err)
 {
 	_cleanup_free_ char *pod_uid = NULL, *in_use = NULL;
 	struct shim_owner_query owner_q = {.ctx = ctx,
@@ -684,7 +765,6 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	char docker_root[PATH_MAX], podman_root[PATH_MAX], task_dir[PATH_MAX];
 	struct hezo_live_cgroup *live = NULL;
 	size_t nlive = 0;
-	bool above = false;
 	int r;
 
 	/* Who the container is comes from the shim's records and the engines, not its own word. */
@@ -693,15 +773,8 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *p, const struct
 	if (r < 0)
 		return r;
 	shim_engine_roots(docker_root, podman_root);
-	/* runc trusts its state directory (state.json names the init, the config, the hooks). */
-	if (ctx->g.root &&
-	    hezo_policy_box_writable_dir(p, ctx->g.root, docker_root[0] ? docker_root : NULL,
-					 podman_root[0] ? podman_root : NULL, task_dir,
-					 sizeof(task_dir), &above))
-		return hezo_error_set(err, EPERM,
-				      "--root %s is %s %s, which boxes may be handed: a box could "
-				      "rewrite the backend's state there",
-				      ctx->g.root, above ? "above" : "at or below", task_dir);
+	if (ctx->g.root && (r = judge_root(ctx, base, p, docker_root, podman_root, err)) < 0)
+		return r;
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
 	env.engine_bundle = shim_engine_task_bundle(hezo_policy_engine_roots(p), bundle_real, id,
@@ -799,7 +872,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return r;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
-	r = r ?: judge(ctx, p, &t, spec, id, bundle_real, &held, err);
+	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
 	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. */
 	if (r == 0)
@@ -903,7 +976,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	again = hezo_json_clone(input);
 	if (!again)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = judge(ctx, p, &t, again, id, bundle_real, &held_again, err);
+	r = judge(ctx, base, p, &t, again, id, bundle_real, &held_again, err);
 	if (r < 0)
 		return r;
 	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again) ||

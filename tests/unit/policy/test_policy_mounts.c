@@ -893,6 +893,71 @@ static void test_volume_keys(void **state)
 	remove_tree(root);
 }
 
+struct seen {
+	char projects[256];
+	int n;
+	bool stop_at_b;
+};
+
+static int count_project(const struct hezo_policy *p, void *data)
+{
+	struct seen *s = data;
+	const char *name = hezo_policy_project(p);
+
+	s->n++;
+	strncat(s->projects, name ? name : "-", sizeof(s->projects) - strlen(s->projects) - 2);
+	strcat(s->projects, ",");
+	return s->stop_at_b && name && strcmp(name, "b") == 0 ? 7 : 0;
+}
+
+/* Every project's policy as its containers get it: the --root judge asks them all (shim). */
+static void test_foreach_project(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *doc = NULL, *path = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	struct seen s = {0};
+	static const char *const files[][2] = {
+		{"a.json", "{\"mounts\":{\"allowedSources\":[\"/srv/a\"]}}"},
+		{"b.json", "{}"},
+		/* does not layer: no container of it can be made, so it hands nothing */
+		{"broken.json", "{\"mounts\":"},
+		{"loosen.json", "{\"cgroupParents\":[\"/elsewhere\"]}"},
+		{"Bad Name.json", "{}"},
+		{"notes.txt", "{}"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		free(path);
+		assert_true(asprintf(&path, "%s/%s", root, files[i][0]) > 0);
+		write_file(path, files[i][1]);
+	}
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", root) > 0);
+	base = parse_ok(doc);
+	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), 0);
+	/* the main policy first, then a and b in the directory's order */
+	assert_int_equal(s.n, 3);
+	assert_memory_equal(s.projects, "-,", 2);
+	assert_non_null(strstr(s.projects, "a,"));
+	assert_non_null(strstr(s.projects, "b,"));
+	s = (struct seen){.stop_at_b = true};
+	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), 7);
+	/* a missing projects directory has no projects; an unreadable one is an error */
+	hezo_policy_free(TAKE_PTR(base));
+	free(doc);
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s/none\"}", root) > 0);
+	base = parse_ok(doc);
+	s = (struct seen){0};
+	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), 0);
+	assert_int_equal(s.n, 1);
+	hezo_policy_free(TAKE_PTR(base));
+	free(doc);
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s/a.json\"}", root) > 0);
+	base = parse_ok(doc);
+	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), -ENOTDIR);
+	remove_tree(root);
+}
+
 static void expect_held(const struct hezo_held_path *h, const char *path, bool dir)
 {
 	struct stat st, fst;
@@ -958,6 +1023,7 @@ const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 	cmocka_unit_test(test_named_volumes),
 	cmocka_unit_test(test_volume_keys),
+	cmocka_unit_test(test_foreach_project),
 	cmocka_unit_test_setup_teardown(test_held, efix_setup, efix_teardown),
 };
 const size_t policy_mounts_ntests = sizeof(policy_mounts_tests) / sizeof(policy_mounts_tests[0]);
