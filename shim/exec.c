@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,61 @@
 #include "shim.h"
 
 /*
+ * Under runsc the box's pids limit is RLIMIT_NPROC, which gVisor, as Linux, counts per real uid:
+ * an exec as any other uid would get another limit's worth of processes (red team pass 12, part
+ * Q2, M1). An exec runs as the container's own uid.
+ */
+static int other_uid(struct hezo_error **err, int64_t uid, int64_t want)
+{
+	return hezo_error_set(err, EPERM,
+			      "user %" PRId64 " is not the container's (%" PRId64
+			      "): under runsc the box's pids limit is RLIMIT_NPROC, counted for "
+			      "each uid apart",
+			      uid, want);
+}
+
+/* The container's process.user, from the config.json its backend was handed. */
+static int container_user(const struct shim_ctx *ctx, const char *id, int64_t *uid, int64_t *gid,
+			  struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *spec = NULL;
+	_cleanup_free_ char *data = NULL;
+	_cleanup_close_ int fd = -1;
+	char priv[PATH_MAX];
+	size_t len;
+	int r;
+
+	fd = shim_bundle_open(ctx, id, 0, priv, sizeof(priv), err);
+	if (fd < 0)
+		return fd;
+	r = hezo_read_regular_file_at(fd, "config.json", HEZO_SPEC_MAX_SIZE, &data, &len, err);
+	r = r ?: hezo_json_parse(data, len, &spec, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "exec %s: the container's config.json in %s", id,
+					 priv);
+	*uid = *gid = 0;
+	(void)hezo_json_get_int64(hezo_json_get_path(spec, "process.user.uid"), uid);
+	(void)hezo_json_get_int64(hezo_json_get_path(spec, "process.user.gid"), gid);
+	return 0;
+}
+
+/* exec --user UID[:GID], decimal as runc and runsc read it; -EINVAL for anything else. */
+static int parse_user(const char *s, int64_t *uid)
+{
+	char *end;
+	long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || (*end && *end != ':') || v > UINT32_MAX)
+		return -EINVAL;
+	*uid = v;
+	return 0;
+}
+
+/*
  * Clamp the process file given with --process into the container's private bundle, as
  * exec-<pid>.json: the caller's file is left alone, since the backend would re-read it by path
  * after the check and a rename over it in between would win. The shim exec()s the backend, so the
@@ -25,7 +81,7 @@
  */
 static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
 			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
-			      const struct hezo_strv *prefix, int64_t nproc,
+			      const struct hezo_strv *prefix, int64_t nproc, int64_t uid_only,
 			      const struct hezo_json *secrets, char **clamped,
 			      struct hezo_error **err)
 {
@@ -72,6 +128,13 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	if (r < 0)
 		return r;
 	r = hezo_policy_apply_process(p, proc, err);
+	if (r == 0 && uid_only >= 0) {
+		int64_t uid = 0;
+
+		(void)hezo_json_get_int64(hezo_json_get_path(proc, "user.uid"), &uid);
+		if (uid != uid_only)
+			r = other_uid(err, uid, uid_only);
+	}
 	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
 	if (r == 0 && nproc > 0)
 		r = shim_runsc_set_nproc(proc, nproc, err);
@@ -236,7 +299,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const struct hezo_json *secrets;
 	const char *id = v->id, *process;
-	int64_t nproc = 0;
+	int64_t nproc = 0, uid_only = -1, gid = 0;
 	size_t dropped;
 	int r;
 
@@ -269,9 +332,14 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 		rec = NULL;
 	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
 	process = shim_args_get(&v->args, "process");
+	if (nproc > 0) {
+		r = container_user(ctx, id, &uid_only, &gid, err);
+		if (r < 0)
+			return r;
+	}
 	if (process) {
-		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, secrets,
-				       &clamped, err);
+		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, uid_only,
+				       secrets, &clamped, err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)
@@ -289,6 +357,25 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	}
 	if (shim_exec_filter(&v->args, v->argv, cap_allowed, p, &kept, &dropped) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* runsc's default user is 0, runc's the container's own: runc's it is. */
+	if (!process && uid_only >= 0) {
+		const char *user = shim_args_get(&v->args, "user");
+		int64_t uid = 0;
+
+		if (user && parse_user(user, &uid) < 0)
+			return hezo_error_set(err, EINVAL, "exec --user %s: not UID[:GID]", user);
+		if (user && uid != uid_only) {
+			other_uid(err, uid, uid_only);
+			return hezo_error_prefix(err, "exec --user %s", user);
+		}
+		if (!user) {
+			_cleanup_strv_ struct hezo_strv u = {0};
+
+			if (hezo_strv_pushf(&u, "--user=%" PRId64 ":%" PRId64, uid_only, gid) < 0 ||
+			    insert_at_id(v->name, &kept, &u, false, err) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+		}
+	}
 	if (dropped)
 		shim_log(ctx, "warning", "exec %s: %zu --cap value(s) dropped by policy", id,
 			 dropped);

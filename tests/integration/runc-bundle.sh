@@ -950,6 +950,34 @@ expect_eq "$rc" 0 "[writable root, created] then delete -f exits 0" || diag "$(c
 expect_eq "$(ls -A "$WORK/wcreated/rootfs" | grep -c '^\.gvisor\.filestore\.')" 0 "[writable root, created] no filestore left in the rootfs"
 hezo_write_policy bundle
 
+# --- exec's user: the container's own by default; under runsc no other ---------------------------
+# runsc counts the pids limit as RLIMIT_NPROC, per uid: an exec as another uid got another 256
+# (red team pass 12, part Q2, M1).
+new_id xuid
+hezo_make_bundle "$WORK/xuid" "$ID" '["sleep", "600"]' '.process.user = {"uid": 1000, "gid": 1000}' ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" create -b "$WORK/xuid" "$ID" >/dev/null 2>&1 </dev/null &&
+	hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1 </dev/null || bail_out "the uid-1000 container does not start"
+hezo_wait_status "$ROOT" "$ID" running 20 || bail_out "the uid-1000 container does not run"
+out=$(hezo_shim --root "$ROOT" exec "$ID" id -u 2>&1 </dev/null)
+expect_eq "$out" 1000 "[exec uid] exec without --user runs as the container's uid, as runc does"
+hezo_process_json '["id", "-u"]' '[]' >"$WORK/xuid-proc.json" || bail_out "cannot write the process"
+if [ "$HEZO_TEST_BACKEND" = runsc ]; then
+	out=$(hezo_shim --root "$ROOT" exec --user 0 "$ID" id -u 2>&1 </dev/null) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[exec uid] runsc: exec --user 0 is refused"
+	expect_eq "$out" "hezo-shim: exec --user 0: user 0 is not the container's (1000): under runsc the box's pids limit is RLIMIT_NPROC, counted for each uid apart" \
+		"[exec uid] runsc: ... in one line saying why"
+	out=$(hezo_shim --root "$ROOT" exec --process "$WORK/xuid-proc.json" "$ID" 2>&1 </dev/null) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[exec uid] runsc: an exec --process as uid 0 is refused"
+	expect_match "$out" "user 0 is not the container's \\(1000\\)" "[exec uid] runsc: ... saying why"
+else
+	out=$(hezo_shim --root "$ROOT" exec --user 0 "$ID" id -u 2>&1 </dev/null)
+	expect_eq "$out" 0 "[exec uid] runc: exec --user 0 runs as uid 0 (the pids cgroup counts every uid)"
+	out=$(hezo_shim --root "$ROOT" exec --process "$WORK/xuid-proc.json" "$ID" 2>&1 </dev/null)
+	expect_eq "$out" 0 "[exec uid] runc: an exec --process as uid 0 runs"
+fi
+hezo_shim --root "$ROOT" delete -f "$ID" >/dev/null 2>&1 </dev/null
+
 # --- linux.seccomp from the engine: the box's profile is its floor (docs/policy.md, "Seccomp") -----
 # Docker's default profile (as Docker writes it), an allow-all one and one stricter than ours, in
 # the container's own process (run) and in an exec'd one (runsc: through hezo-seccomp-exec).

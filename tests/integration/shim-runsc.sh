@@ -159,8 +159,14 @@ expect_ne "$(readlink "/proc/$SPID/ns/net")" "$(readlink /proc/self/ns/net)" \
 
 # --- exec, logs, top --------------------------------------------------------------------------------
 check "[exec] docker exec runs" timeout 60 "$HEZO_DOCKER" exec "$C" true
-out=$(timeout 60 "$HEZO_DOCKER" exec -u 65534 "$C" id -u 2>&1)
-expect_eq "$out" 65534 "[exec] docker exec -u runs as that user"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" id -u 2>&1)
+expect_eq "$out" 0 "[exec] docker exec runs as the container's user"
+# RLIMIT_NPROC counts each uid apart: another uid would get another pids' worth (red team pass
+# 12, part Q2, M1).
+out=$(timeout 60 "$HEZO_DOCKER" exec -u 65534 "$C" id -u 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[exec -u] docker exec -u as another uid is refused under runsc"
+expect_match "$out" "user 65534 is not the container's \\(0\\): under runsc the box's pids limit is RLIMIT_NPROC" \
+	"[exec -u] ... saying why" || diag "$out"
 expect_match "$(hezo_docker logs "$C" 2>&1)" '^ready$' "[logs] docker logs shows the output"
 out=$(timeout 60 "$HEZO_DOCKER" top "$C" 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "[top] docker top exits 0" || diag "$out"
