@@ -131,7 +131,9 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 		_cleanup_dir_ DIR *d = NULL;
 		struct dirent *e;
 
-		if (k->d_name[0] == '.' || strlen(k->d_name) != SHIM_KEY_LEN - 1)
+		/* A --root's key, or "default" (no --root, or a backend's own default root). */
+		if (k->d_name[0] == '.' ||
+		    (strlen(k->d_name) != SHIM_KEY_LEN - 1 && strcmp(k->d_name, "default") != 0))
 			continue;
 		kfd = openat(dirfd(top), k->d_name,
 			     O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);

@@ -369,6 +369,18 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	expect_eq "$RC" 0 "[default root] create with no --root exits 0" || diag "$ERR"
 	shim_err d-state --hezo-project alpha --root /run/runc state "$D"
 	expect_eq "$RC" 0 "[default root] --root /run/runc finds it" || diag "$ERR"
+	# Its record is under the key "default": every scan of the records reads it (red team
+	# pass 12, part Q1, H2: nesting, admission, the --root checks, ps and list skipped it).
+	new_id dnest
+	hezo_make_bundle "$WORK/dnest" "$ID" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$D"'/'"$ID"'"' ||
+		bail_out "cannot make bundle dnest"
+	shim_err dnest-create --hezo-project alpha --root "$ROOT" create -b "$WORK/dnest" "$ID"
+	refused "default root, nesting" "linux.cgroupsPath \"/hezo-test/$D/$ID\": it is below container $D's cgroup /hezo-test/$D"
+	out=$(hezo_shim --hezo-project alpha list -q 2>&1 </dev/null)
+	expect_eq "$out" "$D" "[default root, list] list with no --root shows it" || diag "$out"
+	hezo_shim --hezo-project alpha ps --json >"$WORK/dflt-ps.json" 2>/dev/null </dev/null
+	expect_eq "$(jq --arg d "$D" '[.boxes[] | select(.id == $d)] | length' "$WORK/dflt-ps.json" 2>&1)" 1 \
+		"[default root, ps] ps lists it"
 	hezo_make_bundle "$WORK/d2" "$D" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$D"'-o/'"$D"'"' ||
 		bail_out "cannot make bundle d2"
 	shim_err d-again --hezo-project alpha --root /var/run/runc create -b "$WORK/d2" "$D"
