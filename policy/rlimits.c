@@ -90,8 +90,11 @@ static int clamp_oom_score(struct hezo_json *process, const char *field, struct 
 	const struct hezo_json *v = hezo_json_get(process, "oomScoreAdj");
 	int64_t n;
 
+	/* Absent, the process keeps the caller's: containerd's runc shim runs at -998. */
 	if (!v || v->type == HEZO_JSON_NULL)
-		return 0;
+		return hezo_json_set(process, "oomScoreAdj", hezo_json_new_int(0)) < 0
+			       ? hezo_policy_nomem(err)
+			       : 0;
 	if (v->type != HEZO_JSON_NUMBER || hezo_json_get_int64(v, &n) < 0)
 		return hezo_policy_ferr(err, "%s.oomScoreAdj: expected a whole number", field);
 	/* Below 0 the box is spared by the OOM killer at the host's expense. */

@@ -4,9 +4,13 @@
  * else passes through.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hezo-config.h"
@@ -110,6 +114,45 @@ static const char *env_or(const char *name, const char *dflt)
 	return v && *v ? v : dflt;
 }
 
+/*
+ * What the caller's own process would pass on to the box: a negative OOM score (containerd runs
+ * at -999, its runc shim at -998), a negative nice, a realtime scheduling or I/O class. Every
+ * process the backend starts for the box inherits this one's; config.json's oomScoreAdj is set
+ * where it is absent (policy/rlimits.c), but an exec by flags has none. All are raised to the
+ * default, which needs no privilege (a positive OOM score is lowered to 0 where it may be).
+ */
+static int neutral_priority(struct hezo_error **err)
+{
+	_cleanup_close_ int fd = -1;
+	struct sched_param sp = {0};
+	char buf[16] = "";
+	long v;
+	int policy, prio;
+
+	fd = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+		return hezo_error_set_errno(err, errno, "/proc/self/oom_score_adj");
+	v = strtol(buf, NULL, 10);
+	/* Above 0 it is only lowered where this process may (a box's own comes from config.json).
+	 */
+	if (v != 0 && (lseek(fd, 0, SEEK_SET) < 0 || write(fd, "0", 1) != 1) && v < 0)
+		return hezo_error_set_errno(err, errno,
+					    "/proc/self/oom_score_adj: raising %ld to 0", v);
+	errno = 0;
+	prio = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0 && prio < 0 && setpriority(PRIO_PROCESS, 0, 0) < 0)
+		return hezo_error_set_errno(err, errno, "raising nice %d to 0", prio);
+	policy = sched_getscheduler(0);
+	if ((policy == SCHED_FIFO || policy == SCHED_RR) &&
+	    sched_setscheduler(0, SCHED_OTHER, &sp) < 0)
+		return hezo_error_set_errno(err, errno, "leaving the realtime scheduling class");
+	/* ioprio: class in the top 3 bits; 1 is realtime, 2 best-effort (level 4 the default) */
+	prio = (int)syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	if (prio >= 0 && (prio >> 13) == 1 && syscall(SYS_ioprio_set, 1, 0, (2 << 13) | 4) < 0)
+		return hezo_error_set_errno(err, errno, "leaving the realtime I/O class");
+	return 0;
+}
+
 /* The verb's opening, then the verb: its exit status, or -errno and err. */
 static int run_verb(struct shim_ctx *c, const char *verb, int argc, char **argv,
 		    struct hezo_error **err)
@@ -134,6 +177,9 @@ static int run_verb(struct shim_ctx *c, const char *verb, int argc, char **argv,
 		c->fail_stderr = false;
 		fn = shim_cmd_passthrough;
 	}
+	/* The verbs that start the box's processes. */
+	if ((rules & SHIM_VERB_STDIO) && (r = neutral_priority(err)) < 0)
+		return r;
 	return fn(c, &v, err);
 }
 

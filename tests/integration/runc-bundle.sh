@@ -950,6 +950,33 @@ expect_eq "$rc" 0 "[writable root, created] then delete -f exits 0" || diag "$(c
 expect_eq "$(ls -A "$WORK/wcreated/rootfs" | grep -c '^\.gvisor\.filestore\.')" 0 "[writable root, created] no filestore left in the rootfs"
 hezo_write_policy bundle
 
+# --- the caller's priorities do not reach the box (red team pass 12, part Q2, H1 and L2) -----
+# containerd's runc shim runs at oom_score_adj -998, which a config.json without oomScoreAdj
+# (ctr run) left to the box and every exec; the same with a negative nice and a realtime I/O
+# class. This VM refuses a negative oom_score_adj, so the caller's is raised to 500 instead.
+new_id prio
+hezo_make_bundle "$WORK/prio" "$ID" '["sleep", "600"]' 'del(.process.oomScoreAdj)' || bail_out "cannot make bundle"
+(echo 500 >/proc/self/oom_score_adj && exec nice -n -10 ionice -c 1 -n 0 env HEZO_POLICY="$HEZO_TEST_POLICY" \
+	HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" "$HEZO_SHIM_BIN" --root "$ROOT" \
+	create -b "$WORK/prio" --pid-file "$WORK/prio.pid" "$ID") >/dev/null 2> >(cat >"$WORK/prio.err") </dev/null &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[caller's priorities] create under oom_score_adj 500, nice -10, realtime I/O exits 0" ||
+	diag "$(sleep 1; cat "$WORK/prio.err")"
+pid=$(cat "$WORK/prio.pid" 2>/dev/null)
+if [ -n "$pid" ]; then
+	expect_eq "$(cat "/proc/$pid/oom_score_adj" 2>&1)" 0 "[caller's priorities] the box's oom_score_adj is 0"
+	expect_eq "$(awk '{ print $19 }' "/proc/$pid/stat" 2>&1)" 0 "[caller's priorities] the box's nice is 0"
+	expect_no_match "$(ionice -p "$pid" 2>&1)" realtime "[caller's priorities] the box's I/O class is not realtime"
+	hezo_shim --root "$ROOT" start "$ID" >/dev/null 2>&1 </dev/null
+	out=$(echo 500 >/proc/self/oom_score_adj && exec nice -n -10 env HEZO_POLICY="$HEZO_TEST_POLICY" \
+		HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" "$HEZO_SHIM_BIN" --root "$ROOT" \
+		exec "$ID" sh -c 'cat /proc/self/oom_score_adj; cut -d" " -f19 /proc/self/stat' 2>&1 </dev/null)
+	expect_eq "$(tr '\n' ' ' <<<"$out")" "0 0 " "[caller's priorities] an exec by flags: oom_score_adj 0, nice 0"
+else
+	not_ok "[caller's priorities] no pid file"
+fi
+hezo_bundle_cleanup "$ROOT" "$ID"
+
 # --- exec's user: the container's own by default; under runsc no other ---------------------------
 # runsc counts the pids limit as RLIMIT_NPROC, per uid: an exec as another uid got another 256
 # (red team pass 12, part Q2, M1).
