@@ -65,6 +65,15 @@ int shim_cmd_update(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	const char *id = v->id, *src;
 	int r;
 
+	/* Intel RDT: the host's cache and memory-bandwidth classes, refused in config.json too. */
+	for (const char *const *f = (const char *const[]){"l3-cache-schema", "mem-bw-schema", NULL};
+	     *f; f++)
+		if (shim_args_get(&v->args, *f))
+			return hezo_error_set(
+				err, EPERM,
+				"update --%s: Intel RDT is not allowed (linux.intelRdt "
+				"is refused at create too)",
+				*f);
 	r = shim_resolve_policy(ctx, id, &t, &p, err);
 	if (r < 0)
 		return r;

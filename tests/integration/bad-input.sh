@@ -665,6 +665,11 @@ expect_key_refused update-Memory 'resources: "Memory": differs from the spec.s f
 echo '{"memory": {"limit": 268435456, "Limit": 8589934592}, "pids": {"limit": 64, "LIMIT": -1}}' >"$KR"
 expect_key_refused update-Limit 'resources: memory."Limit": differs from the spec.s field "limit"' \
 	"$KR" update --resources "$KR" "$KEY_ID"
+# Intel RDT by update's flags, refused in config.json (red team pass 12, part Q2).
+expect_key_refused update-l3 'update --l3-cache-schema: Intel RDT is not allowed' \
+	"$KR" update --l3-cache-schema 'L3:0=ff' "$KEY_ID"
+expect_key_refused update-mb 'update --mem-bw-schema: Intel RDT is not allowed' \
+	"$KR" update --mem-bw-schema 'MB:0=50' "$KEY_ID"
 expect_eq "$(key_limits)" "$before" "[keys] limits unchanged after the refused updates"
 echo '{"memory": {"limit": 268435456, "swap": 268435456}}' >"$KR"
 check "[keys] update --resources with the keys spelled exactly works" \
