@@ -326,6 +326,21 @@ static bool engine_file_id(const char *rel, const char *dest, char *id, size_t s
 	return false;
 }
 
+/* Does config.json give the box a new namespace of OCI type (listed, with no path)? */
+static bool new_ns(const struct hezo_json *spec, const char *type)
+{
+	const struct hezo_json *nss = hezo_json_get_path(spec, "linux.namespaces");
+
+	HEZO_JSON_FOREACH (i, nss) {
+		const char *t = hezo_json_string(hezo_json_get(nss->items[i], "type"));
+		const struct hezo_json *path = hezo_json_get(nss->items[i], "path");
+
+		if (t && strcmp(t, type) == 0)
+			return !path || (hezo_json_string(path) && !hezo_json_string(path)[0]);
+	}
+	return false;
+}
+
 /* The path of the namespace of OCI type in config.json, or NULL (a new one, or unreadable). */
 static const char *ns_path(const struct hezo_json *spec, const char *type)
 {
@@ -670,6 +685,18 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 			r = check_bind(p, env, spec, m, idx, dest, err);
 		else
 			r = check_special(type, idx, dest, seen, err);
+		/*
+		 * runc mounts a "cgroup" itself (the container's own cgroups, or cgroup2 in its
+		 * cgroup namespace) but "cgroup2" as any filesystem: without a cgroup namespace of
+		 * its own, the host's whole unified tree, every other box's cgroup and statistics.
+		 */
+		if (r == 0 && !bind && strcmp(type, "cgroup2") == 0 && !new_ns(spec, "cgroup"))
+			r = hezo_policy_ferr(
+				err,
+				"mounts[%zu] (%s): a cgroup2 mount shows the host's whole "
+				"cgroup tree without a cgroup namespace of the box's own "
+				"(linux.namespaces: {\"type\": \"cgroup\"})",
+				idx, dest);
 		if (r == 0 && !bind && strcmp(type, "tmpfs") == 0)
 			r = hezo_policy_clamp_tmpfs(p, m, idx, dest, err);
 		if (r == 0 && !bind &&

@@ -198,10 +198,23 @@ static void test_kernel_fs_places(void **state)
 		}
 		hezo_json_free(spec);
 	}
-	/* cgroup2 alone at its place is fine (a cgroup v2 host). */
+	/*
+	 * cgroup2 alone at its place is fine in a cgroup namespace of the box's own; without one
+	 * runc mounts the host's whole unified tree (red team pass 12, part Q2, L1).
+	 */
 	{
 		struct hezo_json *spec = minimal_spec();
+		struct hezo_json *nss =
+			hezo_json_ensure_array(hezo_json_get(spec, "linux"), "namespaces");
+		struct hezo_json *cg = hezo_json_new_object();
+
 		add(spec, "/sys/fs/cgroup", "cgroup2", "cgroup", "rw,nosuid");
+		expect_refused(p, spec, NULL,
+			       "mounts[0] (/sys/fs/cgroup): a cgroup2 mount shows the host's whole "
+			       "cgroup tree without a cgroup namespace of the box's own");
+		assert_non_null(nss);
+		assert_int_equal(hezo_json_set(cg, "type", hezo_json_new_string("cgroup")), 0);
+		assert_int_equal(hezo_json_append(nss, cg), 0);
 		expect_ok(p, spec, NULL);
 		hezo_json_free(spec);
 	}
