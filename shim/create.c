@@ -671,7 +671,7 @@ struct root_judge {
 	const char *name, *docker_root, *podman_root; /* name: the --root, or another name of it */
 	char dir[PATH_MAX];			      /* the directory of a table it overlaps */
 	char as[PATH_MAX];			      /* the name that overlaps */
-	bool above;
+	bool above, bundle;			      /* bundle: dir is a bundle it is inside */
 };
 
 static int root_in_table(const struct hezo_policy *p, void *data)
@@ -682,7 +682,41 @@ static int root_in_table(const struct hezo_policy *p, void *data)
 					    sizeof(j->dir), &j->above);
 }
 
-/* Is path where a box of this container's project, or of any, may be handed a directory? */
+/*
+ * Is path at or below a bundle directory (one with a config.json)? A box's root filesystem that
+ * is no engine's is inside its bundle (policy/rootfs.c), and a box may keep a descriptor of it
+ * after its end: no record says it then, and no table.
+ */
+static bool in_bundle(const char *path, char *bundle, size_t size)
+{
+	char buf[PATH_MAX + 16];
+	struct stat st;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return true;
+	for (;;) {
+		size_t n = strlen(buf);
+		char *slash;
+
+		snprintf(buf + n, sizeof(buf) - n, "%sconfig.json",
+			 n && buf[n - 1] == '/' ? "" : "/");
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+			buf[n] = '\0';
+			snprintf(bundle, size, "%s", n ? buf : "/");
+			return true;
+		}
+		buf[n] = '\0';
+		slash = strrchr(buf, '/');
+		if (!slash || n <= 1)
+			return false;
+		*(slash == buf ? slash + 1 : slash) = '\0';
+	}
+}
+
+/*
+ * Is path where a box of this container's project, or of any, may be handed a directory, or
+ * inside a bundle?
+ */
 static int name_in_tables(const char *path, void *data)
 {
 	struct root_judge *j = data;
@@ -691,6 +725,10 @@ static int name_in_tables(const char *path, void *data)
 	j->name = path;
 	r = root_in_table(j->p, j);
 	r = r ?: hezo_policy_foreach_project(j->base, root_in_table, j);
+	if (r == 0 && in_bundle(path, j->dir, sizeof(j->dir))) {
+		j->bundle = true;
+		r = 1;
+	}
 	if (r > 0)
 		snprintf(j->as, sizeof(j->as), "%s", path);
 	return r;
@@ -736,6 +774,15 @@ static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base
 				      ctx->g.root, hezo_policy_projects_dir(base));
 	if (r == 0)
 		return 0;
+	if (j.bundle)
+		return hezo_error_set(
+			err, EPERM,
+			"--root %s%s%s%s is inside the bundle %s (it has a config.json): "
+			"a box's root filesystem is there, and the box could rewrite the "
+			"backend's state",
+			ctx->g.root, strcmp(j.as, ctx->g.root) ? " (also named " : "",
+			strcmp(j.as, ctx->g.root) ? j.as : "", strcmp(j.as, ctx->g.root) ? ")" : "",
+			j.dir);
 	if (strcmp(j.as, ctx->g.root) == 0)
 		return hezo_error_set(err, EPERM,
 				      "--root %s is %s %s, which boxes may be handed: a box could "
