@@ -667,19 +667,25 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
  * the records lock, where the result must not have changed (shim_cmd_create).
  */
 struct root_judge {
-	const struct hezo_policy *base, *p;
-	const char *name, *docker_root, *podman_root; /* name: the --root, or another name of it */
-	char dir[PATH_MAX];			      /* the directory of a table it overlaps */
-	char as[PATH_MAX];			      /* the name that overlaps */
-	bool above, bundle;			      /* bundle: dir is a bundle it is inside */
+	const struct hezo_strv *names; /* the --root, then every other name the mount table gives */
+	const char *docker_root, *podman_root;
+	const char *as;	    /* the name found */
+	char dir[PATH_MAX]; /* the directory of a table it overlaps, or the bundle it is inside */
+	bool above, bundle;
 };
 
-static int root_in_table(const struct hezo_policy *p, void *data)
+/* Is any name where a box of this policy may be handed a directory? */
+static int names_in_table(const struct hezo_policy *p, void *data)
 {
 	struct root_judge *j = data;
 
-	return hezo_policy_box_writable_dir(p, j->name, j->docker_root, j->podman_root, j->dir,
-					    sizeof(j->dir), &j->above);
+	for (size_t i = 0; i < j->names->n; i++)
+		if (hezo_policy_box_writable_dir(p, j->names->v[i], j->docker_root, j->podman_root,
+						 j->dir, sizeof(j->dir), &j->above)) {
+			j->as = j->names->v[i];
+			return 1;
+		}
+	return 0;
 }
 
 /*
@@ -713,85 +719,75 @@ static bool in_bundle(const char *path, char *bundle, size_t size)
 	}
 }
 
-/*
- * Is path where a box of this container's project, or of any, may be handed a directory, or
- * inside a bundle?
- */
-static int name_in_tables(const char *path, void *data)
+static int add_name(const char *path, void *data)
 {
-	struct root_judge *j = data;
-	int r;
+	struct hezo_strv *names = data;
 
-	j->name = path;
-	r = root_in_table(j->p, j);
-	r = r ?: hezo_policy_foreach_project(j->base, root_in_table, j);
-	if (r == 0 && in_bundle(path, j->dir, sizeof(j->dir))) {
-		j->bundle = true;
-		r = 1;
-	}
-	if (r > 0)
-		snprintf(j->as, sizeof(j->as), "%s", path);
-	return r;
+	return hezo_strv_contains(names, path) ? 0 : hezo_strv_push(names, path);
 }
 
 /*
  * runc trusts its state directory (state.json names the init, the config, the hooks): not where
- * a box of any project may be handed a directory, by the --root's text or any other name the
- * mount table gives it (a bind mount of a share's subdirectory). Every project's table, not only
- * this container's: a box may keep what it was handed past its own end (a descriptor passed to
- * another box), where no record says it any more.
+ * a box of any project may be handed a directory, nor inside a bundle, by the --root's text or
+ * any other name the mount table gives it (a bind mount of a share's subdirectory). Every
+ * project's table, not only this container's: a box may keep what it was handed past its own
+ * end (a descriptor passed to another box), where no record says it any more.
  */
 static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base,
 		      const struct hezo_policy *p, const char *docker_root, const char *podman_root,
 		      struct hezo_error **err)
 {
 	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
-	struct root_judge j = {.base = base,
-			       .p = p,
+	_cleanup_strv_ struct hezo_strv names = {0};
+	struct root_judge j = {.names = &names,
 			       .docker_root = docker_root[0] ? docker_root : NULL,
 			       .podman_root = podman_root[0] ? podman_root : NULL};
 	struct hezo_place at[HEZO_PLACES_MAX];
+	const char *also;
 	int r, n;
 
-	r = name_in_tables(ctx->g.root, &j);
-	if (r == 0) {
-		r = hezo_mounts_read(&mounts);
-		if (r < 0)
-			return hezo_error_set(err, -r,
-					      "/proc/self/mountinfo: cannot read the mount table");
-		n = hezo_mounts_places(&mounts, ctx->g.root, at, HEZO_PLACES_MAX);
-		if (n < 0)
-			return hezo_error_set(err, -n,
-					      "--root %s: cannot place it in the mount table",
-					      ctx->g.root);
-		for (int i = 0; r == 0 && i < n; i++)
-			r = hezo_mounts_names(&mounts, &at[i], name_in_tables, &j);
-	}
+	r = hezo_mounts_read(&mounts);
+	if (r < 0)
+		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
+	n = hezo_mounts_places(&mounts, ctx->g.root, at, HEZO_PLACES_MAX);
+	if (n < 0)
+		return hezo_error_set(err, -n, "--root %s: cannot place it in the mount table",
+				      ctx->g.root);
+	r = hezo_strv_init(&names);
+	r = r ?: hezo_strv_push(&names, ctx->g.root);
+	for (int i = 0; r == 0 && i < n; i++)
+		r = hezo_mounts_names(&mounts, &at[i], add_name, &names);
+	if (r < 0)
+		return hezo_error_set(err, -r, "out of memory");
+	/* This container's table, the main policy's, then each project's (layered once). */
+	r = names_in_table(p, &j);
+	r = r ?: hezo_policy_foreach_project(base, names_in_table, &j);
 	if (r < 0)
 		return hezo_error_set(err, -r,
 				      "--root %s: the projects' policies in %s cannot be read to "
 				      "judge it",
 				      ctx->g.root, hezo_policy_projects_dir(base));
+	for (size_t i = 0; r == 0 && i < names.n; i++)
+		if (in_bundle(names.v[i], j.dir, sizeof(j.dir))) {
+			j.as = names.v[i];
+			j.bundle = true;
+			r = 1;
+		}
 	if (r == 0)
 		return 0;
+	also = strcmp(j.as, ctx->g.root) != 0 ? j.as : NULL;
 	if (j.bundle)
-		return hezo_error_set(
-			err, EPERM,
-			"--root %s%s%s%s is inside the bundle %s (it has a config.json): "
-			"a box's root filesystem is there, and the box could rewrite the "
-			"backend's state",
-			ctx->g.root, strcmp(j.as, ctx->g.root) ? " (also named " : "",
-			strcmp(j.as, ctx->g.root) ? j.as : "", strcmp(j.as, ctx->g.root) ? ")" : "",
-			j.dir);
-	if (strcmp(j.as, ctx->g.root) == 0)
 		return hezo_error_set(err, EPERM,
-				      "--root %s is %s %s, which boxes may be handed: a box could "
-				      "rewrite the backend's state there",
-				      ctx->g.root, j.above ? "above" : "at or below", j.dir);
+				      "--root %s%s%s%s is inside the bundle %s (it has a "
+				      "config.json): a box's root filesystem is there, and the box "
+				      "could rewrite the backend's state",
+				      ctx->g.root, also ? " (also named " : "", also ?: "",
+				      also ? ")" : "", j.dir);
 	return hezo_error_set(err, EPERM,
-			      "--root %s (also named %s) is %s %s, which boxes may be handed: a "
-			      "box could rewrite the backend's state there",
-			      ctx->g.root, j.as, j.above ? "above" : "at or below", j.dir);
+			      "--root %s%s%s%s is %s %s, which boxes may be handed: a box could "
+			      "rewrite the backend's state there",
+			      ctx->g.root, also ? " (also named " : "", also ?: "", also ? ")" : "",
+			      j.above ? "above" : "at or below", j.dir);
 }
 
 static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const struct hezo_policy *p,
