@@ -36,6 +36,13 @@ static const char *const default_masked[] = {
 	"/proc/scsi",
 	"/sys/firmware",
 	"/sys/devices/virtual/powercap",
+	/* The host's kernel allocations and key quotas, root-readable (red team pass 12, R2, L1).
+	 */
+	"/proc/slabinfo",
+	"/proc/vmallocinfo",
+	"/proc/key-users",
+	"/sys/kernel/slab",
+	"/sys/kernel/vmcoreinfo",
 };
 
 static const char *const default_readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",

@@ -977,6 +977,15 @@ else
 fi
 hezo_bundle_cleanup "$ROOT" "$ID"
 
+# --- the host's kernel allocations are masked (red team pass 12, part R2, L1) ----------------------
+new_id masked
+hezo_make_bundle "$WORK/masked" "$ID" '["sh", "-c", "echo proc=$(cat /proc/slabinfo /proc/vmallocinfo /proc/key-users /sys/kernel/vmcoreinfo 2>/dev/null | wc -c) slab=$(ls /sys/kernel/slab 2>/dev/null | wc -l)"]' ||
+	bail_out "cannot make bundle"
+out=$(hezo_shim --root "$ROOT" run -b "$WORK/masked" "$ID" 2>&1 </dev/null)
+expect_eq "$out" "proc=0 slab=0" "[masked] slabinfo, vmallocinfo, key-users, vmcoreinfo and /sys/kernel/slab show nothing inside" ||
+	diag "host: $(wc -c </proc/slabinfo) bytes of slabinfo, $(ls /sys/kernel/slab | wc -l) slab caches"
+hezo_bundle_cleanup "$ROOT" "$ID"
+
 # --- cgroup v1: TCP socket buffers count against the box (red team pass 12, part R2, H1) ---------
 # v1 charges them to a memory cgroup only once its kmem.tcp limit is set, apart from the memory
 # limit, and runc 1.1.5 ignores kernelTCP: the shim caps them at a quarter of the memory limit.

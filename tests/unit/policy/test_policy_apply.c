@@ -422,6 +422,11 @@ static void assert_box(const struct hezo_json *spec)
 		"/proc/scsi",
 		"/sys/firmware",
 		"/sys/devices/virtual/powercap",
+		"/proc/slabinfo",
+		"/proc/vmallocinfo",
+		"/proc/key-users",
+		"/sys/kernel/slab",
+		"/sys/kernel/vmcoreinfo",
 	};
 	static const char *const ro[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
 					 "/proc/sysrq-trigger"};

@@ -452,7 +452,10 @@ static void test_walk_fields(void **state)
 	kept("linux.maskedPaths", "[]",
 	     "[\"/proc/asound\",\"/proc/acpi\",\"/proc/kcore\",\"/proc/keys\",\"/proc/"
 	     "latency_stats\",\"/proc/timer_list\",\"/proc/timer_stats\",\"/proc/sched_debug\","
-	     "\"/proc/scsi\",\"/sys/firmware\",\"/sys/devices/virtual/powercap\"]");
+	     "\"/proc/scsi\",\"/sys/firmware\",\"/sys/devices/virtual/powercap\",\"/proc/"
+	     "slabinfo\","
+	     "\"/proc/vmallocinfo\",\"/proc/key-users\",\"/sys/kernel/slab\","
+	     "\"/sys/kernel/vmcoreinfo\"]");
 	/* annotations the backends read as settings of their own */
 	refused("annotations.dev.gvisor.spec.cgroup-parent", "\"/loose\"",
 		"annotations: \"dev.gvisor.spec.cgroup-parent\" is read by runsc");
