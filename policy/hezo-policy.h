@@ -62,9 +62,10 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 
 /*
  * fn with base, then with each project's policy as its containers get it (every NAME.json in
- * projectsDir layered over base; a file that does not layer is skipped, as no container of that
- * project can be created). Stops when fn returns non-zero, and returns that; -errno when
- * projectsDir cannot be read (a missing one has no projects).
+ * projectsDir layered over base; for a file that does not layer but is JSON, base with the file's
+ * own mounts.allowedSources and engineRoots added: its earlier boxes may hold them). Stops when
+ * fn returns non-zero, and returns that; -errno when projectsDir cannot be read (a missing one
+ * has no projects).
  */
 int hezo_policy_foreach_project(const struct hezo_policy *base,
 				int (*fn)(const struct hezo_policy *p, void *data), void *data);

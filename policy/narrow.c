@@ -153,6 +153,39 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	return 0;
 }
 
+static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out,
+			struct hezo_error **err);
+
+/*
+ * The main policy with a project file's own mounts.allowedSources and mounts.engineRoots added, as
+ * far as the file is JSON: for a file that does not layer. -EINVAL when it is not JSON at all.
+ */
+static int raw_project(const struct hezo_policy *base, int dir, const char *file,
+		       struct hezo_policy **out)
+{
+	static const char *const keys[] = {"allowedSources", "engineRoots"};
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if (hezo_read_file_at(dir, file, POLICY_MAX_BYTES, &buf, &len, NULL) < 0 ||
+	    hezo_json_parse(buf, len, &doc, NULL) < 0 || policy_clone(base, &p, NULL) < 0)
+		return -EINVAL;
+	for (size_t k = 0; k < HEZO_ARRAY_SIZE(keys); k++) {
+		const struct hezo_json *list = hezo_json_get(hezo_json_get(doc, "mounts"), keys[k]);
+		struct hezo_strv *to = k == 0 ? &p->allowed_sources : &p->engine_roots;
+
+		HEZO_JSON_FOREACH (i, list) {
+			const char *v = hezo_json_string(list->items[i]);
+			if (v && v[0] == '/' && hezo_strv_push(to, v) < 0)
+				return -ENOMEM;
+		}
+	}
+	*out = TAKE_PTR(p);
+	return 0;
+}
+
 int hezo_policy_foreach_project(const struct hezo_policy *base,
 				int (*fn)(const struct hezo_policy *p, void *data), void *data)
 {
@@ -176,9 +209,15 @@ int hezo_policy_foreach_project(const struct hezo_policy *base,
 			continue;
 		memcpy(name, e->d_name, n - 5);
 		name[n - 5] = '\0';
-		/* A file that does not layer gives no container of that project a box at all. */
-		if (!hezo_policy_project_name_valid(name) ||
-		    layer_project(base, name, &missing, &p, &err) < 0)
+		if (!hezo_policy_project_name_valid(name))
+			continue;
+		/*
+		 * A file that does not layer (now: a seccomp profile it names may have changed
+		 * since its boxes were made) still names the directories its boxes may have been
+		 * handed.
+		 */
+		if (layer_project(base, name, &missing, &p, &err) < 0 &&
+		    raw_project(base, dirfd(d), e->d_name, &p) < 0)
 			continue;
 		r = fn(p, data);
 	}

@@ -174,6 +174,12 @@ root_refused()
 root_refused "--root in another project's share" "$GSHARE/vroot" v "--root $GSHARE/vroot is at or below $GSHARE, which boxes may be handed: a box could rewrite the backend's state there\$"
 expect_eq "$(ls -A "$GSHARE")" "" "[--root in another project's share] nothing was made there"
 root_refused "--root in a share no box holds" "$GSHARE2/vroot" v2 "--root $GSHARE2/vroot is at or below $GSHARE2, which boxes may be handed: a box could rewrite the backend's state there\$"
+# A project file that no longer layers (here: its seccomp profile is gone) still names the shares
+# its boxes may hold.
+ESHARE=$WORK/eshare
+mkdir -p "$ESHARE" && jq -n --arg a "$ESHARE" '{"mounts": {"allowedSources": [$a]}, "seccomp": "/nonexistent/hezo-profile.json"}' \
+	>"$PROJ/epsilon.json" || bail_out "cannot write the epsilon project"
+root_refused "--root in the share of a project that does not layer" "$ESHARE/vroot" v4 "--root $ESHARE/vroot is at or below $ESHARE, which boxes may be handed: a box could rewrite the backend's state there\$"
 # The other way round: a box handed a directory that holds a recorded container's state.
 new_id v
 V=$ID

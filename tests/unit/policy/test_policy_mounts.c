@@ -908,7 +908,7 @@ static void test_volume_keys(void **state)
 
 struct seen {
 	char projects[256];
-	int n;
+	int n, loose;
 	bool stop_at_b;
 };
 
@@ -916,8 +916,12 @@ static int count_project(const struct hezo_policy *p, void *data)
 {
 	struct seen *s = data;
 	const char *name = hezo_policy_project(p);
+	char dir[4096];
+	bool above;
 
 	s->n++;
+	s->loose += hezo_policy_box_writable_dir(p, "/srv/loose/r", NULL, NULL, dir, sizeof(dir),
+						 &above);
 	strncat(s->projects, name ? name : "-", sizeof(s->projects) - strlen(s->projects) - 2);
 	strcat(s->projects, ",");
 	return s->stop_at_b && name && strcmp(name, "b") == 0 ? 7 : 0;
@@ -934,7 +938,10 @@ static void test_foreach_project(void **state)
 		{"b.json", "{}"},
 		/* does not layer: no container of it can be made, so it hands nothing */
 		{"broken.json", "{\"mounts\":"},
-		{"loosen.json", "{\"cgroupParents\":[\"/elsewhere\"]}"},
+		/* JSON that does not layer: its own shares still count (its boxes may hold them) */
+		{"loosen.json",
+		 "{\"cgroupParents\":[\"/elsewhere\"],\"mounts\":{\"allowedSources\":"
+		 "[\"/srv/loose\"]}}"},
 		{"Bad Name.json", "{}"},
 		{"notes.txt", "{}"},
 	};
@@ -948,8 +955,9 @@ static void test_foreach_project(void **state)
 	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", root) > 0);
 	base = parse_ok(doc);
 	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), 0);
-	/* the main policy first, then a and b in the directory's order */
-	assert_int_equal(s.n, 3);
+	/* the main policy first, then a, b and loosen (raw) in the directory's order */
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.loose, 1);
 	assert_memory_equal(s.projects, "-,", 2);
 	assert_non_null(strstr(s.projects, "a,"));
 	assert_non_null(strstr(s.projects, "b,"));
