@@ -896,7 +896,9 @@ static void tcp_accounting_undo(const struct hezo_json *spec, const char *made)
 	if (!made[0] || !cgpath ||
 	    shim_cgroup_dir("/sys/fs/cgroup", cgpath, false, "memory", dir, sizeof(dir)) < 0)
 		return;
-	while (rmdir(dir) == 0 && strcmp(dir, made) != 0 && strrchr(dir, '/') > dir)
+	/* runc may have removed the leaf already: on up to what the shim made, all the same. */
+	while ((rmdir(dir) == 0 || errno == ENOENT) && strcmp(dir, made) != 0 &&
+	       strrchr(dir, '/') > dir)
 		*strrchr(dir, '/') = '\0';
 }
 
