@@ -220,11 +220,14 @@ ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 
 if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts"; fi
 status_is() { grep -q "^$2:[[:space:]]*$3\$" /proc/$1/status; }
+# (its control socket may answer a moment before the last of these is in place: up to 2 s)
 check "proxyd keeps no capability, no_new_privs, seccomp filter" \
-	bash -c "$(declare -f status_is); status_is $PROXYD_PID CapEff 0000000000000000 &&
+	bash -c "$(declare -f status_is); for i in \$(seq 20); do
+		status_is $PROXYD_PID CapEff 0000000000000000 &&
 		status_is $PROXYD_PID CapPrm 0000000000000000 &&
 		status_is $PROXYD_PID CapBnd 0000000000000000 &&
-		status_is $PROXYD_PID NoNewPrivs 1 && status_is $PROXYD_PID Seccomp 2"
+		status_is $PROXYD_PID NoNewPrivs 1 && status_is $PROXYD_PID Seccomp 2 && exit 0
+		sleep 0.1; done; exit 1"
 check "its netns helper keeps only CAP_SYS_ADMIN, under seccomp" \
 	bash -c "$(declare -f status_is); h=\$(pgrep -P $PROXYD_PID) && [ -n \"\$h\" ] &&
 		status_is \$h CapEff 0000000000200000 && status_is \$h CapBnd 0000000000200000 &&
