@@ -611,12 +611,12 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
  * may be the one that overlaps, by path and by what the objects are.
  */
 static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
-			  const struct hezo_held *held, struct hezo_error **err)
+			  const struct hezo_held *held, const struct hezo_mounts *mounts,
+			  struct hezo_error **err)
 {
-	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_free_ struct placed *at = NULL;
 	struct handed handed;
-	struct overlap_scan s = {.id = id, .handed = &handed, .mounts = &mounts};
+	struct overlap_scan s = {.id = id, .handed = &handed, .mounts = mounts};
 	char key[SHIM_KEY_LEN], root[PATH_MAX], state[PATH_MAX];
 	int r;
 
@@ -624,18 +624,15 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
-	r = hezo_mounts_read(&mounts);
-	if (r < 0)
-		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
 	/* [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects */
 	at = calloc(3 + handed.n, sizeof(*at));
 	if (!at)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	place(&mounts, root, &at[0]);
-	place(&mounts, state, &at[1]);
+	place(mounts, root, &at[0]);
+	place(mounts, state, &at[1]);
 	for (size_t i = 0; i < handed.n; i++) {
 		const struct hezo_held_path *h = handed_at(&handed, i);
-		place(&mounts, h->path, &at[3 + i]);
+		place(mounts, h->path, &at[3 + i]);
 		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps this container's backend state "
@@ -735,10 +732,9 @@ static int add_name(const char *path, void *data)
  * end (a descriptor passed to another box), where no record says it any more.
  */
 static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base,
-		      const struct hezo_policy *p, const char *docker_root, const char *podman_root,
-		      struct hezo_error **err)
+		      const struct hezo_policy *p, const struct hezo_mounts *mounts,
+		      const char *docker_root, const char *podman_root, struct hezo_error **err)
 {
-	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_strv_ struct hezo_strv names = {0};
 	struct root_judge j = {.names = &names,
 			       .docker_root = docker_root[0] ? docker_root : NULL,
@@ -747,17 +743,14 @@ static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base
 	const char *also;
 	int r, n;
 
-	r = hezo_mounts_read(&mounts);
-	if (r < 0)
-		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
-	n = hezo_mounts_places(&mounts, ctx->g.root, at, HEZO_PLACES_MAX);
+	n = hezo_mounts_places(mounts, ctx->g.root, at, HEZO_PLACES_MAX);
 	if (n < 0)
 		return hezo_error_set(err, -n, "--root %s: cannot place it in the mount table",
 				      ctx->g.root);
 	r = hezo_strv_init(&names);
 	r = r ?: hezo_strv_push(&names, ctx->g.root);
 	for (int i = 0; r == 0 && i < n; i++)
-		r = hezo_mounts_names(&mounts, &at[i], add_name, &names);
+		r = hezo_mounts_names(mounts, &at[i], add_name, &names);
 	if (r < 0)
 		return hezo_error_set(err, -r, "out of memory");
 	/* This container's table, the main policy's, then each project's (layered once). */
@@ -795,6 +788,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 		 const struct shim_target *t, struct hezo_json *spec, const char *id,
 		 const char *bundle_real, struct hezo_held *held, struct hezo_error **err)
 {
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_free_ char *pod_uid = NULL, *in_use = NULL;
 	struct shim_owner_query owner_q = {.ctx = ctx,
 					   .project = hezo_policy_project(p),
@@ -817,7 +811,12 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 	if (r < 0)
 		return r;
 	shim_engine_roots(docker_root, podman_root);
-	if (ctx->g.root && (r = judge_root(ctx, base, p, docker_root, podman_root, err)) < 0)
+	/* One look at the mount table for the --root's names and the handed objects' places. */
+	r = hezo_mounts_read(&mounts);
+	if (r < 0)
+		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
+	if (ctx->g.root &&
+	    (r = judge_root(ctx, base, p, &mounts, docker_root, podman_root, err)) < 0)
 		return r;
 	env.pod_uid = pod_uid;
 	env.id_in_use = in_use;
@@ -836,7 +835,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	shim_live_cgroups_free(live, nlive);
-	return r ?: state_overlaps(ctx, t, id, held, err);
+	return r ?: state_overlaps(ctx, t, id, held, &mounts, err);
 }
 
 /*
