@@ -859,6 +859,68 @@ static void test_named_volumes(void **state)
 	remove_tree(root);
 }
 
+/* Docker's --init: the policy's dockerInit at /sbin/docker-init, and only while root's alone. */
+static void test_docker_init(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *init = place(root, "bin/docker-init"),
+			    *fake = place(root, "other/docker-init"), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL, *none = NULL;
+	static const struct hezo_apply_env env = {.id = "c1"};
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* the file must be root's */
+	write_file(init, "#!/bin/true\n");
+	write_file(fake, "#!/bin/true\n");
+	assert_int_equal(chmod(init, 0755), 0);
+	assert_int_equal(chmod(fake, 0755), 0);
+	assert_true(asprintf(&doc, "{" DEV_RUNC_VOL ",\"dockerInit\":\"%s\"}", init) > 0);
+	p = parse_ok(doc);
+	none = parse_ok("{" DEV_RUNC_VOL ",\"dockerInit\":null}");
+	assert_value(none, "dockerInit", "null");
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		_cleanup_free_ char *opts = NULL;
+		const struct hezo_json *mounts;
+
+		add(spec, "/sbin/docker-init", "bind", init, "bind,rw");
+		expect_ok(p, spec, &env);
+		mounts = hezo_json_get_path(spec, "mounts");
+		for (size_t i = 0; i < mounts->len; i++)
+			if (strcmp(hezo_json_string(hezo_json_get(mounts->items[i], "destination")),
+				   "/sbin/docker-init") == 0)
+				opts = json_text(hezo_json_get(mounts->items[i], "options"));
+		assert_non_null(opts);
+		assert_non_null(strstr(opts, "\"ro\""));
+		assert_null(strstr(opts, "\"rw\""));
+	}
+	/* Another file named docker-init, or the init elsewhere: the ordinary rules. */
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/sbin/docker-init", "bind", fake, "bind,ro");
+		expect_refused(p, spec, &env, "is not under an allowed root");
+	}
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/usr/bin/docker-init", "bind", init, "bind,ro");
+		expect_refused(p, spec, &env, "is not under an allowed root");
+	}
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/sbin/docker-init", "bind", init, "bind,ro");
+		expect_refused(none, spec, &env, "is not under an allowed root");
+	}
+	/* Writable by its group, or set-uid: not the engine's file as it ships. */
+	for (size_t i = 0; i < 2; i++) {
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+
+		assert_int_equal(chmod(init, i == 0 ? 0775 : 04755), 0);
+		add(spec, "/sbin/docker-init", "bind", init, "bind,ro");
+		expect_refused(p, spec, &env, "is the policy's dockerInit");
+	}
+	remove_tree(root);
+}
+
 static void test_volume_keys(void **state)
 {
 	_cleanup_free_ char *root = make_tempdir(), *path = NULL;
@@ -1043,6 +1105,7 @@ const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 	cmocka_unit_test(test_named_volumes),
+	cmocka_unit_test(test_docker_init),
 	cmocka_unit_test(test_volume_keys),
 	cmocka_unit_test(test_foreach_project),
 	cmocka_unit_test_setup_teardown(test_held, efix_setup, efix_teardown),
