@@ -806,7 +806,7 @@ static void test_named_volumes(void **state)
 		"volumes/alpha_data/_data/", "volumes/beta_data/_data/",
 		"volumes/alpha_b_x/_data/",  "volumes/shared_cache/_data/",
 		"volumes/loose/_data/",	     "open/",
-		"volumes/alpha_link/"};
+		"volumes/alpha_link/",	     "volumes/team-x/_data/"};
 	static const char *const projects[] = {"alpha", "beta", "alpha_b"};
 
 	(void)state;
@@ -817,7 +817,11 @@ static void test_named_volumes(void **state)
 		assert_true(asprintf(&name, "projects/%s.json", projects[i]) > 0);
 		free(place(root, name));
 		assert_true(asprintf(&target, "%s/%s", root, name) > 0);
-		write_file(target, "{}");
+		/* beta claims team-* besides its own beta_*. */
+		write_file(target,
+			   strcmp(projects[i], "beta") == 0
+				   ? "{\"volumes\":{\"allow\":[\"{project}_*\",\"team-*\"]}}"
+				   : "{}");
 		free(target);
 		target = NULL;
 	}
@@ -844,8 +848,16 @@ static void test_named_volumes(void **state)
 	/* Nobody's: only by a pattern the admin wrote, even a pattern matching everything. */
 	expect_volume(root, "alpha", NULL, "volumes/shared_cache/_data",
 		      "volume shared_cache is not one of alpha's volumes (volumes.allow)");
-	expect_volume(root, NULL, NULL, "volumes/loose/_data",
-		      "volume loose is not one of this container (no project)'s volumes");
+	/* Without a project: a volume no project claims, by name or by its volumes.allow. */
+	expect_volume(root, NULL, NULL, "volumes/loose/_data", NULL);
+	expect_volume(root, NULL, NULL, "volumes/shared_cache/_data", NULL);
+	expect_volume(
+		root, NULL, NULL, "volumes/team-x/_data",
+		"mounts[0] (/data): volume team-x is project beta's (its volumes.allow); this "
+		"container has no project");
+	expect_volume(root, "beta", NULL, "volumes/team-x/_data", NULL);
+	expect_volume(root, "alpha", NULL, "volumes/team-x/_data",
+		      "volume team-x is not one of alpha's volumes (volumes.allow)");
 	expect_volume(root, NULL, ",\"allow\":[\"shared_*\"]", "volumes/shared_cache/_data", NULL);
 	expect_volume(root, "beta", ",\"allow\":[\"*\"]", "volumes/alpha_data/_data",
 		      "volume alpha_data belongs to project alpha");
