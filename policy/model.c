@@ -93,6 +93,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_json_free(p->secrets);
 	free(p->projects_dir);
 	free(p->docker_pidfile);
+	free(p->docker_init);
 	free(p->kubelet_root);
 	free(p->project);
 	free(p);
@@ -227,7 +228,9 @@ int hezo_policy_new_default(struct hezo_policy **out)
 	p->projects_dir = strdup("/etc/hezo/projects");
 	p->docker_pidfile = strdup("/var/run/docker.pid");
 	p->kubelet_root = strdup("/var/lib/kubelet");
-	if (!p->projects_dir || !p->docker_pidfile || !p->kubelet_root)
+	/* Where Docker's packages put it, and so what dockerd finds on its PATH. */
+	p->docker_init = strdup("/usr/bin/docker-init");
+	if (!p->projects_dir || !p->docker_pidfile || !p->kubelet_root || !p->docker_init)
 		return -ENOMEM;
 	p->init = true;
 	p->admission_wait = 300;

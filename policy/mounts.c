@@ -15,8 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "policy-internal.h"
+
+/* Where dockerd binds the init of `docker run --init` (Docker 20.10's inContainerInitPath). */
+#define DOCKER_INIT_DEST "/sbin/docker-init"
 
 static const char *const nonbind_types[] = {"proc",   "sysfs",	"tmpfs",  "devpts",
 					    "mqueue", "cgroup", "cgroup2"};
@@ -448,6 +453,50 @@ static int check_engine_file(const struct hezo_apply_env *env, const struct hezo
 	return 0;
 }
 
+static int make_readonly(struct hezo_json *m, size_t idx, const char *dest,
+			 struct hezo_error **err);
+
+/*
+ * Docker's --init: dockerd binds the docker-init on its PATH (policy dockerInit) read-only at
+ * /sbin/docker-init. That bind is the engine's own file only at that place, from exactly that
+ * path, and only while the file is root's, writable by root alone and sets no id; the object
+ * judged is the one held for the backend. Any other source at /sbin/docker-init goes by the
+ * ordinary rules, so naming a file docker-init opens nothing.
+ */
+static int check_docker_init(const struct hezo_policy *p, const struct hezo_apply_env *env,
+			     struct hezo_json *m, size_t idx, const char *dest, const char *src,
+			     const char *resolved, bool *handled, struct hezo_error **err)
+{
+	const struct hezo_held_path *held;
+	_cleanup_close_ int own = -1;
+	struct stat st;
+	int r, fd;
+
+	*handled = false;
+	if (!p->docker_init || strcmp(dest, DOCKER_INIT_DEST) != 0 ||
+	    strcmp(src, p->docker_init) != 0)
+		return 0;
+	*handled = true;
+	r = hezo_policy_hold_bind(env, resolved, idx, dest, err);
+	if (r < 0)
+		return r;
+	held = env ? hezo_held_bind(env->held, resolved) : NULL;
+	fd = held ? held->fd : (own = hezo_open_nofollow(resolved, NULL));
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, fd < 0 ? -fd : errno,
+					    "mounts[%zu] (%s): bind source %s", idx, dest,
+					    resolved);
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH | S_ISUID | S_ISGID)))
+		return hezo_policy_ferr(
+			err,
+			"mounts[%zu] (%s): bind source %s is the policy's dockerInit "
+			"(%s) but not a regular file of root's that root alone may "
+			"write, without set-id bits",
+			idx, dest, resolved, src);
+	return make_readonly(m, idx, dest, err);
+}
+
 static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *env,
 		      const struct hezo_json *spec, struct hezo_json *m, size_t idx,
 		      const char *dest, struct hezo_error **err)
@@ -455,7 +504,7 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	const char *src = hezo_json_string(hezo_json_get(m, "source"));
 	char resolved[PATH_MAX], rootbuf[PATH_MAX], shown[PATH_MAX + 64];
 	const char *root;
-	bool inside = false, kubelet = false, volume = false;
+	bool inside = false, kubelet = false, volume = false, init = false;
 	int r;
 
 	if (!src)
@@ -477,18 +526,25 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 		snprintf(shown, sizeof(shown), "%s", src);
 	else
 		snprintf(shown, sizeof(shown), "%s (resolves to %s)", src, resolved);
+	r = check_docker_init(p, env, m, idx, dest, src, resolved, &init, err);
+	if (r < 0)
+		return r;
 	/* Engine and kubelet state are judged by their own rules: allowedSources cannot open them.
 	 */
-	r = hezo_policy_check_kubelet_source(p, env, spec, idx, dest, resolved, &kubelet, err);
+	r = init ? 0
+		 : hezo_policy_check_kubelet_source(p, env, spec, idx, dest, resolved, &kubelet,
+						    err);
 	if (r < 0)
 		return r;
 	/* Named volumes: only the container's project's own (policy/volumes.c). */
-	r = kubelet ? 0 : hezo_policy_check_volume_source(p, idx, dest, resolved, &volume, err);
+	r = kubelet || init ? 0
+			    : hezo_policy_check_volume_source(p, idx, dest, resolved, &volume, err);
 	if (r < 0)
 		return r;
-	root = kubelet || volume ? NULL
-				 : engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
-	if (kubelet || volume) {
+	root = kubelet || volume || init
+		       ? NULL
+		       : engine_root_of(resolved, &p->engine_roots, &inside, rootbuf);
+	if (kubelet || volume || init) {
 	} else if (root && inside) {
 		r = check_engine_file(env, spec, idx, dest, resolved, root, err);
 		if (r < 0)

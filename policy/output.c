@@ -177,6 +177,10 @@ struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 	r = r ?: hezo_json_set(o, "projectsDir", hezo_json_new_string(p->projects_dir));
 	r = r ?: admission_json(p, o);
 	r = r ?: hezo_json_set(o, "dockerPidFile", hezo_json_new_string(p->docker_pidfile));
+	r = r
+		    ?: hezo_json_set(o, "dockerInit",
+				     p->docker_init ? hezo_json_new_string(p->docker_init)
+						    : hezo_json_new_null());
 	if (r < 0)
 		return NULL;
 	return TAKE_PTR(o);

@@ -361,9 +361,9 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 	char why[512]; /* volumes.c's messages */
 	int r;
 
-	if (c->project &&
-	    (strcmp(k, "version") == 0 || strcmp(k, "mode") == 0 || strcmp(k, "backends") == 0 ||
-	     strcmp(k, "projectsDir") == 0 || strcmp(k, "dockerPidFile") == 0))
+	if (c->project && (strcmp(k, "version") == 0 || strcmp(k, "mode") == 0 ||
+			   strcmp(k, "backends") == 0 || strcmp(k, "projectsDir") == 0 ||
+			   strcmp(k, "dockerPidFile") == 0 || strcmp(k, "dockerInit") == 0))
 		return hezo_policy_perr(c, k, "only the main policy file may set this");
 
 	if (strcmp(k, "version") == 0) {
@@ -455,6 +455,14 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 		return parse_section(c, p, "admission", x, admission_key);
 	if (strcmp(k, "dockerPidFile") == 0)
 		return hezo_policy_get_abs_path(c, "dockerPidFile", x, &p->docker_pidfile);
+	if (strcmp(k, "dockerInit") == 0) {
+		if (x->type == HEZO_JSON_NULL) {
+			free(p->docker_init);
+			p->docker_init = NULL;
+			return 0;
+		}
+		return hezo_policy_get_abs_path(c, "dockerInit", x, &p->docker_init);
+	}
 	return hezo_policy_unknown_key(c, NULL, k);
 }
 

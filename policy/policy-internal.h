@@ -80,6 +80,7 @@ struct hezo_policy {
 
 	char *projects_dir;
 	char *docker_pidfile; /* whose pid alone may run Docker's libnetwork-setkey hook */
+	char *docker_init;    /* the docker-init dockerd binds for --init; NULL: none */
 	char *project;	      /* selected project, NULL if none */
 
 	/* init and admission (docs/policy.md): hezo-init as PID 1, the limit of active boxes. */

@@ -5,6 +5,7 @@
  * still loosen the box (net.ipv4.conf.all.route_localnet lets the box route to 127/8). So a key
  * must equal a listed name exactly (no slash spelling, no "..") and its value be one or two
  * decimal numbers, each within the listed bounds; a listed name without bounds takes any value.
+ * kernel.domainname (Docker's --domainname) is the one name outside the list: see domainname_ok.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,6 +48,46 @@ static bool value_ok(const char *v, uint64_t lo, uint64_t hi)
 	}
 }
 
+/*
+ * Docker sends --domainname as kernel.domainname. It belongs to the UTS namespace of the process
+ * that writes it, so it is the box's own only where the box makes a new one: joined by path, it
+ * would rename the owner of that namespace (the host's, or another container's).
+ */
+static int domainname_ok(const struct hezo_json *linux_, const char *v, struct hezo_error **err)
+{
+	const struct hezo_json *nss = hezo_json_get(linux_, "namespaces");
+	size_t n = v ? strlen(v) : 0;
+	bool own = false;
+	char qv[128];
+
+	HEZO_JSON_FOREACH (i, nss) {
+		const char *t = hezo_json_string(hezo_json_get(nss->items[i], "type"));
+		const struct hezo_json *path = hezo_json_get(nss->items[i], "path");
+
+		if (t && strcmp(t, "uts") == 0)
+			own = !path || path->type == HEZO_JSON_NULL ||
+			      (hezo_json_string(path) && !hezo_json_string(path)[0]);
+	}
+	if (!v)
+		return hezo_policy_ferr(err,
+					"linux.sysctl: \"kernel.domainname\": expected a string");
+	if (!own)
+		return hezo_policy_ferr(err,
+					"linux.sysctl: \"kernel.domainname\" is allowed only in a "
+					"UTS namespace of the box's own (linux.namespaces: "
+					"{\"type\": \"uts\"} without a path)");
+	/* The kernel keeps 64 bytes; a name's characters only, so no newline or blank is written.
+	 */
+	hezo_policy_quote(qv, sizeof(qv), v);
+	if (n == 0 || n > 64 ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") != n)
+		return hezo_policy_ferr(err,
+					"linux.sysctl: \"kernel.domainname\": %s is not 1 to 64 of "
+					"[a-zA-Z0-9.-_]",
+					qv);
+	return 0;
+}
+
 int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linux_,
 			     struct hezo_error **err)
 {
@@ -62,6 +103,12 @@ int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linu
 		const char *v = hezo_json_string(sc->items[i]);
 		char q[256], qv[128];
 
+		if (strcmp(sc->keys[i], "kernel.domainname") == 0) {
+			int r = domainname_ok(linux_, v, err);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		hezo_policy_quote(q, sizeof(q), sc->keys[i]);
 		if (!s)
 			return hezo_policy_ferr(

@@ -212,32 +212,65 @@ static bool volume_owner(const struct hezo_policy *p, const char *name, char *ow
 	return found;
 }
 
+/* Does pattern pat, {project} standing for project, match name? */
+static bool pattern_matches(const char *pat, const char *project, const char *name)
+{
+	char buf[1024];
+	size_t o = 0;
+
+	if (strstr(pat, PROJECT_TOKEN) && !project)
+		return false; /* no project: nothing of "{project}_*" is the container's */
+	for (const char *c = pat; *c && o + 1 < sizeof(buf); c++) {
+		if (strncmp(c, PROJECT_TOKEN, strlen(PROJECT_TOKEN)) == 0) {
+			size_t n = strlen(project);
+			if (o + n + 1 >= sizeof(buf))
+				break;
+			memcpy(buf + o, project, n);
+			o += n;
+			c += strlen(PROJECT_TOKEN) - 1;
+			continue;
+		}
+		buf[o++] = *c;
+	}
+	buf[o] = '\0';
+	return fnmatch(buf, name, 0) == 0;
+}
+
 static bool allowed_by(const struct hezo_policy *p, const char *name)
 {
-	for (size_t i = 0; i < p->volume_allow.n; i++) {
-		const char *pat = p->volume_allow.v[i];
-		char buf[1024];
-		size_t o = 0;
-
-		if (strstr(pat, PROJECT_TOKEN) && !p->project)
-			continue; /* no project: nothing of "{project}_*" is the container's */
-		for (const char *c = pat; *c && o + 1 < sizeof(buf); c++) {
-			if (strncmp(c, PROJECT_TOKEN, strlen(PROJECT_TOKEN)) == 0) {
-				size_t n = strlen(p->project);
-				if (o + n + 1 >= sizeof(buf))
-					break;
-				memcpy(buf + o, p->project, n);
-				o += n;
-				c += strlen(PROJECT_TOKEN) - 1;
-				continue;
-			}
-			buf[o++] = *c;
-		}
-		buf[o] = '\0';
-		if (fnmatch(buf, name, 0) == 0)
+	for (size_t i = 0; i < p->volume_allow.n; i++)
+		if (pattern_matches(p->volume_allow.v[i], p->project, name))
 			return true;
-	}
 	return false;
+}
+
+struct claim {
+	const struct hezo_policy *base; /* the container's, without a project */
+	const char *name;
+	char owner[128];
+};
+
+/*
+ * Is c->name one of project q's volumes by q's volumes.allow: a pattern naming {project}, or one
+ * the project's own file adds (a pattern q has from the main file is everyone's, not a claim).
+ */
+static int claimed_by(const struct hezo_policy *q, void *data)
+{
+	struct claim *c = data;
+
+	if (!q->project)
+		return 0;
+	for (size_t i = 0; i < q->volume_allow.n; i++) {
+		const char *pat = q->volume_allow.v[i];
+
+		if (!strstr(pat, PROJECT_TOKEN) && hezo_strv_contains(&c->base->volume_allow, pat))
+			continue;
+		if (pattern_matches(pat, q->project, c->name)) {
+			snprintf(c->owner, sizeof(c->owner), "%s", q->project);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* Is path a mount point? Fails closed (true) when the kernel cannot say. */
@@ -276,12 +309,30 @@ static int judge_volume(const struct hezo_policy *p, size_t idx, const char *des
 					"mounts[%zu] (%s): volume %s belongs to project %s; this "
 					"container's project is %s",
 					idx, dest, name, owner, p->project ? p->project : "none");
-	if (!allowed_by(p, name))
+	/*
+	 * Without a project, a volume no project claims is the container's: what plain Docker
+	 * gives every container, while each project's volumes stay its own.
+	 */
+	if (!p->project && !allowed_by(p, name)) {
+		struct claim c = {.base = p, .name = name};
+		int r = hezo_policy_foreach_project(p, claimed_by, &c);
+
+		if (r < 0)
+			return hezo_error_set_errno(err, -r,
+						    "mounts[%zu] (%s): volume %s: which project "
+						    "claims it cannot be told (projectsDir %s)",
+						    idx, dest, name, p->projects_dir);
+		if (r > 0)
+			return hezo_policy_ferr(err,
+						"mounts[%zu] (%s): volume %s is project %s's (its "
+						"volumes.allow); this container has no project",
+						idx, dest, name, c.owner);
+	} else if (!allowed_by(p, name)) {
 		return hezo_policy_ferr(err,
 					"mounts[%zu] (%s): volume %s is not one of %s's volumes "
 					"(volumes.allow)",
-					idx, dest, name,
-					p->project ? p->project : "this container (no project)");
+					idx, dest, name, p->project);
+	}
 	/* A volume of a driver with mount options (type=none,o=bind,device=/etc; nfs) is
 	 * whatever the engine mounted there, not the volume's own directory. */
 	if (mount_root(src))

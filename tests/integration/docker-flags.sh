@@ -1,7 +1,8 @@
 #!/bin/bash
 # Integration: engine flags that used to loosen the box (issue 15), through Docker with
 # hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable,
-# --sysctl, --cpu-shares, --security-opt seccomp, and the flags whose fields are kept.
+# --sysctl, --cpu-shares, --security-opt seccomp, the flags whose fields are kept, --init (Docker's
+# docker-init as PID 1, reaping) and --domainname.
 # Checked in the config.json the backend got, from inside, and (runc) in the host's cgroup files.
 set -uo pipefail
 
@@ -273,6 +274,77 @@ else
 	diag "[$label] runsc inside: $(tr '\n' ' ' <<<"$out")"
 fi
 hezo_docker rm -f "$NAME" >/dev/null 2>&1
+
+# --- --init: Docker's own docker-init, bound by dockerd, is PID 1 and reaps -------------------------
+# Assumed of the machine: dockerd finds docker-init at the policy's default dockerInit
+# (/usr/bin/docker-init, Debian's docker.io and Docker's own packages), as `docker info` names it.
+label="--init"
+DOCKER_INIT=/usr/bin/docker-init
+diag "[$label] docker info InitBinary: $(hezo_docker info -f '{{.InitBinary}}' 2>&1); $DOCKER_INIT: $(ls -l "$DOCKER_INIT" 2>&1)"
+[ -x "$DOCKER_INIT" ] || bail_out "this test assumes Docker's init at $DOCKER_INIT"
+new_name init
+# shellcheck disable=SC2016
+out=$(timeout 60 "$HEZO_DOCKER" run -d --init --runtime="$RT" --name "$NAME" "$IMG" \
+	sh -c 'for i in $(seq 100); do (sleep 0.2 &); done; exec sleep 1000' 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[$label] docker run -d --init exits 0" || diag "$out"
+cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+expect_eq "$(jq -c '[.mounts[] | select(.destination == "/sbin/docker-init") | .source, (.options | index("ro") != null)]' "$cfg" 2>&1)" \
+	"[\"$(realpath "$DOCKER_INIT")\",true]" "[$label] saved config.json: docker-init bound read-only from $DOCKER_INIT"
+expect_eq "$(jq -r '.process.args[0]' "$cfg" 2>&1)" /sbin/docker-init "[$label] saved config.json: docker-init in front of the workload"
+expect_eq "$(timeout 60 "$HEZO_DOCKER" exec "$NAME" cat /proc/1/comm 2>&1 </dev/null)" docker-init "[$label] inside: PID 1 is docker-init"
+# Zombies that stay: in two lists half a second apart (one caught between its exit and its
+# reaping is not left behind); the 100 forks may outlast one look under runsc, so up to 20 looks.
+for ((t = 0; t < 20; t++)); do
+	z=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c 'z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }
+		z >/tmp/z1; sleep 0.5; z >/tmp/z2; grep -cxFf /tmp/z1 /tmp/z2' 2>&1 </dev/null)
+	[ "$z" = 0 ] && break
+	sleep 0.5
+done
+expect_eq "$z" 0 "[$label] inside: 100 orphans, no zombie stays"
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
+
+# A file named docker-init from anywhere else is no engine's init: the ordinary bind rules.
+label="fake docker-init"
+mkdir -p "$HEZO_TEST_DIR/fakeinit"
+tap_cleanup "rm -rf '$HEZO_TEST_DIR/fakeinit'"
+cp /bin/busybox "$HEZO_TEST_DIR/fakeinit/docker-init"
+chmod 0755 "$HEZO_TEST_DIR/fakeinit/docker-init"
+new_name fakeinit
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" \
+	-v "$HEZO_TEST_DIR/fakeinit/docker-init:/sbin/docker-init:ro" "$IMG" true 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[$label] docker run -v DIR/docker-init:/sbin/docker-init fails"
+expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/sbin/docker-init\\): bind source $HEZO_TEST_DIR/fakeinit/docker-init is not under an allowed root" \
+	"[$label] refused naming the source" || diag "$out"
+# Docker's own init bound anywhere but /sbin/docker-init: refused the same way.
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" \
+	-v "$DOCKER_INIT:/bin/init:ro" "$IMG" true 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[$label] docker run -v $DOCKER_INIT:/bin/init fails"
+expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/bin/init\\): bind source $DOCKER_INIT .*is not under an allowed root" \
+	"[$label] ... refused naming the source" || diag "$out"
+
+# --- --domainname: kernel.domainname in the box's own UTS namespace --------------------------------
+label="--domainname x.test"
+new_name domain
+# shellcheck disable=SC2016
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --hostname hzdom --domainname x.test "$IMG" \
+	sh -c 'echo "d=$(hostname -d 2>&1)"; echo "k=$(cat /proc/sys/kernel/domainname 2>&1)"; echo "h=$(hostname)"' 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "[$label] docker run exits 0" || diag "$out"
+expect_eq "$(hezo_probe_get "$out" d)" x.test "[$label] inside: hostname -d is x.test"
+expect_eq "$(hezo_probe_get "$out" h)" hzdom "[$label] inside: hostname is hzdom"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(hezo_probe_get "$out" k)" x.test "[$label] inside: kernel.domainname is x.test"
+else
+	# gVisor 2024-07 sets the sandbox's NIS domain name to its hostname and applies no sysctl
+	# (docs/runsc.md); hostname -d reads Docker's /etc/hosts.
+	diag "[$label] runsc inside: $(tr '\n' ' ' <<<"$out")"
+fi
+new_name domainbad
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --domainname 'x test' "$IMG" true 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[--domainname 'x test'] docker run fails"
+expect_match "$out" 'hezo-shim: linux.sysctl: "kernel.domainname": "x test" is not' \
+	"[--domainname 'x test'] the shim's reason names it" || diag "$out"
 
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do

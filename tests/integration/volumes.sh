@@ -1,7 +1,8 @@
 #!/bin/bash
 # Integration: Docker's named volumes in the box (issue 15, policy/volumes.c), with hezo-shim on
 # HEZO_TEST_BACKEND: a project's own volume mounts and keeps its data across two containers,
-# another project's is refused with one line, a volume something is mounted on is refused, and a
+# another project's is refused with one line, a container without a project gets a volume no
+# project claims and no project's, a volume something is mounted on is refused, and a
 # compose file with a named volume comes up. Every volume, container and network is removed.
 set -uo pipefail
 
@@ -28,7 +29,8 @@ V=$HEZO_TEST_DIR/volumes
 mkdir -p "$V/projects"
 tap_cleanup "rm -rf '$V'"
 echo '{}' >"$V/projects/$PA.json"
-echo '{}' >"$V/projects/$PB.json"
+# Project B claims the volumes named TAG-team-* besides its own PB_* (volumes.allow).
+jq -n --arg t "$TAG-team-*" '{volumes: {allow: ["{project}_*", $t]}}' >"$V/projects/$PB.json"
 
 hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
@@ -41,11 +43,13 @@ for p in a b; do
 done
 RT_A=hezo-test-vol-a-$HEZO_TEST_BACKEND
 RT_B=hezo-test-vol-b-$HEZO_TEST_BACKEND
+RT_N=hezo-test-vol-n-$HEZO_TEST_BACKEND
 hezo_docker_register_runtime "$RT_A" "$V/hezo-shim-a" || bail_out "cannot register $RT_A"
 hezo_docker_register_runtime "$RT_B" "$V/hezo-shim-b" || bail_out "cannot register $RT_B"
-diag "backend $HEZO_TEST_BACKEND, projects $PA ($RT_A) and $PB ($RT_B)"
+hezo_docker_register_runtime "$RT_N" "$HEZO_TEST_WRAPPER" || bail_out "cannot register $RT_N"
+diag "backend $HEZO_TEST_BACKEND, projects $PA ($RT_A) and $PB ($RT_B), none ($RT_N)"
 
-VOLS=("${PA}_data" "${PA}_mnt" "${PA}_cache" "${PB}_data")
+VOLS=("${PA}_data" "${PA}_mnt" "${PA}_cache" "${PB}_data" "${TAG}free" "$TAG-team-x")
 for v in "${VOLS[@]}"; do
 	tap_cleanup "hezo_docker volume rm -f '$v' >/dev/null 2>&1"
 done
@@ -75,6 +79,30 @@ expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[other project's volume] the r
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_B" --name "$TAG-y" -v "${PB}_data:/data" "$IMG" \
 	sh -c 'echo b >/data/f && cat /data/f' 2>&1 </dev/null) && rc=0 || rc=$?
 expect_eq "$rc:$out" "0:b" "[own volume] project $PB mounts ${PB}_data"
+
+# --- no project: a volume no project claims is the container's; a project's stays its own ------------
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-nw" -v "${TAG}free:/data" "$IMG" \
+	sh -c 'echo free >/data/f && echo written' 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:written "[no project, unclaimed volume] docker run -v ${TAG}free:/data writes to it" || diag "$out"
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-nr" -v "${TAG}free:/data" "$IMG" \
+	cat /data/f 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:free "[no project, unclaimed volume] a second container reads it"
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-nx" -v "${PA}_data:/data" "$IMG" \
+	cat /data/f 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[no project, a project's volume by name] docker run fails"
+expect_no_match "$out" kept-across "[no project, a project's volume by name] nothing of it was read"
+expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_data belongs to project $PA; this container's project is none" \
+	"[no project, a project's volume by name] the reason names the volume and its project" || diag "$out"
+hezo_docker volume create "$TAG-team-x" >/dev/null 2>&1 || bail_out "cannot create volume $TAG-team-x"
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-ny" -v "$TAG-team-x:/data" "$IMG" \
+	true 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[no project, a project's volume by pattern] docker run fails"
+expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume $TAG-team-x is project $PB's \\(its volumes.allow\\); this container has no project" \
+	"[no project, a project's volume by pattern] the reason names the claiming project" || diag "$out"
+expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[no project, a project's volume by pattern] the reason is one line"
+out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_B" --name "$TAG-nz" -v "$TAG-team-x:/data" "$IMG" \
+	sh -c 'echo team >/data/f && cat /data/f' 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:team "[own volume by pattern] project $PB mounts $TAG-team-x"
 
 # --- a volume the engine mounts something on (driver options): refused ---------------------------
 hezo_docker volume create --opt type=tmpfs --opt device=tmpfs --opt o=size=1m "${PA}_mnt" >/dev/null 2>&1 ||

@@ -226,6 +226,46 @@ static void test_sysctls(void **state)
 		       "from 0 to 1");
 	sysctl_refused(p, "{\"kernel.shm_rmid_forced\":1}",
 		       "linux.sysctl: \"kernel.shm_rmid_forced\": expected a string");
+	/* Docker's --domainname: in the box's own UTS namespace, whatever the list says. */
+	assert_null(sysctl_apply(p, "{\"kernel.domainname\":\"x.test\"}"));
+	assert_null(sysctl_apply(any, "{\"kernel.domainname\":\"a-b_c.D9\"}"));
+	sysctl_refused(p, "{\"kernel.domainname\":\"x test\"}",
+		       "linux.sysctl: \"kernel.domainname\": \"x test\" is not 1 to 64 of "
+		       "[a-zA-Z0-9.-_]");
+	sysctl_refused(p, "{\"kernel.domainname\":\"x\\ny\"}",
+		       "linux.sysctl: \"kernel.domainname\": \"x\\ny\" is not 1 to 64 of "
+		       "[a-zA-Z0-9.-_]");
+	sysctl_refused(
+		p, "{\"kernel.domainname\":\"\"}",
+		"linux.sysctl: \"kernel.domainname\": \"\" is not 1 to 64 of [a-zA-Z0-9.-_]");
+	sysctl_refused(p,
+		       "{\"kernel.domainname\":\"a123456789b123456789c123456789d123456789e123456789"
+		       "f123456789g12345\"}",
+		       "linux.sysctl: \"kernel.domainname\": \"a123456789b123456789c123456789d12345"
+		       "6789e123456789f123456789g12345\" is not 1 to 64 of [a-zA-Z0-9.-_]");
+	sysctl_refused(p, "{\"kernel.domainname\":1}",
+		       "linux.sysctl: \"kernel.domainname\": expected a string");
+	{
+		/* The host's UTS namespace (allowHost): its name is the host's, not the box's. */
+		_cleanup_policy_ struct hezo_policy *host =
+			parse_ok("{\"namespaces\":{\"allowHost\":[\"uts\"]}}");
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		_cleanup_error_ struct hezo_error *err = NULL;
+		struct hezo_json *nss = hezo_json_get_path(spec, "linux.namespaces");
+
+		for (size_t i = 0; i < nss->len; i++)
+			if (strcmp(hezo_json_string(hezo_json_get(nss->items[i], "type")) ?: "",
+				   "uts") == 0)
+				hezo_json_remove_at(nss, i);
+		assert_int_equal(hezo_json_set(hezo_json_get(spec, "linux"), "sysctl",
+					       parse_json("{\"kernel.domainname\":\"x.test\"}")),
+				 0);
+		assert_true(hezo_policy_apply_spec(host, spec, NULL, &err) < 0);
+		assert_string_equal(err->msg,
+				    "linux.sysctl: \"kernel.domainname\" is allowed only in a UTS "
+				    "namespace of the box's own (linux.namespaces: {\"type\": "
+				    "\"uts\"} without a path)");
+	}
 	/* An admin's own list replaces the default one. */
 	assert_null(sysctl_apply(any, "{\"net.ipv4.conf.all.route_localnet\":\"1\"}"));
 	sysctl_refused(any, "{\"kernel.shm_rmid_forced\":\"0\"}",

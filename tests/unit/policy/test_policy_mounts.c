@@ -806,7 +806,7 @@ static void test_named_volumes(void **state)
 		"volumes/alpha_data/_data/", "volumes/beta_data/_data/",
 		"volumes/alpha_b_x/_data/",  "volumes/shared_cache/_data/",
 		"volumes/loose/_data/",	     "open/",
-		"volumes/alpha_link/"};
+		"volumes/alpha_link/",	     "volumes/team-x/_data/"};
 	static const char *const projects[] = {"alpha", "beta", "alpha_b"};
 
 	(void)state;
@@ -817,7 +817,11 @@ static void test_named_volumes(void **state)
 		assert_true(asprintf(&name, "projects/%s.json", projects[i]) > 0);
 		free(place(root, name));
 		assert_true(asprintf(&target, "%s/%s", root, name) > 0);
-		write_file(target, "{}");
+		/* beta claims team-* besides its own beta_*. */
+		write_file(target,
+			   strcmp(projects[i], "beta") == 0
+				   ? "{\"volumes\":{\"allow\":[\"{project}_*\",\"team-*\"]}}"
+				   : "{}");
 		free(target);
 		target = NULL;
 	}
@@ -844,8 +848,16 @@ static void test_named_volumes(void **state)
 	/* Nobody's: only by a pattern the admin wrote, even a pattern matching everything. */
 	expect_volume(root, "alpha", NULL, "volumes/shared_cache/_data",
 		      "volume shared_cache is not one of alpha's volumes (volumes.allow)");
-	expect_volume(root, NULL, NULL, "volumes/loose/_data",
-		      "volume loose is not one of this container (no project)'s volumes");
+	/* Without a project: a volume no project claims, by name or by its volumes.allow. */
+	expect_volume(root, NULL, NULL, "volumes/loose/_data", NULL);
+	expect_volume(root, NULL, NULL, "volumes/shared_cache/_data", NULL);
+	expect_volume(
+		root, NULL, NULL, "volumes/team-x/_data",
+		"mounts[0] (/data): volume team-x is project beta's (its volumes.allow); this "
+		"container has no project");
+	expect_volume(root, "beta", NULL, "volumes/team-x/_data", NULL);
+	expect_volume(root, "alpha", NULL, "volumes/team-x/_data",
+		      "volume team-x is not one of alpha's volumes (volumes.allow)");
 	expect_volume(root, NULL, ",\"allow\":[\"shared_*\"]", "volumes/shared_cache/_data", NULL);
 	expect_volume(root, "beta", ",\"allow\":[\"*\"]", "volumes/alpha_data/_data",
 		      "volume alpha_data belongs to project alpha");
@@ -856,6 +868,68 @@ static void test_named_volumes(void **state)
 	expect_volume(root, "alpha", NULL, "volumes", "is in an engine's volume store");
 	expect_volume(root, "alpha", NULL, "", "is not under an allowed root");
 	expect_volume(root, "alpha", ",\"roots\":[\"/nonexistent/v\"]", "open", NULL);
+	remove_tree(root);
+}
+
+/* Docker's --init: the policy's dockerInit at /sbin/docker-init, and only while root's alone. */
+static void test_docker_init(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *init = place(root, "bin/docker-init"),
+			    *fake = place(root, "other/docker-init"), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *p = NULL, *none = NULL;
+	static const struct hezo_apply_env env = {.id = "c1"};
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* the file must be root's */
+	write_file(init, "#!/bin/true\n");
+	write_file(fake, "#!/bin/true\n");
+	assert_int_equal(chmod(init, 0755), 0);
+	assert_int_equal(chmod(fake, 0755), 0);
+	assert_true(asprintf(&doc, "{" DEV_RUNC_VOL ",\"dockerInit\":\"%s\"}", init) > 0);
+	p = parse_ok(doc);
+	none = parse_ok("{" DEV_RUNC_VOL ",\"dockerInit\":null}");
+	assert_value(none, "dockerInit", "null");
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		_cleanup_free_ char *opts = NULL;
+		const struct hezo_json *mounts;
+
+		add(spec, "/sbin/docker-init", "bind", init, "bind,rw");
+		expect_ok(p, spec, &env);
+		mounts = hezo_json_get_path(spec, "mounts");
+		for (size_t i = 0; i < mounts->len; i++)
+			if (strcmp(hezo_json_string(hezo_json_get(mounts->items[i], "destination")),
+				   "/sbin/docker-init") == 0)
+				opts = json_text(hezo_json_get(mounts->items[i], "options"));
+		assert_non_null(opts);
+		assert_non_null(strstr(opts, "\"ro\""));
+		assert_null(strstr(opts, "\"rw\""));
+	}
+	/* Another file named docker-init, or the init elsewhere: the ordinary rules. */
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/sbin/docker-init", "bind", fake, "bind,ro");
+		expect_refused(p, spec, &env, "is not under an allowed root");
+	}
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/usr/bin/docker-init", "bind", init, "bind,ro");
+		expect_refused(p, spec, &env, "is not under an allowed root");
+	}
+	{
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+		add(spec, "/sbin/docker-init", "bind", init, "bind,ro");
+		expect_refused(none, spec, &env, "is not under an allowed root");
+	}
+	/* Writable by its group, or set-uid: not the engine's file as it ships. */
+	for (size_t i = 0; i < 2; i++) {
+		_cleanup_json_ struct hezo_json *spec = minimal_spec();
+
+		assert_int_equal(chmod(init, i == 0 ? 0775 : 04755), 0);
+		add(spec, "/sbin/docker-init", "bind", init, "bind,ro");
+		expect_refused(p, spec, &env, "is the policy's dockerInit");
+	}
 	remove_tree(root);
 }
 
@@ -1043,6 +1117,7 @@ const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 	cmocka_unit_test(test_named_volumes),
+	cmocka_unit_test(test_docker_init),
 	cmocka_unit_test(test_volume_keys),
 	cmocka_unit_test(test_foreach_project),
 	cmocka_unit_test_setup_teardown(test_held, efix_setup, efix_teardown),
