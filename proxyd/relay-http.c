@@ -40,7 +40,7 @@ const char *relay_conn_verdict(const struct pd_conn *k)
 }
 
 /* One netlog line per request head judged, allowed or not: the connection's line alone would
- * say nothing of the requests after the first. */
+ * say nothing of the requests after the first. req NULL: a head that could not be read. */
 static void http_log(struct pd_conn *k, const uint8_t *head, const struct hezo_http_request *req,
 		     const char *name, const char *verdict, const char *reason)
 {
@@ -52,11 +52,13 @@ static void http_log(struct pd_conn *k, const uint8_t *head, const struct hezo_h
 		.name = name,
 		.verdict = verdict,
 		.reason = reason,
-		.method = method,
-		.path = path,
 	};
 
-	hezo_http_method_path(head, req, method, path);
+	if (req) {
+		hezo_http_method_path(head, req, method, path);
+		l.method = method;
+		l.path = path;
+	}
 	pd_netlog_write(k->c, &l);
 }
 
@@ -115,19 +117,15 @@ void relay_http_advance(struct pd_conn *k)
 		struct hezo_http_request req;
 		int r = hezo_http_track(&k->h.t, p, avail, &used, &req);
 
-		if (r == -EAGAIN) {
-			if (avail >= PD_HEAD_MAX)
-				http_refuse(k, 400, "a later request head is over 16 KiB");
+		if (r == -EAGAIN && avail < PD_HEAD_MAX)
 			return;
-		}
-		if (r == -EPROTO) {
-			http_refuse(k, 400, "a malformed chunked request body");
-			return;
-		}
-		if (r == -EINVAL) {
+		if (r == -EAGAIN || r == -EPROTO || r == -EINVAL) {
 			http_refuse(k, 400,
-				    "a later request is not HTTP/1 with one Host header "
-				    "and unambiguous framing");
+				    r == -EAGAIN   ? "a later request head is over 16 KiB"
+				    : r == -EPROTO ? "a malformed chunked request body"
+						   : "a later request is not HTTP/1 with one Host "
+						     "header and unambiguous framing");
+			http_log(k, p, NULL, k->t.name, "deny", k->reason);
 			return;
 		}
 		if (head && http_judge(k, p, r, &req) < 0)
