@@ -205,7 +205,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..69"
+echo "1..84"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -378,6 +378,19 @@ check "c1: a DELETE with a chunked body gets proxyd's 400; upstream sees nothing
 	bash -c "$(declare -f hc); T=$T; out=\$(hc 'DELETE /smug-te HTTP/1.1\r\nHost: cdn.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n') &&
 		echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' && echo \"\$out\" | grep -q 'hezo-proxyd' &&
 		! grep -q 'smug-te' $T/upstream.log"
+check "c1: a later request with a folded header line gets 400 after the first answer; upstream never sees it" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /before-fold HTTP/1.1\r\nHost: cdn.test\r\n\r\n' \
+		'GET /folded HTTP/1.1\r\nHost: cdn.test\r\nX-A: a\r\n Host: other.test\r\n\r\n') &&
+		echo \"\$out\" | grep -q 'host=cdn.test' && echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' &&
+		grep -q 'before-fold' $T/upstream.log && ! grep -q '/folded' $T/upstream.log"
+sleep 0.2
+check "netlog: the unreadable later request is an http deny line with its reason" \
+	grep -q '"proto":"http",.*"name":"cdn.test","verdict":"deny","reason":"a later request is not HTTP/1 with one Host header and unambiguous framing"' "$T/log/c1.jsonl"
+check "c1: Expect: 100-continue: the body passes by its Content-Length, the request after it is judged" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'PUT /expect HTTP/1.1\r\nHost: cdn.test\r\nExpect: 100-continue\r\nContent-Length: 41\r\n\r\n' \
+		'GET /in-expect HTTP/1.1\r\nHost: x.test\r\n\r\n' 'GET /after-expect HTTP/1.1\r\nHost: other.test\r\n\r\n') &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 100' && echo \"\$out\" | grep -q '^HTTP/1.1 403' &&
+		grep -q '\"PUT /expect HTTP/1.1\" body=41' $T/upstream.log && ! grep -q 'in-expect\|after-expect' $T/upstream.log"
 check "c1: a GET with Content-Length: 0 has no body and is served" \
 	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /cl0 HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 0\r\n\r\n') &&
 		echo \"\$out\" | grep -q 'host=cdn.test' && grep -q '\"GET /cl0 HTTP/1.1\" body=0' $T/upstream.log"
