@@ -1,6 +1,7 @@
 /*
  * Plain HTTP/1.x requests as proxyd follows them on a connection: the strict request-head parser
- * (Host, body framing, Upgrade) and the chunked-body scanner. Pure and allocation-free, so the
+ * (Host, body framing, Upgrade), the chunked-body scanner, and the tracker that walks a client's
+ * stream of them request by request. Pure and allocation-free, so the
  * relay and a later TLS interception can share them. Strict on purpose: anything RFC 9112 calls
  * invalid in a request head, and anything a server and proxyd could read differently (folding,
  * bare CR or LF, two Hosts, Content-Length with Transfer-Encoding), is refused.
@@ -68,6 +69,10 @@ static int split_authority(const uint8_t *s, size_t len, char out[HEZO_NAME_MAX]
 	return 0;
 }
 
+/* The longest method taken: a head must get the same answer however its bytes arrive, and an
+ * incomplete one is judged by its first token. */
+#define METHOD_MAX 16
+
 /* Is what we have so far a plausible start of a request line? */
 static int check_prefix(const uint8_t *buf, size_t len)
 {
@@ -75,8 +80,10 @@ static int check_prefix(const uint8_t *buf, size_t len)
 
 	while (i < len && is_tchar(buf[i]))
 		i++;
+	if (i > METHOD_MAX)
+		return -EINVAL;
 	if (i == len)
-		return i > 16 ? -EINVAL : -EAGAIN;
+		return -EAGAIN;
 	if (i == 0 || buf[i] != ' ')
 		return -EINVAL;
 	return -EAGAIN;
@@ -149,7 +156,7 @@ int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_req
 	/* Request line: METHOD SP target SP HTTP/1.x, single spaces. */
 	eol = memmem(buf, hend, "\r\n", 2);
 	sp1 = memchr(buf, ' ', (size_t)(eol - buf));
-	if (!sp1 || sp1 == buf)
+	if (!sp1 || sp1 == buf || sp1 - buf > METHOD_MAX)
 		return -EINVAL;
 	mlen = (size_t)(sp1 - buf);
 	for (size_t i = 0; i < mlen; i++)
@@ -171,6 +178,10 @@ int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_req
 		return -EINVAL;
 	req->minor = (uint8_t)(sp2[8] - '0');
 	req->method_len = mlen;
+	/* Any case: a server that matches methods without it must not see "get" with a body. */
+	req->bodyless = name_is(buf, mlen, "GET") || name_is(buf, mlen, "HEAD") ||
+			name_is(buf, mlen, "OPTIONS") || name_is(buf, mlen, "TRACE") ||
+			name_is(buf, mlen, "DELETE");
 
 	for (line = eol + 2; line < end - 2; line = eol + 2) {
 		const uint8_t *colon, *v, *ve;
@@ -244,6 +255,26 @@ int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX]
 		*port = req.port;
 	}
 	return r;
+}
+
+void hezo_http_method_path(const uint8_t *head, const struct hezo_http_request *req,
+			   char method[HEZO_HTTP_METHOD_LOG], char path[HEZO_HTTP_PATH_LOG])
+{
+	const uint8_t *t = head + req->method_len + 1, *e = t;
+	size_t m = req->method_len, n;
+
+	/* The request line ends in " HTTP/1.x": a target always stops at a space. */
+	while (*e != ' ' && *e != '?')
+		e++;
+	n = (size_t)(e - t);
+	if (m >= HEZO_HTTP_METHOD_LOG)
+		m = HEZO_HTTP_METHOD_LOG - 1;
+	if (n >= HEZO_HTTP_PATH_LOG)
+		n = HEZO_HTTP_PATH_LOG - 1;
+	memcpy(method, head, m);
+	method[m] = '\0';
+	memcpy(path, t, n);
+	path[n] = '\0';
 }
 
 /* ---- chunked bodies ---- */
@@ -363,4 +394,87 @@ void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n)
 	c->left -= n;
 	if (c->left == 0)
 		c->st = CH_DATA_CR;
+}
+
+/* ---- a client's stream of requests ---- */
+
+void hezo_http_track_init(struct hezo_http_track *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->st = HEZO_HTTP_T_HEAD;
+}
+
+int hezo_http_track(struct hezo_http_track *t, const uint8_t *buf, size_t len, size_t *used,
+		    struct hezo_http_request *req)
+{
+	struct hezo_http_chunked ch;
+	size_t n = 0;
+	int r;
+
+	*used = 0;
+	switch (t->st) {
+	case HEZO_HTTP_T_HEAD:
+		r = hezo_http_parse_request(buf, len, req);
+		if (r < 0)
+			return r;
+		*used = req->head_len;
+		if (req->bodyless && (req->body == HEZO_HTTP_BODY_CHUNKED || req->length > 0))
+			return -EBADMSG;
+		if (req->upgrade) {
+			t->st = HEZO_HTTP_T_HOLD;
+		} else if (req->body == HEZO_HTTP_BODY_LENGTH && req->length > 0) {
+			t->left = req->length;
+			t->st = HEZO_HTTP_T_LENGTH;
+		} else if (req->body == HEZO_HTTP_BODY_CHUNKED) {
+			hezo_http_chunked_init(&t->ch);
+			t->st = HEZO_HTTP_T_CHUNKED;
+		}
+		return 1;
+	case HEZO_HTTP_T_LENGTH:
+		n = len < t->left ? len : (size_t)t->left;
+		t->left -= n;
+		if (t->left == 0)
+			t->st = HEZO_HTTP_T_HEAD;
+		*used = n;
+		return 0;
+	case HEZO_HTTP_T_CHUNKED:
+		/* On a copy: after an error the tracker is as it was. */
+		ch = t->ch;
+		r = hezo_http_chunked_scan(&ch, buf, len, &n);
+		if (r < 0)
+			return -EPROTO;
+		t->ch = ch;
+		if (r == 1)
+			t->st = HEZO_HTTP_T_HEAD;
+		*used = n;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+uint64_t hezo_http_track_body_left(const struct hezo_http_track *t)
+{
+	if (t->st == HEZO_HTTP_T_LENGTH)
+		return t->left;
+	if (t->st == HEZO_HTTP_T_CHUNKED)
+		return hezo_http_chunked_data_left(&t->ch);
+	return 0;
+}
+
+void hezo_http_track_skip(struct hezo_http_track *t, uint64_t n)
+{
+	if (t->st == HEZO_HTTP_T_LENGTH) {
+		t->left -= n;
+		if (t->left == 0)
+			t->st = HEZO_HTTP_T_HEAD;
+	} else if (t->st == HEZO_HTTP_T_CHUNKED) {
+		hezo_http_chunked_skip(&t->ch, n);
+	}
+}
+
+void hezo_http_track_resume(struct hezo_http_track *t)
+{
+	if (t->st == HEZO_HTTP_T_HOLD)
+		t->st = HEZO_HTTP_T_HEAD;
 }

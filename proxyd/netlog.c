@@ -296,6 +296,8 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 	if (l->method) {
 		add_str(&ln, "method", l->method);
 		add_str(&ln, "path", l->path);
+	}
+	if (l->method && l->intercepted) {
 		add_str(&ln, "secrets", l->secrets);
 		add_num(&ln, "substitutions", l->substitutions);
 	}

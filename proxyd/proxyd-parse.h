@@ -133,6 +133,9 @@ struct hezo_http_request {
 	enum hezo_http_body body;
 	uint64_t length; /* BODY_LENGTH: the Content-Length */
 	bool upgrade;	 /* an Upgrade header: the connection may switch protocols */
+	/* GET, HEAD, OPTIONS, TRACE or DELETE (any case): servers commonly ignore a body there and
+	 * read its bytes as the next request, so a body on these is refused (the tracker). */
+	bool bodyless;
 };
 
 /*
@@ -145,6 +148,13 @@ struct hezo_http_request {
  * Transfer-Encoding in HTTP/1.0. Bytes outside ASCII are refused too.
  */
 int hezo_http_parse_request(const uint8_t *buf, size_t len, struct hezo_http_request *req);
+
+#define HEZO_HTTP_METHOD_LOG 32
+#define HEZO_HTTP_PATH_LOG   512
+/* For a log line: the method and the target without its query (a query may hold a value), each
+ * cut to fit, of a head hezo_http_parse_request filled req from. */
+void hezo_http_method_path(const uint8_t *head, const struct hezo_http_request *req,
+			   char method[HEZO_HTTP_METHOD_LOG], char path[HEZO_HTTP_PATH_LOG]);
 
 /* The same, giving only the Host (the first request of a connection). */
 int hezo_http_parse_host(const uint8_t *buf, size_t len, char out[HEZO_NAME_MAX], uint16_t *port);
@@ -168,6 +178,48 @@ int hezo_http_chunked_scan(struct hezo_http_chunked *c, const uint8_t *buf, size
 uint64_t hezo_http_chunked_data_left(const struct hezo_http_chunked *c);
 /* n (at most data_left) data bytes went by unscanned. */
 void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n);
+
+/*
+ * A client's stream of plain-HTTP requests as proxyd follows it: where each request head starts,
+ * so every head is judged and no body byte is ever read as one. Request framing depends on the
+ * request alone (RFC 9112 6.3), except after an Upgrade head, where the answer decides
+ * (HEZO_HTTP_T_HOLD until the caller resumes or leaves the stream).
+ */
+enum hezo_http_track_state {
+	HEZO_HTTP_T_HEAD,    /* the next request head is due */
+	HEZO_HTTP_T_LENGTH,  /* a Content-Length body: left bytes */
+	HEZO_HTTP_T_CHUNKED, /* a chunked body: ch follows it */
+	HEZO_HTTP_T_HOLD,    /* an Upgrade head went: nothing is consumed until resumed */
+};
+
+struct hezo_http_track {
+	uint8_t st; /* enum hezo_http_track_state */
+	union {
+		uint64_t left;		     /* T_LENGTH */
+		struct hezo_http_chunked ch; /* T_CHUNKED */
+	};
+};
+
+void hezo_http_track_init(struct hezo_http_track *t);
+/*
+ * Step over the bytes buf[0..len) that come next on the stream.
+ * 1: a request head of *used bytes, *req filled: the caller judges it; the tracker now expects
+ *    its body, the next head, or holds (an Upgrade).
+ * 0: *used bytes (maybe all len, maybe none when holding) are body; call again for the rest.
+ * -EAGAIN: a head not complete yet. -EINVAL: a head hezo_http_parse_request refuses.
+ * -EBADMSG: a head with a body (Content-Length above 0, or Transfer-Encoding) on a method that
+ *    takes none (req->bodyless; *req filled, *used its length): never to be passed.
+ * -EPROTO: a malformed chunked body.
+ * After an error the tracker is unchanged.
+ */
+int hezo_http_track(struct hezo_http_track *t, const uint8_t *buf, size_t len, size_t *used,
+		    struct hezo_http_request *req);
+/* Body bytes that may go without a look (inside a Content-Length body or a chunk's data). */
+uint64_t hezo_http_track_body_left(const struct hezo_http_track *t);
+/* n (at most body_left) body bytes went by without a look. */
+void hezo_http_track_skip(struct hezo_http_track *t, uint64_t n);
+/* After a held Upgrade the server did not switch protocols: the next bytes are a request head. */
+void hezo_http_track_resume(struct hezo_http_track *t);
 
 /* ---- subst.c: placeholders replaced in an intercepted request head (issue 17) ---- */
 

@@ -226,7 +226,7 @@ void pd_dns_upstreams_tick(uint64_t now_ms);
 /* ---- netlog.c ---- */
 
 struct pd_netlog {
-	const char *proto; /* "tcp", "dns/udp", "dns/tcp" */
+	const char *proto; /* "tcp", "dns/udp", "dns/tcp", "http" (a plain request), "https" */
 	const struct sockaddr_storage *src, *dst;
 	const char *name;
 	const char *qtype;
@@ -235,7 +235,7 @@ struct pd_netlog {
 	const struct hezo_dns_result *dns;
 	uint64_t bytes_out, bytes_in, duration_ms;
 	bool has_bytes;
-	/* intercepted TLS (intercept.c): the request's method and path (no query), the secrets
+	/* a request's method and path (no query); intercepted TLS (intercept.c) adds the secrets
 	 * substituted or refused (names only) and how many substitutions */
 	bool intercepted;
 	const char *method, *path, *secrets;

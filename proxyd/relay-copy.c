@@ -310,7 +310,7 @@ int relay_pump(struct pd_conn *k, struct dir *d, int src, int dst, bool readable
 		d->off = 0;
 	}
 	/* Not before the upstream connect completed: a shutdown then would abort it. Nor to a
-	 * refused client, which gets its 403 after the upstream's last bytes. */
+	 * refused client, which gets its answer after the upstream's last bytes. */
 	if (d->eof && !dir_has_data(d) && !d->shut && k->st == ST_RELAY &&
 	    !(d == &k->down && k->h.st == H_REFUSED)) {
 		shutdown(dst, SHUT_WR);
@@ -337,26 +337,16 @@ static void relay_interest(struct pd_conn *k)
 
 #define EV_READABLE (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)
 
-static void refused_answer(struct pd_conn *k)
-{
-	static const char msg[] = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
-				  "Content-Length: 35\r\nConnection: close\r\n\r\n"
-				  "hezo-proxyd: this request is denied";
-	ssize_t n = write(k->cw.fd, msg, sizeof(msg) - 1);
-
-	(void)n; /* a client that cannot take 150 bytes gets only the close */
-}
-
 void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 {
 	bool cfail = false, ufail = false;
 	bool uread = uev & EV_READABLE;
 	int r;
 
-	if (k->h.st == H_HOLD && uread) {
+	if (relay_http_holding(k) && uread) {
 		relay_http_upgrade_answer(k);
 		/* Undecided: leave the answer unread until more of it has come. */
-		uread = k->h.st != H_HOLD;
+		uread = !relay_http_holding(k);
 	}
 	r = relay_pump(k, &k->up, k->cw.fd, k->uw.fd, cev & EV_READABLE, &cfail, &ufail);
 	if (r == 0)
@@ -368,7 +358,7 @@ void relay_run(struct pd_conn *k, uint32_t cev, uint32_t uev)
 		return;
 	}
 	if (k->h.st == H_REFUSED && k->down.eof && !dir_has_data(&k->down)) {
-		refused_answer(k);
+		relay_http_answer(k);
 		relay_conn_end(k, "deny", k->reason, false);
 		return;
 	}

@@ -1,6 +1,7 @@
 /*
- * Following a plain-HTTP connection's client stream (http.c): every request of the connection is
- * read before it is passed, and each must name the host the connection was allowed for.
+ * Following a plain-HTTP connection's client stream (http.c's tracker): every request of the
+ * connection is read before it is passed, each must name the host the connection was allowed
+ * for, and each is logged.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,6 +16,11 @@
 bool relay_http_followed(const struct pd_conn *k, const struct dir *d)
 {
 	return d == &k->up && k->h.st != H_NONE && k->h.st != H_OPAQUE;
+}
+
+bool relay_http_holding(const struct pd_conn *k)
+{
+	return k->h.st == H_FOLLOW && k->h.t.st == HEZO_HTTP_T_HOLD;
 }
 
 /* Buffered bytes that may be written: on a followed connection only the checked ones. */
@@ -33,13 +39,38 @@ const char *relay_conn_verdict(const struct pd_conn *k)
 	return k->h.st == H_REFUSED ? "deny" : "allow";
 }
 
+/* One netlog line per request head judged, allowed or not: the connection's line alone would
+ * say nothing of the requests after the first. req NULL: a head that could not be read. */
+static void http_log(struct pd_conn *k, const uint8_t *head, const struct hezo_http_request *req,
+		     const char *name, const char *verdict, const char *reason)
+{
+	char method[HEZO_HTTP_METHOD_LOG], path[HEZO_HTTP_PATH_LOG];
+	struct pd_netlog l = {
+		.proto = "http",
+		.src = &k->t.src,
+		.dst = &k->t.dst,
+		.name = name,
+		.verdict = verdict,
+		.reason = reason,
+	};
+
+	if (req) {
+		hezo_http_method_path(head, req, method, path);
+		l.method = method;
+		l.path = path;
+	}
+	pd_netlog_write(k->c, &l);
+}
+
 /* Stop passing the client's bytes: those checked still go, the rest is dropped, nothing more
- * is read; the upstream gets a half-close, and the client a 403 when the upstream is done. */
-static void http_refuse(struct pd_conn *k, const char *reason)
+ * is read; the upstream gets a half-close, and the client the answer (status) when the upstream
+ * is done. */
+static void http_refuse(struct pd_conn *k, uint16_t status, const char *reason)
 {
 	struct dir *d = &k->up;
 
 	k->h.st = H_REFUSED;
+	k->h.status = status;
 	k->reason = reason;
 	k->h.refused_ms = pd_now_ms();
 	d->len = k->h.ok;
@@ -48,76 +79,60 @@ static void http_refuse(struct pd_conn *k, const char *reason)
 	d->eof = true;
 }
 
+/* A complete head: judge it, log it, and 0 to go on or -1 when it was refused. */
+static int http_judge(struct pd_conn *k, const uint8_t *p, int r,
+		      const struct hezo_http_request *req)
+{
+	char name[HEZO_NAME_MAX];
+	const char *logged = k->t.name;
+
+	if (r == -EBADMSG) {
+		http_refuse(k, 400,
+			    "a body on a GET, HEAD, OPTIONS, TRACE or DELETE request (a server may "
+			    "read it as another request)");
+	} else if (hezo_name_normalize(req->host, strlen(req->host), name) < 0 ||
+		   strcmp(name, k->t.name) != 0) {
+		logged = req->host;
+		http_refuse(k, 403,
+			    "a later request's Host names another host than the "
+			    "connection was allowed for");
+	} else if (pd_intercept_plain_refused(k->c, p, req->head_len)) {
+		/* Never substituted over plain HTTP, and a placeholder goes nowhere. */
+		http_refuse(k, 403, "a secret's placeholder over plain HTTP");
+	}
+	http_log(k, p, req, logged, k->h.st == H_REFUSED ? "deny" : "allow",
+		 k->h.st == H_REFUSED ? k->reason : "host");
+	return k->h.st == H_REFUSED ? -1 : 0;
+}
+
 /* Check what has arrived after the bytes already checked, request by request. */
 void relay_http_advance(struct pd_conn *k)
 {
 	struct dir *d = &k->up;
 
-	while (k->h.ok < d->len) {
+	while (k->h.st == H_FOLLOW && k->h.ok < d->len && !relay_http_holding(k)) {
 		const uint8_t *p = d->buf + d->off + k->h.ok;
 		size_t avail = d->len - k->h.ok, used = 0;
+		bool head = k->h.t.st == HEZO_HTTP_T_HEAD;
 		struct hezo_http_request req;
-		char name[HEZO_NAME_MAX];
-		int r;
+		int r = hezo_http_track(&k->h.t, p, avail, &used, &req);
 
-		switch (k->h.st) {
-		case H_HEAD:
-			r = hezo_http_parse_request(p, avail, &req);
-			if (r == -EAGAIN) {
-				if (avail >= PD_HEAD_MAX)
-					http_refuse(k, "a later request head is over 16 KiB");
-				return;
-			}
-			if (r < 0) {
-				http_refuse(k, "a later request is not HTTP/1 with one Host header "
-					       "and unambiguous framing");
-				return;
-			}
-			if (hezo_name_normalize(req.host, strlen(req.host), name) < 0 ||
-			    strcmp(name, k->t.name) != 0) {
-				http_refuse(k, "a later request's Host names another host than the "
-					       "connection was allowed for");
-				return;
-			}
-			/* Never substituted over plain HTTP, and a placeholder goes nowhere. */
-			if (pd_intercept_plain_refused(k->c, p, req.head_len)) {
-				http_refuse(k, "a secret's placeholder over plain HTTP");
-				return;
-			}
-			k->h.nreq++;
-			k->h.ok += req.head_len;
-			if (req.upgrade) {
-				k->h.st = H_HOLD;
-				return;
-			}
-			if (req.body == HEZO_HTTP_BODY_LENGTH && req.length > 0) {
-				k->h.left = req.length;
-				k->h.st = H_LENGTH;
-			} else if (req.body == HEZO_HTTP_BODY_CHUNKED) {
-				hezo_http_chunked_init(&k->h.ch);
-				k->h.st = H_CHUNKED;
-			}
-			break;
-		case H_LENGTH:
-			used = avail < k->h.left ? avail : (size_t)k->h.left;
-			k->h.ok += used;
-			k->h.left -= used;
-			if (k->h.left == 0)
-				k->h.st = H_HEAD;
-			break;
-		case H_CHUNKED:
-			r = hezo_http_chunked_scan(&k->h.ch, p, avail, &used);
-			if (r < 0) {
-				http_refuse(k, "a malformed chunked request body");
-				return;
-			}
-			k->h.ok += used;
-			if (r == 1)
-				k->h.st = H_HEAD;
-			break;
-		default:
+		if (r == -EAGAIN && avail < PD_HEAD_MAX)
+			return;
+		if (r == -EAGAIN || r == -EPROTO || r == -EINVAL) {
+			http_refuse(k, 400,
+				    r == -EAGAIN   ? "a later request head is over 16 KiB"
+				    : r == -EPROTO ? "a malformed chunked request body"
+						   : "a later request is not HTTP/1 with one Host "
+						     "header and unambiguous framing");
+			http_log(k, p, NULL, k->t.name, "deny", k->reason);
 			return;
 		}
+		if (head && http_judge(k, p, r, &req) < 0)
+			return;
+		if (r == 1)
+			k->h.nreq++;
+		k->h.ok += used;
 	}
 }
 
@@ -141,7 +156,7 @@ void relay_http_upgrade_answer(struct pd_conn *k)
 		k->h.st = H_OPAQUE;
 		return;
 	}
-	k->h.st = H_HEAD;
+	hezo_http_track_resume(&k->h.t);
 	relay_http_advance(k);
 }
 
@@ -153,14 +168,11 @@ void relay_http_upgrade_answer(struct pd_conn *k)
 int relay_http_fill_mode(const struct pd_conn *k, uint64_t *max)
 {
 	const struct dir *d = &k->up;
-	uint64_t body = 0;
+	uint64_t body;
 
-	if (d->eof || k->h.st == H_HOLD || k->h.st == H_REFUSED)
+	if (d->eof || relay_http_holding(k) || k->h.st == H_REFUSED)
 		return 0;
-	if (k->h.st == H_LENGTH)
-		body = k->h.left;
-	else if (k->h.st == H_CHUNKED)
-		body = hezo_http_chunked_data_left(&k->h.ch);
+	body = hezo_http_track_body_left(&k->h.t);
 	if (body > 0 && d->len == 0) {
 		if (d->pipe[0] >= 0 && (d->pipe_full || d->inpipe >= d->pipe_cap))
 			return 0;
@@ -177,13 +189,7 @@ int relay_http_fill_mode(const struct pd_conn *k, uint64_t *max)
 /* n body bytes of the request went by without a look (spliced). */
 void relay_http_body_passed(struct pd_conn *k, uint64_t n)
 {
-	if (k->h.st == H_LENGTH) {
-		k->h.left -= n;
-		if (k->h.left == 0)
-			k->h.st = H_HEAD;
-	} else {
-		hezo_http_chunked_skip(&k->h.ch, n);
-	}
+	hezo_http_track_skip(&k->h.t, n);
 }
 
 /* The client's bytes were read into the buffer (n as read() returned): check them. */
@@ -198,4 +204,18 @@ void relay_http_read(struct pd_conn *k, ssize_t n)
 		if (d->len == 0)
 			d->off = 0;
 	}
+}
+
+void relay_http_answer(struct pd_conn *k)
+{
+	static const char m400[] = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+				   "Content-Length: 35\r\nConnection: close\r\n\r\n"
+				   "hezo-proxyd: this request is denied";
+	static const char m403[] = "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+				   "Content-Length: 35\r\nConnection: close\r\n\r\n"
+				   "hezo-proxyd: this request is denied";
+	bool bad = k->h.status == 400;
+	ssize_t n = write(k->cw.fd, bad ? m400 : m403, bad ? sizeof(m400) - 1 : sizeof(m403) - 1);
+
+	(void)n; /* a client that cannot take 150 bytes gets only the close */
 }

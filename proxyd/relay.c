@@ -224,8 +224,15 @@ static void read_head(struct pd_conn *k)
 	if (kind[0] == 'h') {
 		/* Follow every request: this first one passes the check again, what the client
 		 * sent after it is checked before it goes. */
-		k->h.st = H_HEAD;
+		k->h.st = H_FOLLOW;
+		hezo_http_track_init(&k->h.t);
 		relay_http_advance(k);
+		/* Refused already: nothing of it would go, so no upstream is connected for it. */
+		if (k->h.st == H_REFUSED && k->h.nreq == 0) {
+			relay_http_answer(k);
+			relay_conn_end(k, "deny", k->reason, false);
+			return;
+		}
 	}
 	connect_upstream(k, kind[0] == 's' ? "sni" : "host");
 }

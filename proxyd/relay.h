@@ -18,16 +18,15 @@ enum conn_state { ST_HEAD, ST_CONNECTING, ST_RELAY };
 
 /*
  * Where a plain-HTTP connection's client stream is. H_NONE: not followed (TLS, an address
- * entry): bytes pass as they come. H_OPAQUE: the server switched protocols (101): the same.
+ * entry): bytes pass as they come. H_FOLLOW: every request is judged before it goes; h.t says
+ * what the next bytes are. H_OPAQUE: the server switched protocols (101): bytes pass as they come.
  */
 enum http_state {
 	H_NONE,
-	H_HEAD,	   /* the next request head is due */
-	H_LENGTH,  /* a Content-Length body: h.left bytes to pass */
-	H_CHUNKED, /* a chunked body: h.ch follows it */
-	H_HOLD,	   /* an Upgrade request went out: the client waits until the answer is seen */
+	H_FOLLOW,
 	H_OPAQUE,
-	H_REFUSED, /* a request was refused: answered 403 once the earlier responses are out */
+	H_REFUSED, /* a request was refused: answered (h.status) once the earlier responses are out
+		    */
 };
 
 /*
@@ -57,14 +56,12 @@ struct pd_conn {
 	uint64_t deadline_ms, last_ms;
 	struct dir up, down;
 	struct {
-		uint8_t st;    /* enum http_state */
-		uint32_t nreq; /* requests passed */
-		size_t ok;     /* H_HEAD..H_HOLD: bytes at the front of up.buf checked to go */
+		uint8_t st;	     /* enum http_state */
+		uint16_t status;     /* H_REFUSED: the answer's status, 400 or 403 */
+		uint32_t nreq;	     /* requests passed */
+		size_t ok;	     /* H_FOLLOW: bytes at the front of up.buf checked to go */
 		uint64_t refused_ms; /* H_REFUSED: when it happened */
-		union {
-			uint64_t left;		     /* H_LENGTH */
-			struct hezo_http_chunked ch; /* H_CHUNKED */
-		};
+		struct hezo_http_track t;
 	} h;
 };
 
@@ -84,6 +81,10 @@ size_t relay_dir_sendable(const struct pd_conn *k, const struct dir *d);
 bool relay_conn_has_data(const struct pd_conn *k, const struct dir *d);
 const char *relay_conn_verdict(const struct pd_conn *k);
 void relay_http_advance(struct pd_conn *k);
+/* An Upgrade request went: the client's next bytes wait until the answer is seen. */
+bool relay_http_holding(const struct pd_conn *k);
+/* The refusal's answer to the client (400 or 403). */
+void relay_http_answer(struct pd_conn *k);
 void relay_http_upgrade_answer(struct pd_conn *k);
 /* How the client's next bytes may be read: 0 not now, 1 into the pipe (at most *max), 2 into
  * the buffer to be checked. */

@@ -2,11 +2,14 @@
  * libFuzzer target for proxyd/http.c: a found Host is printable and bounded, and a complete head
  * gives the same answer whatever follows it; an accepted head holds no CR without LF and nothing
  * outside printable ASCII but CRLF and HTAB; the chunked scanner finds the same end of a body
- * whether the bytes come at once or split at any point.
+ * whether the bytes come at once or split at any point; the stream tracker finds the same request
+ * heads, and stops at the same byte for the same reason, whether the stream comes at once, in two
+ * pieces, or with body bytes skipped unscanned (spliced) as the relay does, and no head it passes
+ * carries a body on a method that takes none.
  *
  * Build and run by hand from the top of the checkout:
- *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iproxyd \
- *       tests/fuzz/fuzz-http.c proxyd/http.c -o /tmp/fuzz-http
+ *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress
+ * -Iproxyd \ tests/fuzz/fuzz-http.c proxyd/http.c -o /tmp/fuzz-http
  *   mkdir -p /tmp/fuzz-http-corpus && /tmp/fuzz-http -max_total_time=60 -max_len=16384 \
  *       -dict=tests/fuzz/http.dict /tmp/fuzz-http-corpus tests/fuzz/corpus/http
  */
@@ -20,11 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int check_host(const uint8_t *data, size_t size);
 static void check_request(const uint8_t *data, size_t size);
 static void check_chunked(const uint8_t *data, size_t size);
+static void check_track(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	check_request(data, size);
 	check_chunked(data, size);
+	check_track(data, size);
 	return check_host(data, size);
 }
 
@@ -84,6 +89,19 @@ static void check_request(const uint8_t *data, size_t size)
 		abort();
 }
 
+/* The first byte picks where the rest is split: false when there is no rest. */
+static bool take_cut(const uint8_t **data, size_t *size, size_t *cut)
+{
+	if (*size < 2)
+		return false;
+	*cut = (*data)[0] % *size;
+	(*data)++;
+	(*size)--;
+	if (*cut > *size)
+		*cut = *size;
+	return true;
+}
+
 /* The bytes after the head as a chunked body: one scan, or two at a split, agree. */
 static void check_chunked(const uint8_t *data, size_t size)
 {
@@ -91,13 +109,8 @@ static void check_chunked(const uint8_t *data, size_t size)
 	size_t used_a = 0, used_b1 = 0, used_b2 = 0, cut;
 	int ra, rb;
 
-	if (size < 2)
+	if (!take_cut(&data, &size, &cut))
 		return;
-	cut = data[0] % size;
-	data++;
-	size--;
-	if (cut > size)
-		cut = size;
 	hezo_http_chunked_init(&a);
 	ra = hezo_http_chunked_scan(&a, data, size, &used_a);
 	hezo_http_chunked_init(&b);
@@ -107,5 +120,87 @@ static void check_chunked(const uint8_t *data, size_t size)
 	else
 		used_b2 = 0;
 	if (ra != rb || (ra >= 0 && used_a != used_b1 + used_b2) || used_a > size)
+		abort();
+}
+
+#define TRACK_HEADS 64
+
+struct walk {
+	size_t heads[TRACK_HEADS], nheads, end;
+	int r;
+};
+
+/*
+ * The relay's walk over a client stream: bytes arrive up to cut first, then the rest; a head is
+ * only looked at in full; with splice, body bytes the tracker says need no look are skipped.
+ * Stops at the first error, or where the bytes run out.
+ */
+static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, struct walk *w)
+{
+	struct hezo_http_track t;
+	size_t pos = 0, arrived = cut;
+
+	memset(w, 0, sizeof(*w));
+	hezo_http_track_init(&t);
+	for (;;) {
+		struct hezo_http_request req;
+		size_t used = 0, avail = arrived - pos;
+		uint64_t skip = splice ? hezo_http_track_body_left(&t) : 0;
+		int r;
+
+		if (avail == 0 && arrived < size) {
+			arrived = size;
+			continue;
+		}
+		if (skip > 0 && avail > 0) {
+			if (skip > avail)
+				skip = avail;
+			hezo_http_track_skip(&t, skip);
+			pos += skip;
+			continue;
+		}
+		if (avail == 0 || t.st == HEZO_HTTP_T_HOLD) {
+			w->r = 0;
+			break;
+		}
+		r = hezo_http_track(&t, data + pos, avail, &used, &req);
+		if (r == -EAGAIN && arrived < size) {
+			arrived = size;
+			continue;
+		}
+		if (used > avail || (r == 0 && used == 0))
+			abort();
+		if (r == 1) {
+			if (req.bodyless && (req.body == HEZO_HTTP_BODY_CHUNKED || req.length > 0))
+				abort();
+			if (w->nheads < TRACK_HEADS)
+				w->heads[w->nheads] = pos;
+			w->nheads++;
+		}
+		if (r < 0) {
+			w->r = r;
+			break;
+		}
+		pos += used;
+	}
+	w->end = pos;
+}
+
+static void check_track(const uint8_t *data, size_t size)
+{
+	struct walk a, b, c;
+	size_t cut;
+
+	if (!take_cut(&data, &size, &cut))
+		return;
+	walk(data, size, size, false, &a);
+	walk(data, size, cut, false, &b);
+	walk(data, size, cut, true, &c);
+	/* A bad chunk stops the walk inside a body: how much of that body went before it depends
+	 * on how the bytes came, which heads were found does not. */
+	if (a.r != b.r || a.r != c.r || a.nheads != b.nheads || a.nheads != c.nheads ||
+	    memcmp(a.heads, b.heads, sizeof(a.heads)) != 0 ||
+	    memcmp(a.heads, c.heads, sizeof(a.heads)) != 0 ||
+	    (a.r != -EPROTO && (a.end != b.end || a.end != c.end)))
 		abort();
 }

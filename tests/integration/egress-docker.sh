@@ -23,7 +23,7 @@ PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
 
 hezo_require_root
 hezo_require_backend
-hezo_require_tools ip nft jq dnsmasq openssl busybox timeout "$HEZO_DOCKER"
+hezo_require_tools ip nft jq dnsmasq openssl busybox timeout python3 "$HEZO_DOCKER"
 [ -x "$HOOK" ] || hezo_cannot_run "hezo-hook not built: $HOOK"
 [ -x "$PROXYD" ] || hezo_cannot_run "hezo-proxyd not built: $PROXYD"
 hezo_require_shim
@@ -59,7 +59,7 @@ ip addr add 10.203.0.1/24 dev "$TAG-h"
 ip -6 addr add fd00:203::1/64 dev "$TAG-h" nodad
 ip link set "$TAG-h" up
 in_inet ip link set lo up
-for a in 10 11 12; do in_inet ip addr add "10.203.0.$a/24" dev "$TAG-i"; done
+for a in 10 11 12 13; do in_inet ip addr add "10.203.0.$a/24" dev "$TAG-i"; done
 for a in 10 11; do in_inet ip -6 addr add "fd00:203::$a/64" dev "$TAG-i" nodad; done
 in_inet ip link set "$TAG-i" up
 in_inet ip route add default via 10.203.0.1
@@ -83,6 +83,11 @@ while True:
     d, a = s.recvfrom(2048)
     s.sendto(d, a)'
 fi
+# A keep-alive server for many names at one address (a CDN: cdn.test, other.test) that logs the
+# Host and request line of every request it reads, and, like `python3 -m http.server`, reads a
+# body on GET as the next request.
+: >"$E/cdn.log"
+tap_bg ip netns exec "$INET" python3 "$SRC/tests/lib/http-upstream.py" "$E/cdn.log" 10.203.0.13 8081
 # Count what reaches the internet, by protocol, whoever sends it.
 in_inet nft -f - <<'EOF' || bail_out "cannot install the counting table"
 table inet count {
@@ -103,10 +108,11 @@ tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --b
 	--no-resolv --no-hosts --user=root \
 	--address=/allowed.test/10.203.0.10 --address=/allowed.test/fd00:203::10 \
 	--address=/denied.test/10.203.0.11 --address=/other.test/10.203.0.12 \
+	--address=/cdn.test/10.203.0.13 \
 	--address=/rebind-lo.test/127.0.0.1 --address=/rebind-priv.test/192.168.77.7
 
 # ---- policy, wrapper, runtimes ----
-ALLOW='["allowed.test","rebind-lo.test","rebind-priv.test"]'
+ALLOW='["allowed.test","rebind-lo.test","rebind-priv.test","cdn.test:8081"]'
 RANGES='["10.203.0.0/24","fd00:203::/64"]'
 hezo_policy_json docker | jq --argjson allow "$ALLOW" --argjson ranges "$RANGES" \
 	--arg pd "$E/projects" --arg dns "127.0.0.1:$DNS_PORT" \
@@ -274,6 +280,26 @@ in_a "nslookup rebind-lo.test 10.203.0.1"
 refused "a name pointing at 127.0.0.1 does not resolve to loopback" '127\.0\.0\.1'
 in_a "nslookup rebind-priv.test 10.203.0.1"
 refused "a name pointing at a private address does not resolve to it" '192\.168\.77\.7'
+
+# ---- plain HTTP: a request smuggled in a GET body (issue 27, finding 3) ----
+# The GET's Content-Length body is itself a request for other.test, which A may not reach. A
+# server that ignores GET bodies reads it as a second request at the same address, so proxyd
+# refuses a body on GET (and HEAD, OPTIONS, TRACE, DELETE) with a 400 before any byte goes.
+SMUG='GET /smuggled HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n'
+SMUG_LEN=$(printf '%b' "$SMUG" | wc -c)
+nc_cdn() { printf '%s' "nslookup cdn.test 10.203.0.1 >/dev/null; printf '$1' | timeout 10 nc cdn.test 8081"; }
+in_a "$(nc_cdn 'GET /plain HTTP/1.1\r\nHost: cdn.test\r\nConnection: close\r\n\r\n')"
+expect_match "$OUT" 'host=cdn\.test' "plain HTTP: a GET for cdn.test reaches the keep-alive CDN server"
+in_a "$(nc_cdn "GET /smug HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: $SMUG_LEN\r\n\r\n$SMUG")"
+expect_match "$OUT" '^HTTP/1\.1 400 Bad Request' "a GET whose body is a request for other.test gets proxyd's 400"
+expect_no_match "$OUT" 'host=' "... and no answer of the server's"
+expect_no_match "$(cat "$E/cdn.log")" 'other\.test|/smuggled' "... the smuggled request never reached the server"
+expect_no_match "$(cat "$E/cdn.log")" '/smug ' "... nor the GET that carried it"
+sleep 0.3
+expect_match "$(cat "$E/netlog/$A_ID.jsonl" 2>/dev/null)" '"proto":"http",.*"name":"cdn\.test","verdict":"deny","reason":"a body on a GET, HEAD, OPTIONS, TRACE or DELETE request[^"]*","method":"GET","path":"/smug"' \
+	"netlog: the refusal is a deny line with its reason, method and path"
+expect_match "$(cat "$E/netlog/$A_ID.jsonl" 2>/dev/null)" '"proto":"http",.*"name":"cdn\.test","verdict":"allow","reason":"host","method":"GET","path":"/plain"' \
+	"netlog: the allowed request is a line of its own"
 
 # ---- B: another project, another allow-list ----
 run "$RT_B" -- "nslookup other.test 10.203.0.1; $(http_get other.test)"

@@ -205,7 +205,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..69"
+echo "1..84"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -350,6 +350,54 @@ check "c1: an Upgrade the server declines keeps every later request checked" \
 	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws-declined HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
 		'GET /after-declined HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
 		echo \"\$out\" | grep -q '^HTTP/1.1 403' && ! grep -q 'after-declined' $T/upstream.log"
+# Every request head judged is a netlog line of its own ("proto":"http"), allowed or not.
+sleep 0.2
+check "netlog: each request of the keep-alive connection is a line, the second one too" \
+	grep -q '"proto":"http",.*"name":"cdn.test","verdict":"allow","reason":"host","method":"GET","path":"/ka2"' "$T/log/c1.jsonl"
+check "netlog: the pipelined request naming other.test is a deny line of its own" \
+	grep -q '"proto":"http",.*"name":"other.test","verdict":"deny","reason":"a later request'"'"'s Host names another host than the connection was allowed for","method":"GET","path":"/p2"' "$T/log/c1.jsonl"
+# A body on GET, HEAD, OPTIONS, TRACE or DELETE is refused with a 400 before any of it goes: this
+# upstream, like python's http.server, ignores such a body and reads it as the next request,
+# whose Host proxyd would never have judged.
+SMUG='GET /smuggled HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n'
+SMUG_LEN=$(printf '%b' "$SMUG" | wc -c)
+for m in GET HEAD OPTIONS TRACE DELETE; do
+	check "c1: a $m whose Content-Length body is a request for other.test gets proxyd's 400; upstream sees neither" \
+		bash -c "$(declare -f hc); T=$T; out=\$(hc '$m /smug-$m HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: $SMUG_LEN\r\n\r\n$SMUG') &&
+			echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' && echo \"\$out\" | grep -q 'hezo-proxyd' &&
+			! echo \"\$out\" | grep -q 'host=' && ! grep -q 'smug-$m\|/smuggled' $T/upstream.log"
+done
+check "netlog: the GET with a body is a deny line naming the reason, method and path" \
+	grep -q '"proto":"http",.*"name":"cdn.test","verdict":"deny","reason":"a body on a GET, HEAD, OPTIONS, TRACE or DELETE request (a server may read it as another request)","method":"GET","path":"/smug-GET"' "$T/log/c1.jsonl"
+check "c1: a later GET with a body on a kept-alive connection gets the 400 after the first answer" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /first HTTP/1.1\r\nHost: cdn.test\r\n\r\n' \
+		'GET /smug-later HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: $SMUG_LEN\r\n\r\n$SMUG') &&
+		echo \"\$out\" | grep -q 'host=cdn.test' && echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' &&
+		grep -q '\"GET /first HTTP/1.1\"' $T/upstream.log && ! grep -q 'smug-later\|/smuggled' $T/upstream.log"
+check "c1: a DELETE with a chunked body gets proxyd's 400; upstream sees nothing of it" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'DELETE /smug-te HTTP/1.1\r\nHost: cdn.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n') &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' && echo \"\$out\" | grep -q 'hezo-proxyd' &&
+		! grep -q 'smug-te' $T/upstream.log"
+check "c1: a later request with a folded header line gets 400 after the first answer; upstream never sees it" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /before-fold HTTP/1.1\r\nHost: cdn.test\r\n\r\n' \
+		'GET /folded HTTP/1.1\r\nHost: cdn.test\r\nX-A: a\r\n Host: other.test\r\n\r\n') &&
+		echo \"\$out\" | grep -q 'host=cdn.test' && echo \"\$out\" | grep -q '^HTTP/1.1 400 Bad Request' &&
+		grep -q 'before-fold' $T/upstream.log && ! grep -q '/folded' $T/upstream.log"
+sleep 0.2
+check "netlog: the unreadable later request is an http deny line with its reason" \
+	grep -q '"proto":"http",.*"name":"cdn.test","verdict":"deny","reason":"a later request is not HTTP/1 with one Host header and unambiguous framing"' "$T/log/c1.jsonl"
+check "c1: Expect: 100-continue: the body passes by its Content-Length, the request after it is judged" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'PUT /expect HTTP/1.1\r\nHost: cdn.test\r\nExpect: 100-continue\r\nContent-Length: 41\r\n\r\n' \
+		'GET /in-expect HTTP/1.1\r\nHost: x.test\r\n\r\n' 'GET /after-expect HTTP/1.1\r\nHost: other.test\r\n\r\n') &&
+		echo \"\$out\" | grep -q '^HTTP/1.1 100' && echo \"\$out\" | grep -q '^HTTP/1.1 403' &&
+		grep -q '\"PUT /expect HTTP/1.1\" body=41' $T/upstream.log && ! grep -q 'in-expect\|after-expect' $T/upstream.log"
+check "c1: a GET with Content-Length: 0 has no body and is served" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /cl0 HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 0\r\n\r\n') &&
+		echo \"\$out\" | grep -q 'host=cdn.test' && grep -q '\"GET /cl0 HTTP/1.1\" body=0' $T/upstream.log"
+check "c1: HTTP/1.0 keep-alive: a POST body and the GET after it are both served" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /k10 HTTP/1.0\r\nHost: cdn.test\r\nConnection: keep-alive\r\nContent-Length: 5\r\n\r\nhelloGET /k10b HTTP/1.0\r\nHost: cdn.test\r\n\r\n') &&
+		[ \$(echo \"\$out\" | grep -c 'host=cdn.test') = 2 ] && grep -q '\"POST /k10 HTTP/1.0\" body=5' $T/upstream.log &&
+		grep -q '\"GET /k10b HTTP/1.0\"' $T/upstream.log"
 check "c1: a port no entry allows is refused at accept (netlog reason, no wait)" \
 	bash -c "ip netns exec hzp-c1 python3 -c '
 import socket, time

@@ -680,6 +680,13 @@ static void test_http_request_strict(void **state)
 	assert_int_equal(req_of("GET / HTTP/1.0\r\nHost: a.test\r\n\r\n", &req), 1);
 	assert_int_equal(req.minor, 0);
 	assert_false(req.upgrade);
+	/* a method over 16 characters is refused complete as it is when its first bytes come */
+	assert_int_equal(req_of("BASELINE-CONTROL / HTTP/1.1\r\nHost: a.test\r\n\r\n", &req), 1);
+	assert_int_equal(req_of("UPDATEREDIRECTREF / HTTP/1.1\r\nHost: a.test\r\n\r\n", &req),
+			 -EINVAL);
+	assert_int_equal(req_of("UPDATEREDIRECTREF", &req), -EINVAL);
+	assert_int_equal(req_of("UPDATEREDIRECTREF /", &req), -EINVAL);
+	assert_int_equal(req_of("BASELINE-CONTROL /", &req), -EAGAIN);
 }
 
 static int chunked_all(const char *body, size_t *used)
@@ -727,6 +734,192 @@ static void test_http_chunked(void **state)
 	assert_int_equal(chunked_all("5;a\rb\r\nhello", &used), -EINVAL);
 	assert_int_equal(chunked_all("1000000000000000\r\n", &used), -EINVAL);
 	assert_int_equal(chunked_all("fffffffffffffff\r\n", &used), 0);
+}
+
+/* The tracker over a whole string. */
+static int track_str(struct hezo_http_track *t, const char *s, size_t *used,
+		     struct hezo_http_request *req)
+{
+	return hezo_http_track(t, (const uint8_t *)s, strlen(s), used, req);
+}
+
+/*
+ * Walk a client's stream through the tracker as the relay does: bytes arrive step at a time,
+ * heads are judged where the tracker says they start. Writes "METHOD host " for each head to
+ * out; returns the tracker's error, or 0 when every byte was accounted for.
+ */
+static int track_walk(const char *stream, size_t step, char *out, size_t outsz)
+{
+	struct hezo_http_track t;
+	size_t len = strlen(stream), pos = 0, arrived = 0, o = 0;
+
+	hezo_http_track_init(&t);
+	out[0] = '\0';
+	while (pos < len) {
+		struct hezo_http_request req;
+		size_t used = 0;
+		int r;
+
+		if (arrived == pos || t.st == HEZO_HTTP_T_HEAD)
+			arrived = arrived + step < len ? arrived + step : len;
+		r = hezo_http_track(&t, (const uint8_t *)stream + pos, arrived - pos, &used, &req);
+		if (r == -EAGAIN && arrived < len)
+			continue;
+		if (r < 0)
+			return r;
+		if (r == 1)
+			o += (size_t)snprintf(out + o, outsz - o, "%.*s %s ", (int)req.method_len,
+					      stream + pos, req.host);
+		assert_true(o < outsz);
+		pos += used;
+		if (t.st == HEZO_HTTP_T_HOLD)
+			hezo_http_track_resume(&t);
+	}
+	return t.st == HEZO_HTTP_T_HEAD ? 0 : -EAGAIN;
+}
+
+/* Every head of a pipelined stream is found, whatever the arrival pattern; a body that looks
+ * like a request is a body. */
+static void test_http_track_pipelined(void **state)
+{
+	static const char stream[] =
+		"GET /1 HTTP/1.1\r\nHost: a.test\r\n\r\n"
+		"POST /2 HTTP/1.1\r\nHost: a.test\r\nContent-Length: 34\r\n\r\n"
+		"GET /in HTTP/1.1\r\nHost: b.test\r\n\r\n"
+		"GET /3 HTTP/1.0\r\nHost: a.test\r\nConnection: keep-alive\r\n\r\n"
+		"PUT /4 HTTP/1.0\r\nHost: a.test:80\r\nContent-Length: 3\r\n\r\nabc"
+		"DELETE /5 HTTP/1.1\r\nHost: c.test\r\nContent-Length: 0\r\n\r\n";
+	char got[512];
+
+	for (size_t step = 1; step <= sizeof(stream); step++) {
+		assert_int_equal(track_walk(stream, step, got, sizeof(got)), 0);
+		assert_string_equal(got,
+				    "GET a.test POST a.test GET a.test PUT a.test DELETE c.test ");
+	}
+}
+
+static void test_http_track_chunked(void **state)
+{
+	static const char stream[] =
+		"POST /c HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"5\r\nhello\r\n20\r\nGET / HTTP/1.1\r\nHost: x.test\r\n\r\n\r\n0\r\n\r\n"
+		"GET /after HTTP/1.1\r\nHost: b.test\r\n\r\n";
+	struct hezo_http_track t;
+	struct hezo_http_request req;
+	char got[256];
+	size_t used, head = (size_t)(strstr(stream, "\r\n\r\n") + 4 - stream);
+
+	for (size_t step = 1; step <= sizeof(stream); step++) {
+		assert_int_equal(track_walk(stream, step, got, sizeof(got)), 0);
+		assert_string_equal(got, "POST a.test GET b.test ");
+	}
+	/* chunk data may go unscanned (spliced), the sizes around it are still read */
+	hezo_http_track_init(&t);
+	assert_int_equal(hezo_http_track(&t, (const uint8_t *)stream, head, &used, &req), 1);
+	assert_int_equal(used, head);
+	assert_int_equal(track_str(&t, "10\r\n", &used, &req), 0);
+	assert_int_equal(hezo_http_track_body_left(&t), 16);
+	hezo_http_track_skip(&t, 16);
+	assert_int_equal(hezo_http_track_body_left(&t), 0);
+	assert_int_equal(track_str(&t, "\r\n0\r\n\r\nGET", &used, &req), 0);
+	assert_int_equal(used, 7);
+	assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+	/* a malformed chunk is an error of its own, and leaves the tracker where it was */
+	assert_int_equal(
+		track_walk("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+			   "5\r\nhelloGET / HTTP/1.1\r\n",
+			   7, got, sizeof(got)),
+		-EPROTO);
+	hezo_http_track_init(&t);
+	assert_int_equal(hezo_http_track(&t, (const uint8_t *)stream, head, &used, &req), 1);
+	assert_int_equal(track_str(&t, "5\r\nhel", &used, &req), 0);
+	assert_int_equal(track_str(&t, "loX", &used, &req), -EPROTO);
+	assert_int_equal(used, 0);
+	assert_int_equal(hezo_http_track_body_left(&t), 2);
+	/* the Content-Length body's end is found across any split too */
+	hezo_http_track_init(&t);
+	assert_int_equal(track_str(&t,
+				   "POST / HTTP/1.1\r\nHost: a.test\r\n"
+				   "Content-Length: 10\r\n\r\n",
+				   &used, &req),
+			 1);
+	hezo_http_track_skip(&t, 4);
+	assert_int_equal(track_str(&t, "567890GET", &used, &req), 0);
+	assert_int_equal(used, 6);
+	assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+}
+
+/* What the tracker refuses: ambiguous framing, and a body on a method that takes none. */
+static void test_http_track_refusals(void **state)
+{
+	static const char *const ambiguous[] = {
+		"POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+		"4\r\n\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n Content-Length: "
+		"9\r\n\r\n",
+		"POST / HTTP/1.1\nHost: a.test\r\nContent-Length: 4\r\n\r\n",
+		"POST / HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+	};
+	static const char *const bodyless[] = {
+		"GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 34\r\n\r\n",
+		"get / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n",
+		"HEAD / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n",
+		"TRACE / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 1\r\n\r\n",
+		"DELETE / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"GET / HTTP/1.0\r\nHost: a.test\r\nContent-Length: 2\r\n\r\n",
+	};
+	struct hezo_http_track t;
+	struct hezo_http_request req;
+	size_t used;
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ambiguous); i++) {
+		hezo_http_track_init(&t);
+		if (hezo_http_track(&t, (const uint8_t *)ambiguous[i], strlen(ambiguous[i]), &used,
+				    &req) != -EINVAL)
+			fail_msg("not refused: %s", ambiguous[i]);
+		assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+	}
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(bodyless); i++) {
+		hezo_http_track_init(&t);
+		if (hezo_http_track(&t, (const uint8_t *)bodyless[i], strlen(bodyless[i]), &used,
+				    &req) != -EBADMSG)
+			fail_msg("not refused: %s", bodyless[i]);
+		assert_true(req.bodyless);
+		assert_string_equal(req.host, "a.test");
+		assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+	}
+	/* Content-Length: 0 is no body; POST and PUT take one */
+	hezo_http_track_init(&t);
+	assert_int_equal(track_str(&t,
+				   "GET / HTTP/1.1\r\nHost: a.test\r\n"
+				   "Content-Length: 0\r\n\r\n",
+				   &used, &req),
+			 1);
+	assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+	assert_int_equal(track_str(&t,
+				   "POSTS / HTTP/1.1\r\nHost: a.test\r\n"
+				   "Content-Length: 1\r\n\r\n",
+				   &used, &req),
+			 1);
+	assert_false(req.bodyless);
+	assert_int_equal(t.st, HEZO_HTTP_T_LENGTH);
+	/* an Upgrade holds until the caller says the server did not switch */
+	hezo_http_track_init(&t);
+	assert_int_equal(track_str(&t,
+				   "GET /ws HTTP/1.1\r\nHost: a.test\r\n"
+				   "Upgrade: websocket\r\n\r\nxyz",
+				   &used, &req),
+			 1);
+	assert_int_equal(used, 54);
+	assert_int_equal(track_str(&t, "xyz", &used, &req), 0);
+	assert_int_equal(used, 0);
+	hezo_http_track_resume(&t);
+	assert_int_equal(track_str(&t, "xyz\r\n", &used, &req), -EINVAL);
 }
 
 /* ---- names, allow-lists, CIDRs ---- */
@@ -1085,6 +1278,9 @@ int main(void)
 		cmocka_unit_test(test_http_incomplete_and_refused),
 		cmocka_unit_test(test_http_request_strict),
 		cmocka_unit_test(test_http_chunked),
+		cmocka_unit_test(test_http_track_pipelined),
+		cmocka_unit_test(test_http_track_chunked),
+		cmocka_unit_test(test_http_track_refusals),
 		cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_allow_matching),
 		cmocka_unit_test(test_allow_refusals),
