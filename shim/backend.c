@@ -260,6 +260,7 @@ int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
 		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err)
 {
+	size_t from;
 	int r;
 
 	if (hezo_strv_push(out, t->path) < 0)
@@ -272,7 +273,10 @@ int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, c
 		return r;
 	if (hezo_strv_push(out, verb) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	return shim_backend_verb_args(t->backend, verb, argc, argv, out, err);
+	from = out->n;
+	r = shim_backend_verb_args(t->backend, verb, argc, argv, out, err);
+	/* runsc: the container's ID in a form it cannot read as a prefix of another's. */
+	return r < 0 ? r : shim_runsc_name_argv(ctx, t, verb, out, from, err);
 }
 
 const char *const shim_backend_default_roots[] = {"/run/runc", "/run/runsc", "/var/run/runsc",

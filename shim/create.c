@@ -1144,6 +1144,16 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		restore_kept(bfd, kept_old, kept_old_len);
 		return r;
 	}
+	/*
+	 * A foreground run is waited for too: when it ends the backend has deleted the container,
+	 * and its record must not outlive it (it would stand for an ID nobody holds).
+	 */
+	if (strcmp(verb, "create") != 0 && !shim_args_bool(&v->args, "detach")) {
+		r = shim_spawn_wait(ctx, &av, err);
+		if (r >= 0 && backend_lacks(ctx, &t, id))
+			shim_record_remove_same(ctx, id, rec);
+		return r;
+	}
 	if (strcmp(verb, "create") == 0)
 		r = shim_spawn_wait(ctx, &av, err);
 	else

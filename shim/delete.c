@@ -33,6 +33,12 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	} else {
 		r = shim_backend_argv(ctx, &t, v->name, v->argc, v->argv, &av, err);
 	}
+	/* runsc has no such container (its delete --force would succeed): the record goes. */
+	if (r == -ENOENT && t.backend == HEZO_BACKEND_RUNSC) {
+		hezo_error_free(TAKE_PTR(*err));
+		shim_record_remove_same(ctx, id, rec);
+		return 0;
+	}
 	if (r < 0)
 		return r;
 	/* Before the backend removes the cgroup: did a limit end (or hit) the container? */

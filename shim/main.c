@@ -36,7 +36,7 @@ static const struct {
 	{"exec", shim_cmd_exec, POLICED | SHIM_VERB_STDIO},
 	/* containerd shows update's stderr, not its --log. */
 	{"update", shim_cmd_update, POLICED | SHIM_VERB_ONE_ID | SHIM_VERB_STDERR},
-	{"delete", shim_cmd_delete, POLICED | SHIM_VERB_NO_ID_PASSES},
+	{"delete", shim_cmd_delete, POLICED | SHIM_VERB_NO_ID_PASSES | SHIM_VERB_ONE_ID},
 	{"start", shim_cmd_start, 0},
 	{"kill", shim_cmd_kill, 0},
 	{"ps", shim_cmd_ps, 0},

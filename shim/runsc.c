@@ -412,12 +412,21 @@ int shim_runsc_destroy(struct shim_ctx *ctx, const struct shim_target *t, const 
 	_cleanup_strv_ struct hezo_strv av = {0};
 	struct shim_ctx q;
 	char *argv[] = {"--force", (char *)id, NULL};
+	_cleanup_error_ struct hezo_error *e = NULL;
 	_cleanup_free_ char *out = NULL;
 	size_t len;
 	int r;
 
 	quiet_ctx(ctx, &q);
-	r = shim_backend_argv(&q, t, "delete", 2, argv, &av, err);
+	r = shim_backend_argv(&q, t, "delete", 2, argv, &av, &e);
+	/* Gone already: nothing to destroy. */
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		if (err && !*err)
+			*err = TAKE_PTR(e);
+		return r;
+	}
 	if (r == 0)
 		r = shim_spawn_capture(ctx, &av, &out, &len, err);
 	if (r > 0)

@@ -111,7 +111,20 @@ extern const char *const shim_backend_default_roots[];
 /* The verb's arguments with the flags this backend does not have removed. */
 int shim_backend_verb_args(enum hezo_backend b, const char *verb, int argc, char **argv,
 			   struct hezo_strv *out, struct hezo_error **err);
-/* [path, target args, globals, verb, verb args]. */
+/*
+ * runsc-id.c: runsc finds a container by a unique prefix of its ID. *out: the name to hand it for
+ * container id instead, which it resolves to that container (under the root it is given) or to
+ * none; a marker in the container's private bundle is made for it.
+ */
+int shim_runsc_name(const struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+		    char **out, struct hezo_error **err);
+/*
+ * For a runsc verb that acts on an existing container, the ID among words[from..] (the verb's
+ * arguments) replaced by shim_runsc_name's; more than one ID is refused. Else nothing changes.
+ */
+int shim_runsc_name_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
+			 struct hezo_strv *words, size_t from, struct hezo_error **err);
+/* [path, target args, globals, verb, verb args]; a runsc ID as shim_runsc_name_argv hands it. */
 int shim_backend_argv(const struct shim_ctx *ctx, const struct shim_target *t, const char *verb,
 		      int argc, char **argv, struct hezo_strv *out, struct hezo_error **err);
 

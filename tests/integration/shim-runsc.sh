@@ -317,6 +317,125 @@ expect_eq "$left" "" "[leak] no runsc process, runsc state, mount or shim record
 left=$(hezo_docker ps -aq --filter "id=${ids[0]}")
 expect_eq "$left" "" "[leak] docker forgot the containers"
 
+# --- runsc takes a unique prefix of an ID for the ID (issue 26, item 1) ---------------------------
+# runsc finds NAME by globbing ROOT/NAME*: once beta's container of an ID is gone from runsc (a
+# foreground run that ended, which runsc removes itself), beta's record of it must not lead beta's
+# verbs to alpha's container whose ID begins with it. Here the gone container is removed behind
+# the shim's back, which makes the race of a check with that removal certain.
+PROOT=$HEZO_TEST_DIR/root-prefix
+echo '{}' >"$HEZO_TEST_DIR/projects/alpha.json" && echo '{}' >"$HEZO_TEST_DIR/projects/beta.json" ||
+	bail_out "cannot write the projects alpha and beta"
+hezo_write_policy bundle "$POLICY_BASE"
+# pshim PROJECT ARGS...: the shim as PROJECT's runtime under $PROOT, stdout and stderr together.
+pshim()
+{
+	local p=$1
+	shift
+	hezo_shim --hezo-project "$p" --root "$PROOT" "$@" </dev/null 2>&1
+}
+# pbox PROJECT ID [start]: a sleeping box of PROJECT that writes box-of-PROJECT into its /tmp/who.
+pbox()
+{
+	local b=$HEZO_TEST_DIR/bundle-pfx-$2 out
+	tap_cleanup "hezo_bundle_cleanup '$PROOT' '$2'; rm -rf '$b' '$b.out'"
+	hezo_make_bundle "$b" "$2" '["sh", "-c", "echo box-of-'"$1"' >/tmp/who; exec sleep 600"]' ||
+		bail_out "cannot make bundle $b"
+	# The sandbox keeps create's stdout open: a file, not a pipe.
+	hezo_shim --hezo-project "$1" --root "$PROOT" create --bundle "$b" "$2" >"$b.out" 2>&1 </dev/null ||
+		bail_out "cannot create $2: $(cat "$b.out")"
+	[ "${3:-}" != start ] || out=$(pshim "$1" start "$2") || bail_out "cannot start $2: $out"
+}
+# stale PROJECT ID: PROJECT's record of ID, whose container runsc no longer has.
+stale()
+{
+	pbox "$1" "$2"
+	"$RUNSC" --root "$PROOT" delete --force "$2" >/dev/null 2>&1 ||
+		bail_out "cannot remove runsc's container $2"
+}
+# status ID: the status alpha's runtime reports for its container ID.
+status() { pshim alpha state "$1" | jq -r '.status // "absent"' 2>/dev/null || echo absent; }
+
+V=hezo-rs-pfx-$(hezo_rand)
+stale beta "$V"
+pbox alpha "${V}db" start
+expect_eq "$(status "${V}db")" running "[prefix] alpha's ${V}db runs"
+out=$(pshim alpha exec "${V}db" cat /tmp/who)
+expect_eq "$out" box-of-alpha "[prefix] alpha's own exec reaches it"
+out=$(pshim beta exec "$V" cat /tmp/who)
+expect_no_match "$out" box-of-alpha "[prefix, named] beta's exec of its stale $V does not reach alpha's ${V}db"
+out=$(pshim beta ps "$V")
+expect_no_match "$out" sleep "[prefix, named] beta's ps of $V does not list alpha's processes" || diag "$out"
+out=$(pshim beta events --stats "$V")
+expect_no_match "$out" "${V}db" "[prefix, named] beta's events of $V do not describe ${V}db" || diag "$out"
+pshim beta pause "$V" >/dev/null
+expect_eq "$(status "${V}db")" running "[prefix, named] beta's pause of $V leaves ${V}db running"
+out=$(pshim alpha pause "${V}db") || diag "$out"
+expect_eq "$(status "${V}db")" paused "[prefix] alpha's own pause works"
+pshim beta resume "$V" >/dev/null
+expect_eq "$(status "${V}db")" paused "[prefix, named] beta's resume of $V leaves ${V}db paused"
+out=$(pshim alpha resume "${V}db") || diag "$out"
+expect_eq "$(status "${V}db")" running "[prefix] alpha's own resume works"
+pshim beta kill "$V" KILL >/dev/null
+expect_eq "$(status "${V}db")" running "[prefix, named] beta's kill of $V leaves ${V}db running"
+pshim beta delete --force "$V" >/dev/null
+expect_eq "$(status "${V}db")" running "[prefix, named] beta's delete --force of $V leaves ${V}db running"
+expect_eq "$(hezo_state_records "$V" | grep -c "/$V\.json\$")" 0 \
+	"[prefix, named] beta's delete of $V took its stale record"
+W=hezo-rs-pfx2-$(hezo_rand)
+stale beta "$W"
+pbox alpha "${W}db"
+pshim beta start "$W" >/dev/null
+expect_eq "$(status "${W}db")" created "[prefix, named] beta's start of its stale $W leaves alpha's ${W}db unstarted"
+out=$(pshim alpha start "${W}db") || diag "$out"
+expect_eq "$(status "${W}db")" running "[prefix] alpha's own start works"
+
+# Blind: stale records 0 ... f, and alpha's box of a hexadecimal ID; one of them is its prefix.
+for h in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do stale beta "$h"; done
+H=$(printf '%04x%04x%04x%04x' $RANDOM $RANDOM $RANDOM $RANDOM)
+pbox alpha "$H" start
+hits=0
+for h in 0 1 2 3 4 5 6 7 8 9 a b c d e f; do
+	out=$(pshim beta exec "$h" cat /tmp/who)
+	grep -q box-of-alpha <<<"$out" && hits=$((hits + 1))
+	pshim beta delete --force "$h" >/dev/null
+done
+expect_eq "$hits" 0 "[prefix, blind] none of beta's stale records 0..f execs into alpha's $H"
+expect_eq "$(status "$H")" running "[prefix, blind] beta's delete --force of 0..f leaves $H running"
+
+# A foreground run's record goes when the run ends (the backend removed the container itself).
+R1=hezo-rs-pfxrun-$(hezo_rand)
+b=$HEZO_TEST_DIR/bundle-pfx-$R1
+tap_cleanup "hezo_bundle_cleanup '$PROOT' '$R1'; rm -rf '$b'"
+hezo_make_bundle "$b" "$R1" '["true"]' || bail_out "cannot make bundle $b"
+out=$(pshim beta run --bundle "$b" "$R1") && rc=0 || rc=$?
+expect_eq "$rc" 0 "[run] a foreground run exits 0" || diag "$out"
+expect_eq "$(hezo_state_records "$R1")" "" "[run] nothing of $R1 is left in the shim's state once it ended"
+hezo_write_policy docker "$POLICY_BASE"
+
+# Against Docker: every runtime gets --root $DROOT, so a raw caller of another project whose
+# foreground run of a 12-hex ID ended reached the docker run box that ID begins.
+drun_d pfx "$IMG" sh -c 'echo box-of-docker >/tmp/who; exec sleep 600'
+expect_eq "$RC" 0 "[prefix, docker] docker run -d exits 0" || diag "$OUT"
+P=${CID:0:12}
+b=$HEZO_TEST_DIR/bundle-pfx-$P
+tap_cleanup "rm -rf '$b'; for c in /sys/fs/cgroup/*/hezo-test/'$P'; do rmdir \"\$c\"; done 2>/dev/null"
+hezo_write_policy bundle "$POLICY_BASE"
+hezo_make_bundle "$b" "$P" '["true"]' || bail_out "cannot make bundle $b"
+out=$(hezo_shim --hezo-project beta --root "$DROOT" run --bundle "$b" "$P" </dev/null 2>&1) ||
+	diag "run $P: $out"
+hezo_write_policy docker "$POLICY_BASE"
+out=$(hezo_shim --hezo-project beta --root "$DROOT" exec "$P" cat /tmp/who </dev/null 2>&1)
+expect_no_match "$out" box-of-docker "[prefix, docker] beta's exec of $P does not reach the docker box" || diag "$out"
+out=$(hezo_shim --hezo-project beta --root "$DROOT" events --stats "$P" </dev/null 2>&1)
+expect_no_match "$out" "$CID" "[prefix, docker] beta's events of $P do not describe the docker box" || diag "$out"
+hezo_shim --hezo-project beta --root "$DROOT" delete --force "$P" </dev/null >/dev/null 2>&1
+expect_eq "$(hezo_docker inspect -f '{{.State.Status}}' "$C")" running \
+	"[prefix, docker] beta's delete --force of $P leaves the docker box running"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$C" cat /tmp/who 2>&1 </dev/null)
+expect_eq "$out" box-of-docker "[prefix, docker] docker exec still reaches its own box"
+check "[prefix, docker] docker rm -f" timeout 60 "$HEZO_DOCKER" rm -f "$C"
+expect_eq "$(leftovers "$CID")" "" "[prefix, docker] nothing of $CID left"
+
 # --- features ---------------------------------------------------------------------------------------
 out=$(hezo_shim features 2>&1) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[features] refused under runsc"
