@@ -55,7 +55,9 @@ struct pd_icpt {
 	struct hezo_mask_value mv[HEZO_MASK_VALUES];
 	uint8_t *basic[HEZO_MASK_VALUES - HEZO_SUBST_MAX]; /* sent and written, one allocation */
 	unsigned nbasic;
-	struct hezo_mask *mask; /* the answers (allocated once the values are loaded) */
+	struct hezo_mask *mask; /* the answers, while a request waits for one (~60 KiB) */
+	size_t nmv;		/* values masked: the secrets', then Basic credentials */
+	uint64_t masked;	/* masks of the answers before the current mask */
 	uint16_t port;		/* the real destination port */
 	bool down_done;		/* an answer ended the connection: nothing more goes down */
 	uint64_t bytes_out, bytes_in;
@@ -76,13 +78,39 @@ static void icpt_free_values(struct pd_icpt *k)
 	}
 }
 
+static void to_client(void *ud, const uint8_t *b, size_t n);
+
+/* The answers' state, made when a request goes up; an idle connection gives it back. */
+static int mask_ready(struct pd_icpt *k)
+{
+	if (k->mask)
+		return 0;
+	k->mask = malloc(sizeof(*k->mask));
+	if (!k->mask)
+		return -ENOMEM;
+	hezo_mask_init(k->mask, k->mv, k->nmv, to_client, k);
+	return 0;
+}
+
+static void mask_drop(struct pd_icpt *k)
+{
+	if (!k->mask)
+		return;
+	k->masked += k->mask->masked;
+	/* The work buffers may hold a value's first bytes. */
+	OPENSSL_cleanse(k->mask, sizeof(*k->mask));
+	free(k->mask);
+	k->mask = NULL;
+}
+
 static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 {
 	*k->pprev = k->next;
 	if (k->next)
 		k->next->pprev = k->pprev;
 	k->c->nconns--;
-	k->t.masks = k->mask ? k->mask->masked : 0;
+	mask_drop(k);
+	k->t.masks = k->masked;
 	k->c->st.secrets_masked += k->t.masks;
 	pd_stats.secrets_masked += k->t.masks;
 	pd_tcp_end(k->c, &k->t, k->bytes_out, k->bytes_in, true, verdict, reason);
@@ -95,11 +123,6 @@ static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 					k->mv[k->nsv + i].len + k->mv[k->nsv + i].placeholder_len);
 			free(k->basic[i]);
 		}
-	if (k->mask) {
-		/* The work buffers may hold a value's first bytes. */
-		OPENSSL_cleanse(k->mask, sizeof(*k->mask));
-		free(k->mask);
-	}
 	free(k->in);
 	if (k->pend)
 		OPENSSL_cleanse(k->pend, PEND_MAX);
@@ -217,10 +240,7 @@ static int load_values(struct pd_icpt *k)
 		if (n <= 0 || !hezo_subst_value_ok(v, (size_t)n))
 			return -EINVAL;
 	}
-	k->mask = malloc(sizeof(*k->mask));
-	if (!k->mask)
-		return -ENOMEM;
-	hezo_mask_init(k->mask, k->mv, k->nsv, to_client, k);
+	k->nmv = k->nsv;
 	k->loaded = true;
 	return 0;
 }
@@ -252,7 +272,9 @@ static void add_basic(void *ud, const uint8_t *sent, size_t slen, const uint8_t 
 	k->basic[slot] = b;
 	*v = (struct hezo_mask_value){(const char *)b + slen, b, slen, wlen};
 	k->nbasic++;
-	hezo_mask_values(k->mask, k->mv, n);
+	k->nmv = n;
+	if (k->mask)
+		hezo_mask_values(k->mask, k->mv, n);
 }
 
 static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
@@ -345,6 +367,10 @@ static bool take_head(struct pd_icpt *k)
 	if (!k->loaded && (r = load_values(k)) < 0) {
 		/* Fail closed: never a request to a secret's host without its value. */
 		answer_and_end(k, 502, "error", "a secret's file cannot be read");
+		return false;
+	}
+	if (mask_ready(k) < 0) {
+		answer_and_end(k, 502, "error", "out of memory");
 		return false;
 	}
 	out = k->pend + k->pendoff + k->pendlen;
@@ -716,8 +742,8 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			k->bytes_in += (size_t)n;
 			progress = true;
 			if (!k->mask) {
-				/* No request was sent: nothing is owed the upstream's bytes. */
-				end(k, "deny", "upstream spoke before any request");
+				/* No request waits: nothing is owed the upstream's bytes. */
+				end(k, "deny", "upstream sent bytes no request asked for");
 				return;
 			}
 			r = hezo_mask_feed(k->mask, scratch, (size_t)n);
@@ -755,6 +781,8 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 	}
 	/* An idle connection keeps its two SSLs and nothing else. */
 	if (k->inlen == 0 && k->pendlen == 0) {
+		if (k->mask && !hezo_mask_busy(k->mask) && k->mask->carry == 0)
+			mask_drop(k);
 		free(k->in);
 		free(k->pend);
 		k->in = k->pend = NULL;

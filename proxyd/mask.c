@@ -61,18 +61,20 @@ bool hezo_mask_busy(const struct hezo_mask *m)
 
 static void stage_flush(struct hezo_mask *m)
 {
-	char size[24];
+	uint8_t *data = m->stage + HEZO_MASK_STAGE_PRE;
+	char size[HEZO_MASK_STAGE_PRE + 1];
 	int n;
 
 	if (m->stagelen == 0)
 		return;
 	if (m->out == OUT_CHUNKED) {
+		/* Size line, data and CR LF in one piece: one TLS record, not three. */
 		n = snprintf(size, sizeof(size), "%zx\r\n", m->stagelen);
-		m->emit(m->ud, (const uint8_t *)size, (size_t)n);
-		m->emit(m->ud, m->stage, m->stagelen);
-		m->emit(m->ud, (const uint8_t *)"\r\n", 2);
+		memcpy(data - n, size, (size_t)n);
+		memcpy(data + m->stagelen, "\r\n", 2);
+		m->emit(m->ud, data - n, (size_t)n + m->stagelen + 2);
 	} else {
-		m->emit(m->ud, m->stage, m->stagelen);
+		m->emit(m->ud, data, m->stagelen);
 	}
 	m->stagelen = 0;
 }
@@ -80,13 +82,13 @@ static void stage_flush(struct hezo_mask *m)
 static void stage_put(struct hezo_mask *m, const uint8_t *b, size_t n)
 {
 	while (n > 0) {
-		size_t room = sizeof(m->stage) - m->stagelen, k = n < room ? n : room;
+		size_t room = HEZO_MASK_STAGE - m->stagelen, k = n < room ? n : room;
 
-		memcpy(m->stage + m->stagelen, b, k);
+		memcpy(m->stage + HEZO_MASK_STAGE_PRE + m->stagelen, b, k);
 		m->stagelen += k;
 		b += k;
 		n -= k;
-		if (m->stagelen == sizeof(m->stage))
+		if (m->stagelen == HEZO_MASK_STAGE)
 			stage_flush(m);
 	}
 }

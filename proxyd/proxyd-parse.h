@@ -253,8 +253,10 @@ struct hezo_mask_value {
 /* Bytes toward the client, in order. */
 typedef void (*hezo_mask_emit)(void *ud, const uint8_t *b, size_t n);
 
-#define HEZO_MASK_QUEUE	   64	 /* requests sent and not yet answered */
-#define HEZO_MASK_HEAD_MAX 16384 /* an answer's head */
+#define HEZO_MASK_QUEUE	    64 /* requests sent and not yet answered */
+#define HEZO_MASK_STAGE_PRE 8
+#define HEZO_MASK_STAGE	    (16384 - HEZO_MASK_STAGE_PRE - 2)
+#define HEZO_MASK_HEAD_MAX  16384 /* an answer's head */
 
 /* One connection's answers: the requests they answer, where the current one is. */
 struct hezo_mask {
@@ -273,7 +275,9 @@ struct hezo_mask {
 	/* The buffers: hezo_mask_init leaves them alone. */
 	uint8_t head[HEZO_MASK_HEAD_MAX];
 	uint8_t work[HEZO_MASK_VALUE_MAX + 16384]; /* a longest value less one kept, and a read */
-	uint8_t stage[16384];
+	/* Bytes on their way out, with room for a chunk's size line before them and its CR LF
+	 * after: one chunk fills one TLS record. */
+	uint8_t stage[HEZO_MASK_STAGE_PRE + HEZO_MASK_STAGE + 2];
 };
 
 /* v[0..n) (at most HEZO_MASK_VALUES, each value 1 to HEZO_MASK_VALUE_MAX bytes; the first
