@@ -60,6 +60,9 @@ struct hezo_secret {
 	char *file; /* absolute; the value is read there, never copied */
 	char placeholder[HEZO_PLACEHOLDER_LEN + 1]; /* "" in the policy form */
 	bool pass_elsewhere; /* otherHosts "pass": sent unchanged elsewhere instead of a 403 */
+	char **headers; /* "headers": the only fields whose values take it (lowercase); NULL: any */
+	size_t nheaders;
+	bool in_header, in_query; /* "in": header values (default), the query string (opt-in) */
 };
 
 struct hezo_egress {
@@ -149,11 +152,15 @@ bool hezo_egress_range_allowed(const struct hezo_egress *e, int family, const ui
 
 /* ---- secrets.c ---- */
 
+/* Header field names a secret's "headers" may hold: the token of RFC 9110, at most this long. */
+#define HEZO_SECRET_HEADER_MAX 64
+
 /*
  * A "secrets" object: {NAME: {"hosts": [NAME...], "file": "/abs", "otherHosts": "refuse"|"pass",
- * "placeholder": "hzph..."}}. with_placeholders: the wire form (the shim's --egress, proxyd's
- * registration and state) where each secret carries its placeholder; else (the policy form) a
- * placeholder is refused. Hosts are allow entries naming hosts (no addresses; "*" alone and
+ * "headers": [FIELD...], "in": ["header", "query"], "placeholder": "hzph..."}}. with_placeholders:
+ * the wire form (the shim's --egress, proxyd's registration and state) where each secret carries
+ * its placeholder; else (the policy form) a placeholder is refused. Hosts are allow entries naming
+ * hosts (no addresses; "*" alone and
  * "*.com" refused by the grammar); a wildcard does not cover its apex. Errors name the field
  * ("secrets.TOKEN.hosts[1]: ..."), never a file's content. On success the caller owns *out (n
  * entries).
@@ -164,8 +171,17 @@ void hezo_secrets_free(struct hezo_secret *v, size_t n);
 /* Is every host of every secret one the egress allow list lets out on its port (443 if none)? */
 int hezo_secrets_check_egress(const struct hezo_secret *v, size_t n, const struct hezo_egress *e,
 			      struct hezo_error **err);
-/* Does the secret name host (normalised) on port? Port 0: any. */
+/* Does the secret name host (normalised) on port (an entry without a port names 443)? Port 0:
+ * any. */
 bool hezo_secret_names_host(const struct hezo_secret *s, const char *host, uint16_t port);
+/* May the secret's value go into the value of header field name (nlen bytes, any case)? */
+bool hezo_secret_header_allowed(const struct hezo_secret *s, const char *name, size_t nlen);
+/*
+ * Is b (the same secret as a project or annotation left it) at most a: no "in" place and no
+ * header a does not allow? -EPERM with *why naming the key otherwise.
+ */
+int hezo_secret_narrower(const struct hezo_secret *a, const struct hezo_secret *b,
+			 const char **why);
 /* Is s a placeholder's shape (prefix, length, alphabet)? */
 bool hezo_placeholder_valid(const char *s);
 /*

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hezo-cleanup.h"
 #include "hezo-egress.h"
@@ -73,15 +74,93 @@ void hezo_secrets_free(struct hezo_secret *v, size_t n)
 	for (size_t i = 0; v && i < n; i++) {
 		free(v[i].hosts);
 		free(v[i].file);
+		for (size_t k = 0; k < v[i].nheaders; k++)
+			free(v[i].headers[k]);
+		free(v[i].headers);
 	}
 	free(v);
+}
+
+/* A header field name as RFC 9110 spells a token; kept lowercase. */
+static bool field_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= HEZO_SECRET_HEADER_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || strchr("!#$%&'*+-.^_`|~", s[i])))
+			return false;
+	return true;
+}
+
+static int parse_headers(const char *name, const struct hezo_json *h, struct hezo_secret *s,
+			 struct hezo_error **err)
+{
+	if (!h || h->type != HEZO_JSON_ARRAY || h->len == 0)
+		return hezo_error_set(err, EINVAL, "secrets.%s.headers: not a non-empty array",
+				      name);
+	s->headers = calloc(h->len, sizeof(*s->headers));
+	if (!s->headers)
+		return hezo_error_set(err, ENOMEM, "secrets.%s: out of memory", name);
+	HEZO_JSON_FOREACH (i, h) {
+		const char *f = hezo_json_string(h->items[i]);
+		char *l;
+
+		if (!f || !field_name_ok(f))
+			return hezo_error_set(err, EINVAL,
+					      "secrets.%s.headers[%zu]: not a header field name",
+					      name, i);
+		/* Host was matched with the TLS name; a value there would change where it goes. */
+		if (strcasecmp(f, "host") == 0)
+			return hezo_error_set(err, EINVAL,
+					      "secrets.%s.headers[%zu]: Host never takes a value",
+					      name, i);
+		if (hezo_secret_header_allowed(s, f, strlen(f)))
+			return hezo_error_set(err, EINVAL, "secrets.%s.headers[%zu]: listed twice",
+					      name, i);
+		l = strdup(f);
+		if (!l)
+			return hezo_error_set(err, ENOMEM, "secrets.%s: out of memory", name);
+		for (char *c = l; *c; c++)
+			if (*c >= 'A' && *c <= 'Z')
+				*c = (char)(*c - 'A' + 'a');
+		s->headers[s->nheaders++] = l;
+	}
+	return 0;
+}
+
+static int parse_in(const char *name, const struct hezo_json *in, struct hezo_secret *s,
+		    struct hezo_error **err)
+{
+	s->in_header = s->in_query = false;
+	if (!in || in->type != HEZO_JSON_ARRAY || in->len == 0)
+		return hezo_error_set(err, EINVAL, "secrets.%s.in: not a non-empty array", name);
+	HEZO_JSON_FOREACH (i, in) {
+		const char *v = hezo_json_string(in->items[i]);
+		bool *b = !v			     ? NULL
+			  : strcmp(v, "header") == 0 ? &s->in_header
+			  : strcmp(v, "query") == 0  ? &s->in_query
+						     : NULL;
+
+		if (!b || *b)
+			return hezo_error_set(err, EINVAL,
+					      "secrets.%s.in[%zu]: not \"header\" or \"query\" "
+					      "(each once)",
+					      name, i);
+		*b = true;
+	}
+	return 0;
 }
 
 static int parse_one(const char *name, const struct hezo_json *o, bool with_placeholders,
 		     struct hezo_secret *s, struct hezo_error **err)
 {
-	static const char *const known[] = {"hosts", "file", "otherHosts", "placeholder"};
+	static const char *const known[] = {"hosts",   "file", "otherHosts",
+					    "headers", "in",   "placeholder"};
 	const struct hezo_json *hosts, *file, *other, *ph;
+	int r;
 	const char *why = NULL;
 
 	if (!name_ok(name))
@@ -148,6 +227,17 @@ static int parse_one(const char *name, const struct hezo_json *o, bool with_plac
 					      name);
 		s->pass_elsewhere = strcmp(v, "pass") == 0;
 	}
+	s->in_header = true;
+	if (hezo_json_get(o, "headers") &&
+	    (r = parse_headers(name, hezo_json_get(o, "headers"), s, err)) < 0)
+		return r;
+	if (hezo_json_get(o, "in") && (r = parse_in(name, hezo_json_get(o, "in"), s, err)) < 0)
+		return r;
+	if (s->headers && !s->in_header)
+		return hezo_error_set(err, EINVAL,
+				      "secrets.%s.headers: names headers, but \"in\" leaves out "
+				      "\"header\"",
+				      name);
 	ph = hezo_json_get(o, "placeholder");
 	if (with_placeholders) {
 		if (!hezo_placeholder_valid(hezo_json_string(ph)))
@@ -221,6 +311,38 @@ bool hezo_secret_names_host(const struct hezo_secret *s, const char *host, uint1
 			return true;
 	}
 	return false;
+}
+
+bool hezo_secret_header_allowed(const struct hezo_secret *s, const char *name, size_t nlen)
+{
+	if (!s->in_header)
+		return false;
+	if (!s->headers)
+		return true;
+	for (size_t i = 0; i < s->nheaders; i++)
+		if (strlen(s->headers[i]) == nlen && strncasecmp(s->headers[i], name, nlen) == 0)
+			return true;
+	return false;
+}
+
+int hezo_secret_narrower(const struct hezo_secret *a, const struct hezo_secret *b, const char **why)
+{
+	if ((b->in_header && !a->in_header) || (b->in_query && !a->in_query)) {
+		*why = "in: a place the main policy does not give it";
+		return -EPERM;
+	}
+	if (b->in_header && a->headers) {
+		if (!b->headers) {
+			*why = "headers: any header, where the main policy names some";
+			return -EPERM;
+		}
+		for (size_t i = 0; i < b->nheaders; i++)
+			if (!hezo_secret_header_allowed(a, b->headers[i], strlen(b->headers[i]))) {
+				*why = "headers: a header the main policy does not name";
+				return -EPERM;
+			}
+	}
+	return 0;
 }
 
 /* Does egress entry a let out every name secret host h covers, on h's port? */

@@ -123,6 +123,9 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	r = sysctls_narrower(&c, base, p);
 	if (r < 0)
 		return r;
+	r = hezo_policy_secrets_narrower(base, p, path, err);
+	if (r < 0)
+		return r;
 	if (hezo_policy_volumes_narrower(base, p, why, sizeof(why)) < 0)
 		return hezo_policy_perr(&c, NULL, "%s", why);
 	if (p->tmpfs_max > base->tmpfs_max)

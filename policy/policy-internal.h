@@ -263,6 +263,10 @@ int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json 
  */
 int hezo_policy_parse_secrets(struct hezo_policy *p, const struct hezo_json *v, const char *name,
 			      struct hezo_error **err);
+/* A project's layered secrets against the main file's: a secret of both only narrowed ("in",
+ * "headers"); -EPERM naming the key otherwise. */
+int hezo_policy_secrets_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
+				 const char *name, struct hezo_error **err);
 int hezo_policy_secrets_json(const struct hezo_policy *p, struct hezo_json *o);
 int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const char *val,
 				   struct hezo_error **err);

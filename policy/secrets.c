@@ -39,6 +39,23 @@ static struct hezo_json *canonical(const struct hezo_secret *v, size_t n)
 			    ?: hezo_json_set(s, "otherHosts",
 					     hezo_json_new_string(v[i].pass_elsewhere ? "pass"
 										      : "refuse"));
+		/* headers and in only when set: a policy that names neither shows as before. */
+		if (r == 0 && v[i].headers) {
+			struct hezo_json *h = hezo_json_ensure_array(s, "headers");
+
+			for (size_t k = 0; r == 0 && k < v[i].nheaders; k++)
+				r = h ? hezo_json_append(h, hezo_json_new_string(v[i].headers[k]))
+				      : -ENOMEM;
+		}
+		if (r == 0 && (v[i].in_query || !v[i].in_header)) {
+			struct hezo_json *in = hezo_json_ensure_array(s, "in");
+
+			r = in ? 0 : -ENOMEM;
+			if (r == 0 && v[i].in_header)
+				r = hezo_json_append(in, hezo_json_new_string("header"));
+			if (r == 0 && v[i].in_query)
+				r = hezo_json_append(in, hezo_json_new_string("query"));
+		}
 		if (r < 0)
 			return NULL;
 	}
@@ -138,6 +155,34 @@ int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const
 	hezo_json_free(p->secrets);
 	p->secrets = TAKE_PTR(keep);
 	return 0;
+}
+
+int hezo_policy_secrets_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
+				 const char *name, struct hezo_error **err)
+{
+	struct hezo_secret *a = NULL, *b = NULL;
+	size_t na = 0, nb = 0;
+	int r = 0;
+
+	if (!base->secrets || !base->secrets->len || !p->secrets || !p->secrets->len)
+		return 0;
+	r = hezo_secrets_parse(base->secrets, false, &a, &na, err);
+	r = r ?: hezo_secrets_parse(p->secrets, false, &b, &nb, err);
+	/* A project may add secrets of its own, but one of the main file's only narrowed. */
+	for (size_t i = 0; r == 0 && i < nb; i++)
+		for (size_t j = 0; r == 0 && j < na; j++) {
+			const char *why = NULL;
+
+			if (strcmp(a[j].name, b[i].name) == 0 &&
+			    hezo_secret_narrower(&a[j], &b[i], &why) < 0)
+				r = hezo_error_set(err, EPERM,
+						   "policy %s: secrets.%s.%s of the main file's "
+						   "secret",
+						   name, b[i].name, why);
+		}
+	hezo_secrets_free(a, na);
+	hezo_secrets_free(b, nb);
+	return r;
 }
 
 const struct hezo_json *hezo_policy_secrets(const struct hezo_policy *p)

@@ -2,8 +2,9 @@
  * TLS interception of a connection whose SNI names a host of one of its container's secrets
  * (issue 17). The relay hands the client socket over with the ClientHello it read; proxyd ends
  * the client's TLS with a leaf of its CA, opens its own verified TLS to the upstream, and then
- * follows the HTTP/1.1 requests (http.c) one by one: Host must be the SNI, placeholders become
- * values (subst.c) in the head only, bodies pass as they are with their framing followed.
+ * follows the HTTP/1.1 requests (http.c) one by one: Host must be the SNI and its port the
+ * connection's, placeholders become values (subst.c) in header values only, bodies pass as they
+ * are with their framing followed; the answers come back with every value masked (mask.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <openssl/err.h>
@@ -50,6 +52,14 @@ struct pd_icpt {
 	size_t nsv;
 	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
 	uint8_t *values[HEZO_SUBST_MAX];
+	struct hezo_mask_value mv[HEZO_MASK_VALUES];
+	uint8_t *basic[HEZO_MASK_VALUES - HEZO_SUBST_MAX]; /* sent and written, one allocation */
+	unsigned nbasic;
+	struct hezo_mask *mask; /* the answers, while a request waits for one (~60 KiB) */
+	size_t nmv;		/* values masked: the secrets', then Basic credentials */
+	uint64_t masked;	/* masks of the answers before the current mask */
+	uint16_t port;		/* the real destination port */
+	bool down_done;		/* an answer ended the connection: nothing more goes down */
 	uint64_t bytes_out, bytes_in;
 	unsigned nreq, nsubst;
 	const char *reason;
@@ -66,7 +76,31 @@ static void icpt_free_values(struct pd_icpt *k)
 			free(k->values[i]);
 		}
 	}
-	k->nsv = 0;
+}
+
+static void to_client(void *ud, const uint8_t *b, size_t n);
+
+/* The answers' state, made when a request goes up; an idle connection gives it back. */
+static int mask_ready(struct pd_icpt *k)
+{
+	if (k->mask)
+		return 0;
+	k->mask = malloc(sizeof(*k->mask));
+	if (!k->mask)
+		return -ENOMEM;
+	hezo_mask_init(k->mask, k->mv, k->nmv, to_client, k);
+	return 0;
+}
+
+static void mask_drop(struct pd_icpt *k)
+{
+	if (!k->mask)
+		return;
+	k->masked += k->mask->masked;
+	/* The work buffers may hold a value's first bytes. */
+	OPENSSL_cleanse(k->mask, sizeof(*k->mask));
+	free(k->mask);
+	k->mask = NULL;
 }
 
 static void end(struct pd_icpt *k, const char *verdict, const char *reason)
@@ -75,10 +109,20 @@ static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 	if (k->next)
 		k->next->pprev = k->pprev;
 	k->c->nconns--;
+	mask_drop(k);
+	k->t.masks = k->masked;
+	k->c->st.secrets_masked += k->t.masks;
+	pd_stats.secrets_masked += k->t.masks;
 	pd_tcp_end(k->c, &k->t, k->bytes_out, k->bytes_in, true, verdict, reason);
 	SSL_free(k->cs);
 	SSL_free(k->us);
 	icpt_free_values(k);
+	for (size_t i = 0; i < HEZO_MASK_VALUES - HEZO_SUBST_MAX; i++)
+		if (k->basic[i]) {
+			OPENSSL_cleanse(k->basic[i],
+					k->mv[k->nsv + i].len + k->mv[k->nsv + i].placeholder_len);
+			free(k->basic[i]);
+		}
 	free(k->in);
 	if (k->pend)
 		OPENSSL_cleanse(k->pend, PEND_MAX);
@@ -137,6 +181,15 @@ static void answer_and_end(struct pd_icpt *k, int status, const char *verdict, c
 	end(k, verdict, reason);
 }
 
+/* The masked answers go into the client's TLS (its memory BIO takes all). */
+static void to_client(void *ud, const uint8_t *b, size_t n)
+{
+	struct pd_icpt *k = ud;
+
+	if (n > 0)
+		SSL_write(k->cs, b, (int)n);
+}
+
 /* Read every secret's value from its file, as the shim checked it: root's, no group or other. */
 static int load_values(struct pd_icpt *k)
 {
@@ -169,19 +222,59 @@ static int load_values(struct pd_icpt *k)
 		if (n > 0 && v[n - 1] == '\r')
 			n--;
 		k->values[i] = v;
+		/* The real destination port: an entry without one names 443 only. */
 		k->sv[i] = (struct hezo_subst_secret){
 			.placeholder = s->placeholder,
 			.value = v,
 			.value_len = n > 0 ? (size_t)n : 0,
-			.here = hezo_secret_names_host(s, k->t.name, 443),
+			.here = hezo_secret_names_host(s, k->t.name, k->port),
 			.pass = s->pass_elsewhere,
+			.header = s->in_header,
+			.query = s->in_query,
+			.headers = s->headers,
+			.nheaders = s->nheaders,
 		};
+		/* Every value of the container is masked, not only those that go here. */
+		k->mv[i] = (struct hezo_mask_value){s->placeholder, v, k->sv[i].value_len};
 		k->nsv = i + 1;
 		if (n <= 0 || !hezo_subst_value_ok(v, (size_t)n))
 			return -EINVAL;
 	}
+	k->nmv = k->nsv;
 	k->loaded = true;
 	return 0;
+}
+
+/* A Basic credential that took a value: masked back too, the last few of the connection kept. */
+static void add_basic(void *ud, const uint8_t *sent, size_t slen, const uint8_t *written,
+		      size_t wlen)
+{
+	struct pd_icpt *k = ud;
+	const size_t extra = HEZO_MASK_VALUES - HEZO_SUBST_MAX;
+	size_t slot = k->nbasic % extra, n = k->nsv + (k->nbasic < extra ? k->nbasic + 1 : extra);
+	struct hezo_mask_value *v = &k->mv[k->nsv + slot];
+	uint8_t *b;
+
+	if (slen > HEZO_MASK_VALUE_MAX)
+		return;
+	for (size_t i = k->nsv; i < k->nsv + (k->nbasic < extra ? k->nbasic : extra); i++)
+		if (k->mv[i].len == slen && memcmp(k->mv[i].value, sent, slen) == 0)
+			return;
+	b = malloc(slen + wlen);
+	if (!b)
+		return;
+	memcpy(b, sent, slen);
+	memcpy(b + slen, written, wlen);
+	if (k->basic[slot]) {
+		OPENSSL_cleanse(k->basic[slot], v->len + v->placeholder_len);
+		free(k->basic[slot]);
+	}
+	k->basic[slot] = b;
+	*v = (struct hezo_mask_value){(const char *)b + slen, b, slen, wlen};
+	k->nbasic++;
+	k->nmv = n;
+	if (k->mask)
+		hezo_mask_values(k->mask, k->mv, n);
 }
 
 static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
@@ -247,8 +340,12 @@ static bool take_head(struct pd_icpt *k)
 	char host[HEZO_NAME_MAX];
 	uint8_t *out;
 	size_t olen;
-	int r = hezo_http_parse_request(k->in, k->inlen, &req);
+	int r;
 
+	/* As many requests wait for their answers as the masking follows: the next waits too. */
+	if (k->mask && k->mask->qn == HEZO_MASK_QUEUE)
+		return true;
+	r = hezo_http_parse_request(k->in, k->inlen, &req);
 	if (r == -EAGAIN) {
 		if (k->inlen == IN_MAX) {
 			answer_and_end(k, 400, "deny", "request head over 16 KiB");
@@ -263,13 +360,17 @@ static bool take_head(struct pd_icpt *k)
 		return false;
 	}
 	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
-	    strcmp(host, k->t.name) != 0 || (req.port && req.port != 443)) {
+	    strcmp(host, k->t.name) != 0 || (req.port && req.port != k->port)) {
 		answer_and_end(k, 403, "deny", "Host does not match the TLS server name");
 		return false;
 	}
 	if (!k->loaded && (r = load_values(k)) < 0) {
 		/* Fail closed: never a request to a secret's host without its value. */
 		answer_and_end(k, 502, "error", "a secret's file cannot be read");
+		return false;
+	}
+	if (mask_ready(k) < 0) {
+		answer_and_end(k, 502, "error", "out of memory");
 		return false;
 	}
 	out = k->pend + k->pendoff + k->pendlen;
@@ -280,6 +381,11 @@ static bool take_head(struct pd_icpt *k)
 	}
 	r = hezo_subst_head(k->in, req.head_len, k->sv, k->nsv, out,
 			    PEND_MAX - k->pendoff - k->pendlen, &olen, &res);
+	if (r == -EPROTO) {
+		log_request(k, k->in, req.method_len, &res, "deny", res.why);
+		answer_and_end(k, 400, "deny", res.why);
+		return false;
+	}
 	if (r == -EACCES) {
 		log_request(k, k->in, req.method_len, &res, "deny",
 			    "placeholder toward a host its secret does not name");
@@ -288,6 +394,14 @@ static bool take_head(struct pd_icpt *k)
 		return false;
 	}
 	if (r < 0) {
+		answer_and_end(k, 400, "deny", "request head too long once substituted");
+		return false;
+	}
+	if (res.count)
+		hezo_subst_basic_pairs(k->in, req.head_len, out, olen, add_basic, k);
+	/* Coded answers could hide a value from the masking: ask for none. */
+	if (hezo_subst_identity(out, olen, PEND_MAX - (size_t)(out - k->pend), &olen) < 0) {
+		OPENSSL_cleanse(out, olen);
 		answer_and_end(k, 400, "deny", "request head too long once substituted");
 		return false;
 	}
@@ -301,7 +415,11 @@ static bool take_head(struct pd_icpt *k)
 	if (res.count)
 		log_request(k, k->in, req.method_len, &res, "allow", "substituted");
 	k->nsubst += res.count;
+	k->c->st.secrets_substituted += res.count;
+	pd_stats.secrets_substituted += res.count;
 	k->nreq++;
+	(void)hezo_mask_request(k->mask, req.method_len == 4 && memcmp(k->in, "HEAD", 4) == 0,
+				req.minor == 0);
 	k->pendlen += olen;
 	consume(k, req.head_len);
 	if (req.body == HEZO_HTTP_BODY_LENGTH && req.length > 0) {
@@ -606,8 +724,8 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			shutdown(k->uw.fd, SHUT_WR);
 			k->u_shut = true;
 		}
-		/* upstream -> client */
-		while (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
+		/* upstream -> client, every value masked on the way */
+		while (!k->u_eof && !k->down_done && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
 			int n = SSL_read(k->us, scratch, sizeof(scratch));
 
 			if (n <= 0) {
@@ -616,12 +734,29 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 				if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
 					k->u_eof = true;
 					ERR_clear_error();
+					if (k->mask && hezo_mask_end(k->mask) < 0)
+						k->reason = k->mask->why;
 				}
 				break;
 			}
-			SSL_write(k->cs, scratch, n);
 			k->bytes_in += (size_t)n;
 			progress = true;
+			if (!k->mask) {
+				/* No request waits: nothing is owed the upstream's bytes. */
+				end(k, "deny", "upstream sent bytes no request asked for");
+				return;
+			}
+			r = hezo_mask_feed(k->mask, scratch, (size_t)n);
+			if (r < 0) {
+				/* A bad head: nothing of it went down, the client gets a 502. */
+				if (k->mask->headlen > 0 || k->mask->st == 0)
+					answer_and_end(k, 502, "deny", k->mask->why);
+				else
+					end(k, "deny", k->mask->why);
+				return;
+			}
+			if (r == 1)
+				k->down_done = true;
 		}
 		if (flush_client(k) < 0) {
 			end(k, "allow", "client write failed");
@@ -630,7 +765,7 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		if (!progress)
 			break;
 	}
-	if (k->u_eof && BIO_ctrl_pending(k->cwb) == 0) {
+	if ((k->u_eof || k->down_done) && BIO_ctrl_pending(k->cwb) == 0) {
 		SSL_shutdown(k->cs);
 		(void)flush_client(k);
 		end(k, "allow", k->nsubst ? "intercepted: substituted" : "intercepted");
@@ -646,6 +781,8 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 	}
 	/* An idle connection keeps its two SSLs and nothing else. */
 	if (k->inlen == 0 && k->pendlen == 0) {
+		if (k->mask && !hezo_mask_busy(k->mask) && k->mask->carry == 0)
+			mask_drop(k);
 		free(k->in);
 		free(k->pend);
 		k->in = k->pend = NULL;
@@ -701,6 +838,8 @@ void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, si
 	k->c = c;
 	k->t.src = *src;
 	k->t.dst = *dst;
+	k->port = ntohs(dst->ss_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port
+						  : ((const struct sockaddr_in6 *)dst)->sin6_port);
 	snprintf(k->t.name, sizeof(k->t.name), "%s", name);
 	k->t.start_ms = k->last_ms = pd_now_ms();
 	k->deadline_ms = k->t.start_ms + (uint64_t)pd_cfg.head_timeout_s * 1000;

@@ -334,6 +334,8 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 		}
 		add_num(&ln, "removed", l->dns->nremoved);
 	}
+	if (l->has_bytes && l->intercepted)
+		add_num(&ln, "masks", l->masks);
 	if (l->has_bytes) {
 		add_num(&ln, "bytesOut", l->bytes_out);
 		add_num(&ln, "bytesIn", l->bytes_in);

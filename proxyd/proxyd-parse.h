@@ -228,8 +228,12 @@ struct hezo_subst_secret {
 	const char *placeholder; /* HEZO_PLACEHOLDER_LEN characters */
 	const uint8_t *value;
 	size_t value_len;
-	bool here; /* the secret names the connection's host */
-	bool pass; /* otherHosts "pass": elsewhere it goes unchanged */
+	bool here;	      /* the secret names the connection's host and port */
+	bool pass;	      /* otherHosts "pass": elsewhere it goes unchanged */
+	bool header;	      /* "in" holds "header": header values take it */
+	bool query;	      /* "in" holds "query": the query string takes it */
+	char *const *headers; /* lowercase field names whose values take it; NULL: any */
+	size_t nheaders;
 };
 
 #define HEZO_SUBST_MAX 32
@@ -239,6 +243,9 @@ struct hezo_subst_result {
 	uint32_t refused; /* bit i: secret i's placeholder was found toward a host it does not name
 			   */
 	unsigned count;	  /* substitutions */
+	uint32_t misplaced; /* bit i: secret i is here, but its placeholder sits where it may not go
+			     */
+	const char *why;    /* for misplaced: where (the first one) */
 };
 
 /*
@@ -250,15 +257,105 @@ bool hezo_subst_value_ok(const uint8_t *v, size_t len);
 
 /*
  * Rewrite the request head head[0..len) (a complete head hezo_http_parse_request accepted) into
- * out: each placeholder of a secret that is here is replaced by its value in the request target
- * and in every header value but Host's, and inside the credentials of "Authorization: Basic" and
- * "Proxy-Authorization: Basic" (base64 decoded, replaced, encoded again). A placeholder of a
- * secret that is not here is left as it is when it may pass, else the head is refused: -EACCES
- * with res->refused naming the secrets. Everything else is copied byte for byte. -ENOSPC when out
- * is too small, -EINVAL for more than HEZO_SUBST_MAX secrets. Pure: fuzzed.
+ * out. A placeholder of a secret that is here is replaced by its value in the value of a header
+ * the secret allows (never Host's), inside the credentials of "Authorization: Basic" and
+ * "Proxy-Authorization: Basic" (base64 decoded, replaced, encoded again), and in the query string
+ * when the secret takes "query". Anywhere else (method, path, query, field name, another header)
+ * the head is refused: -EPROTO with res->misplaced and res->why. A placeholder of a secret that is
+ * not here is left as it is when it may pass, else the head is refused: -EACCES with
+ * res->refused naming the secrets. Everything else is copied byte for byte. -ENOSPC when out is
+ * too small, -EINVAL for more than HEZO_SUBST_MAX secrets. Pure: fuzzed.
  */
 int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_secret *s, size_t n,
 		    uint8_t *out, size_t outsz, size_t *outlen, struct hezo_subst_result *res);
+
+/*
+ * Ask for an answer without content coding: every Accept-Encoding field of the request head
+ * head[0..len) (complete, CRLF line ends) goes and "Accept-Encoding: identity" is added last, in
+ * place (size: the room at head). -ENOSPC when it does not fit, -EINVAL when it is not a head.
+ */
+int hezo_subst_identity(uint8_t *head, size_t len, size_t size, size_t *outlen);
+
+/* A Basic credential as it went upstream (sent) and as the box wrote it (written). */
+typedef void (*hezo_subst_pair)(void *ud, const uint8_t *sent, size_t slen, const uint8_t *written,
+				size_t wlen);
+/*
+ * For each Authorization or Proxy-Authorization "Basic" line whose credentials hezo_subst_head
+ * changed (in: the head it read, out: the head it wrote, line for line), fn gets both: an upstream
+ * that echoes the header must get them masked back, and base64 hides the value from a plain
+ * search.
+ */
+void hezo_subst_basic_pairs(const uint8_t *in, size_t inlen, const uint8_t *out, size_t outlen,
+			    hezo_subst_pair fn, void *ud);
+
+/* ---- mask.c: values replaced by placeholders in the answers of an intercepted connection ---- */
+
+/* One secret as the masking sees it: value (len bytes) becomes placeholder. */
+struct hezo_mask_value {
+	const char *placeholder; /* HEZO_PLACEHOLDER_LEN characters unless placeholder_len */
+	const uint8_t *value;
+	size_t len;
+	size_t placeholder_len; /* 0: HEZO_PLACEHOLDER_LEN */
+};
+
+/* The secrets and, after them, the Basic credentials substituted on the connection. */
+#define HEZO_MASK_VALUES    (HEZO_SUBST_MAX + 4)
+#define HEZO_MASK_VALUE_MAX 12288 /* base64 of the longest Basic credential with its values */
+
+/* Bytes toward the client, in order. */
+typedef void (*hezo_mask_emit)(void *ud, const uint8_t *b, size_t n);
+
+#define HEZO_MASK_QUEUE	    64 /* requests sent and not yet answered */
+#define HEZO_MASK_STAGE_PRE 8
+#define HEZO_MASK_STAGE	    (16384 - HEZO_MASK_STAGE_PRE - 2)
+#define HEZO_MASK_HEAD_MAX  16384 /* an answer's head */
+
+/* One connection's answers: the requests they answer, where the current one is. */
+struct hezo_mask {
+	const struct hezo_mask_value *v;
+	size_t n, longest;
+	hezo_mask_emit emit;
+	void *ud;
+	uint8_t q[HEZO_MASK_QUEUE];
+	unsigned qh, qn;
+	uint8_t st, cst, digits, out;
+	bool close_after;
+	uint64_t left;
+	size_t headlen, carry, stagelen;
+	uint64_t masked; /* values replaced so far */
+	const char *why; /* after an error: what was wrong */
+	/* The buffers: hezo_mask_init leaves them alone. */
+	uint8_t head[HEZO_MASK_HEAD_MAX];
+	uint8_t work[HEZO_MASK_VALUE_MAX + 16384]; /* a longest value less one kept, and a read */
+	/* Bytes on their way out, with room for a chunk's size line before them and its CR LF
+	 * after: one chunk fills one TLS record. */
+	uint8_t stage[HEZO_MASK_STAGE_PRE + HEZO_MASK_STAGE + 2];
+};
+
+/* v[0..n) (at most HEZO_MASK_VALUES, each value 1 to HEZO_MASK_VALUE_MAX bytes; the first
+ * that is not ends the list) stay the caller's. */
+void hezo_mask_init(struct hezo_mask *m, const struct hezo_mask_value *v, size_t n,
+		    hezo_mask_emit emit, void *ud);
+/* The values masked from now on (between two feeds). */
+void hezo_mask_values(struct hezo_mask *m, const struct hezo_mask_value *v, size_t n);
+/* A request went upstream: its answer is the next one after those awaited (HEAD: without body;
+ * http10: an HTTP/1.0 request, whose answer must not be chunked). -ENOSPC: too many waiting. */
+int hezo_mask_request(struct hezo_mask *m, bool head, bool http10);
+/* Is some answer awaited or under way? */
+bool hezo_mask_busy(const struct hezo_mask *m);
+/*
+ * Bytes from the upstream: each answer's head is read whole, then passed with every value
+ * replaced by its placeholder and, when it has a body, its framing redone: chunked toward an
+ * HTTP/1.1 request (Content-Length dropped, the status line's version HTTP/1.1), up to the close
+ * toward HTTP/1.0 (Connection: close); the body de-framed, masked and framed again; chunk
+ * extensions and trailers dropped. 0: go on; 1: an answer ended that ends the connection (what
+ * follows is ignored); -EPROTO (m->why says why): an answer that is not HTTP/1, a coded body
+ * (Content-Encoding other than identity), a head over HEZO_MASK_HEAD_MAX, an answer to no request.
+ * After a 101 the bytes are masked as a stream. Everything is emitted before it returns.
+ */
+int hezo_mask_feed(struct hezo_mask *m, const uint8_t *b, size_t n);
+/* The upstream closed: the last bytes go. -EPIPE: in the middle of a head or framed body. */
+int hezo_mask_end(struct hezo_mask *m);
 
 /* ---- request.c ---- */
 

@@ -85,6 +85,7 @@ struct pd_stats {
 	uint64_t conns_accepted, conns_allowed, conns_refused;
 	uint64_t dns_queries, dns_allowed, dns_refused, dns_ratelimited, dns_failed;
 	uint64_t bytes_out, bytes_in;
+	uint64_t secrets_substituted, secrets_masked; /* intercepted connections */
 };
 
 /* Every registration's, in total (each registration's own are its st). */
@@ -100,6 +101,7 @@ struct pd_tcp {
 	struct sockaddr_storage src, dst;
 	char name[HEZO_NAME_MAX]; /* the name it was allowed for ("" for an address entry) */
 	uint64_t start_ms;
+	uint64_t masks; /* intercepted: values masked in the answers (mask.c) */
 };
 
 /* A TCP connection of c ended, relayed or intercepted: its netlog line and its counters. */
@@ -235,6 +237,7 @@ struct pd_netlog {
 	const struct hezo_dns_result *dns;
 	uint64_t bytes_out, bytes_in, duration_ms;
 	bool has_bytes;
+	uint64_t masks; /* an intercepted connection's end: values masked in its answers */
 	/* a request's method and path (no query); intercepted TLS (intercept.c) adds the secrets
 	 * substituted or refused (names only) and how many substitutions */
 	bool intercepted;

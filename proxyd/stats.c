@@ -21,6 +21,7 @@ void pd_tcp_end(struct pd_container *c, const struct pd_tcp *t, uint64_t bytes_o
 		.has_bytes = true,
 		.duration_ms = pd_now_ms() - t->start_ms,
 		.intercepted = intercepted,
+		.masks = t->masks,
 	};
 
 	pd_netlog_write(c, &l);

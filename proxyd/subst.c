@@ -1,7 +1,9 @@
 /*
- * Placeholders replaced by values in an intercepted HTTP/1.1 request head: the request target,
- * header values, and the credentials inside Basic authorization. Pure and allocation-free, so it
- * is fuzzed (tests/fuzz/fuzz-subst.c); the head has passed hezo_http_parse_request already.
+ * Placeholders replaced by values in an intercepted HTTP/1.1 request head: header values (the
+ * credentials inside Basic authorization decoded first), and the query string where a secret opts
+ * in; a placeholder anywhere else is refused, since an upstream echoes method and target back. Pure
+ * and allocation-free, so it is fuzzed (tests/fuzz/fuzz-subst.c); the head has passed
+ * hezo_http_parse_request already.
  */
 #include <errno.h>
 #include <string.h>
@@ -54,27 +56,66 @@ static int match(const uint8_t *s, size_t len, const struct hezo_subst_secret *v
 	return -1;
 }
 
-/* Copy seg into o with the placeholders replaced. */
-static void subst_seg(const uint8_t *seg, size_t len, const struct hezo_subst_secret *v, size_t n,
-		      struct out *o, struct hezo_subst_result *res)
+/* Where a segment of the head sits: only header values (and a query that opts in) take values. */
+enum place { AT_METHOD, AT_PATH, AT_QUERY, AT_NAME, AT_VALUE };
+
+static const char *const misplaced_why[] = {
+	[AT_METHOD] = "a secret's placeholder in the method",
+	[AT_PATH] = "a secret's placeholder in the request path",
+	[AT_QUERY] = ("a secret's placeholder in the query string (its secret does not take "
+		      "\"query\")"),
+	[AT_NAME] = "a secret's placeholder in a header field name",
+	[AT_VALUE] = "a secret's placeholder in a header its secret does not allow",
+};
+
+static bool header_ok(const struct hezo_subst_secret *v, const uint8_t *name, size_t nlen)
+{
+	if (!v->header)
+		return false;
+	if (!v->headers)
+		return true;
+	for (size_t i = 0; i < v->nheaders; i++)
+		if (strlen(v->headers[i]) == nlen &&
+		    strncasecmp(v->headers[i], (const char *)name, nlen) == 0)
+			return true;
+	return false;
+}
+
+/* Copy seg into o with the placeholders that may be replaced at this place replaced; name is
+ * the header's at AT_VALUE. */
+static void subst_seg(const uint8_t *seg, size_t len, enum place at, const uint8_t *name,
+		      size_t nlen, const struct hezo_subst_secret *v, size_t n, struct out *o,
+		      struct hezo_subst_result *res)
 {
 	size_t i = 0, from = 0;
 
 	while (i < len) {
-		int k = match(seg + i, len - i, v, n);
+		const uint8_t *p = memchr(seg + i, 'h', len - i);
+		int k;
 
+		if (!p)
+			break;
+		i = (size_t)(p - seg);
+		k = match(seg + i, len - i, v, n);
 		if (k < 0) {
 			i++;
 			continue;
 		}
 		put(o, seg + from, i - from);
-		if (v[k].here) {
+		if (v[k].here && ((at == AT_QUERY && v[k].query) ||
+				  (at == AT_VALUE && header_ok(&v[k], name, nlen)))) {
 			put(o, v[k].value, v[k].value_len);
 			res->used |= 1u << k;
 			res->count++;
 		} else {
-			if (!v[k].pass)
+			if (v[k].here) {
+				/* Never sent where its host could hand it back unasked. */
+				res->misplaced |= 1u << k;
+				if (!res->why)
+					res->why = misplaced_why[at];
+			} else if (!v[k].pass) {
 				res->refused |= 1u << k;
+			}
 			put(o, seg + i, HEZO_PLACEHOLDER_LEN);
 		}
 		i += HEZO_PLACEHOLDER_LEN;
@@ -168,10 +209,12 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 			struct hezo_subst_result r2 = {0};
 			struct out so = {.p = sub, .size = sizeof(sub)};
 
-			subst_seg(dec, (size_t)dl, v, n, &so, &r2);
-			if (r2.used || r2.refused) {
+			subst_seg(dec, (size_t)dl, AT_VALUE, name, nlen, v, n, &so, &r2);
+			if (r2.used || r2.refused || r2.misplaced) {
 				res->used |= r2.used;
 				res->refused |= r2.refused;
+				res->misplaced |= r2.misplaced;
+				res->why = res->why ?: r2.why;
 				res->count += r2.count;
 				if (so.full) {
 					o->full = true;
@@ -183,14 +226,14 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 				put(o, val, s);
 				b64_encode(sub, so.len, &eo);
 				/* A placeholder spelled out in the base64 text itself goes too. */
-				subst_seg(enc, eo.len, v, n, o, res);
+				subst_seg(enc, eo.len, AT_VALUE, name, nlen, v, n, o, res);
 				o->full = o->full || eo.full;
 				put(o, val + e, vlen - e);
 				return;
 			}
 		}
 	}
-	subst_seg(val, vlen, v, n, o, res);
+	subst_seg(val, vlen, AT_VALUE, name, nlen, v, n, o, res);
 }
 
 int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_secret *s, size_t n,
@@ -220,18 +263,21 @@ int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_sec
 			if (!sp1 || !sp2) {
 				put(&o, line, ll);
 			} else {
-				/* The method too: no placeholder may reach its host unreplaced. */
-				subst_seg(line, (size_t)(sp1 - line), s, n, &o, res);
+				const uint8_t *q = memchr(sp1 + 1, '?', (size_t)(sp2 - sp1 - 1));
+
+				q = q ? q : sp2;
+				subst_seg(line, (size_t)(sp1 - line), AT_METHOD, NULL, 0, s, n, &o,
+					  res);
 				put(&o, " ", 1);
-				subst_seg(sp1 + 1, (size_t)(sp2 - sp1 - 1), s, n, &o, res);
+				subst_seg(sp1 + 1, (size_t)(q - sp1 - 1), AT_PATH, NULL, 0, s, n,
+					  &o, res);
+				subst_seg(q, (size_t)(sp2 - q), AT_QUERY, NULL, 0, s, n, &o, res);
 				put(&o, sp2, (size_t)(line + ll - sp2));
 			}
 		} else if (ll == 2) {
 			put(&o, line, ll);
 		} else if ((colon = memchr(line, ':', ll - 2))) {
-			/* A placeholder in a field name is replaced too (none may reach its host);
-			 * a name that no longer reads as one makes the caller refuse the head. */
-			subst_seg(line, (size_t)(colon - line), s, n, &o, res);
+			subst_seg(line, (size_t)(colon - line), AT_NAME, NULL, 0, s, n, &o, res);
 			put(&o, ":", 1);
 			subst_value(line, (size_t)(colon - line), colon + 1,
 				    (size_t)(line + ll - 2 - colon - 1), s, n, &o, res);
@@ -242,10 +288,86 @@ int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_sec
 		first = false;
 		line += ll;
 	}
+	if (res->misplaced)
+		return -EPROTO;
 	if (res->refused)
 		return -EACCES;
 	if (o.full)
 		return -ENOSPC;
 	*outlen = o.len;
 	return 0;
+}
+
+int hezo_subst_identity(uint8_t *head, size_t len, size_t size, size_t *outlen)
+{
+	static const char want[] = "Accept-Encoding: identity\r\n";
+	size_t r = 0, w = 0;
+
+	if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
+		return -EINVAL;
+	while (r < len - 2) {
+		const uint8_t *nl = memchr(head + r, '\n', len - r);
+		size_t ll = (size_t)(nl - (head + r)) + 1;
+
+		/* The request line never starts with the field name: it has no colon there. */
+		if (!(ll > 16 &&
+		      strncasecmp((const char *)head + r, "accept-encoding:", 16) == 0)) {
+			memmove(head + w, head + r, ll);
+			w += ll;
+		}
+		r += ll;
+	}
+	if (w + sizeof(want) - 1 + 2 > size)
+		return -ENOSPC;
+	memcpy(head + w, want, sizeof(want) - 1);
+	w += sizeof(want) - 1;
+	memcpy(head + w, "\r\n", 2);
+	*outlen = w + 2;
+	return 0;
+}
+
+/* The credentials of an authorization line's "Basic" value, or false. */
+static bool basic_token(const uint8_t *l, size_t ll, const uint8_t **t, size_t *tl)
+{
+	const uint8_t *c = memchr(l, ':', ll), *e = l + ll;
+	size_t nlen = c ? (size_t)(c - l) : 0;
+
+	if (!c || !((nlen == 13 && strncasecmp((const char *)l, "authorization", 13) == 0) ||
+		    (nlen == 19 && strncasecmp((const char *)l, "proxy-authorization", 19) == 0)))
+		return false;
+	c++;
+	while (c < e && (*c == ' ' || *c == '\t'))
+		c++;
+	while (e > c && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n'))
+		e--;
+	if (e - c <= 6 || strncasecmp((const char *)c, "basic ", 6) != 0)
+		return false;
+	c += 6;
+	while (c < e && *c == ' ')
+		c++;
+	*t = c;
+	*tl = (size_t)(e - c);
+	return *tl > 0;
+}
+
+void hezo_subst_basic_pairs(const uint8_t *in, size_t inlen, const uint8_t *out, size_t outlen,
+			    hezo_subst_pair fn, void *ud)
+{
+	const uint8_t *a = in, *ae = in + inlen, *b = out, *be = out + outlen;
+
+	while (a < ae && b < be) {
+		const uint8_t *an = memchr(a, '\n', (size_t)(ae - a)),
+			      *bn = memchr(b, '\n', (size_t)(be - b));
+		const uint8_t *at, *bt;
+		size_t atl, btl;
+
+		an = an ? an + 1 : ae;
+		bn = bn ? bn + 1 : be;
+		if (basic_token(a, (size_t)(an - a), &at, &atl) &&
+		    basic_token(b, (size_t)(bn - b), &bt, &btl) &&
+		    (atl != btl || memcmp(at, bt, atl) != 0))
+			fn(ud, bt, btl, at, atl);
+		a = an;
+		b = bn;
+	}
 }

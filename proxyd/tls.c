@@ -2,7 +2,7 @@
  * proxyd's TLS material for interception (issue 17): its CA (P-256, made on first start under
  * STATE/tls, key 0600), the bundle containers trust (the host's roots and the CA), leaf
  * certificates minted per host name and cached, and the two SSL_CTXs (toward containers: ALPN
- * http/1.1 only; toward upstreams: verified, host name checked).
+ * http/1.1 or http/1.0; toward upstreams: verified, host name checked).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,11 +179,12 @@ static int load_or_create_ca(const char *dir, struct hezo_error **err)
 	return 0;
 }
 
-/* ALPN toward containers: http/1.1 or nothing (an h2-only client gets no handshake). */
+/* ALPN toward containers: http/1.1, http/1.0 (curl -0 offers it) or nothing (an h2-only client
+ * gets no handshake). */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char ours[] = "\x08http/1.1";
+	static const unsigned char ours[] = "\x08http/1.1\x08http/1.0";
 	unsigned char *o;
 
 	if (SSL_select_next_proto(&o, outlen, ours, sizeof(ours) - 1, in, inlen) !=

@@ -1,11 +1,20 @@
 /*
- * libFuzzer target for proxyd/subst.c on heads proxyd/http.c accepts. The first byte chooses, per
- * secret of three, whether it is here and whether it may pass; then the head. Invariants: a head
- * with no placeholder of a secret that is here comes out byte for byte; no placeholder of a secret
- * that is here survives (but in Host, which is never substituted); an output that parses has the
- * input's framing (body kind, length, Upgrade) and Host; a refusal names a secret that is not here
- * and may not pass; an output that no longer parses (proxyd then refuses it) is one that took a
- * value.
+ * libFuzzer target for proxyd's two directions of an intercepted connection. The first byte's top
+ * bit chooses.
+ *
+ * Requests (proxyd/subst.c, on heads proxyd/http.c accepts): the first byte chooses, per secret of
+ * three, whether it is here and whether it may pass, and whether the query takes values; then the
+ * head. Invariants: a head with no placeholder of a secret that is here comes out byte for byte;
+ * no placeholder of a secret that is here survives (but in Host, which is never substituted); the
+ * method and the path come out unchanged; a misplaced placeholder (method, path, name, a query
+ * that does not take it) is refused, naming only secrets that are here; an output that parses has
+ * the input's framing and Host; a refusal names a secret that is not here and may not pass.
+ *
+ * Answers (proxyd/mask.c): the next bytes say how many requests wait, which are HEAD or HTTP/1.0
+ * and how the upstream's bytes are split into reads; then the upstream's bytes. Invariants: no
+ * value in any byte toward the box, and, when the masking took everything, the bytes toward the
+ * box are well-framed answers: chunked toward HTTP/1.1, never chunked toward HTTP/1.0, no
+ * Content-Length beside chunked, a body up to the close only last.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,6 +29,8 @@ static const char *const ph[3] = {
 	"hzphaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	"hzph9999999999999999999999999999999999999999",
 };
+/* No value shares a character run with a placeholder's ends, and none holds CR or LF: a value in
+ * the output can only be one the masking missed. */
 static const char *const val[3] = {"ghp_realtoken", "x?y#z/%41", "p@ss:w0rd"};
 
 static bool contains(const uint8_t *b, size_t len, const char *s)
@@ -27,25 +38,39 @@ static bool contains(const uint8_t *b, size_t len, const char *s)
 	return memmem(b, len, s, strlen(s)) != NULL;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int request(const uint8_t *data, size_t size)
 {
 	static uint8_t out[3 * 16384];
 	struct hezo_subst_secret s[3];
 	struct hezo_http_request a, b;
 	struct hezo_subst_result res;
+	const uint8_t *q, *sp;
 	size_t olen;
 	int r;
 
-	if (size < 1 || size > 16384)
-		return 0;
 	for (int i = 0; i < 3; i++)
-		s[i] = (struct hezo_subst_secret){ph[i], (const uint8_t *)val[i], strlen(val[i]),
-						  (data[0] >> i) & 1, (data[0] >> (i + 3)) & 1};
+		s[i] = (struct hezo_subst_secret){ph[i],
+						  (const uint8_t *)val[i],
+						  strlen(val[i]),
+						  (data[0] >> i) & 1,
+						  (data[0] >> (i + 3)) & 1,
+						  true,
+						  (data[0] >> 6) & 1,
+						  NULL,
+						  0};
 	data++;
 	size--;
 	if (hezo_http_parse_request(data, size, &a) != 1)
 		return 0;
 	r = hezo_subst_head(data, a.head_len, s, 3, out, sizeof(out), &olen, &res);
+	if (r == -EPROTO) {
+		for (int i = 0; i < 3; i++)
+			if ((res.misplaced >> i & 1) && !s[i].here)
+				abort();
+		if (!res.misplaced || !res.why)
+			abort();
+		return 0;
+	}
 	if (r == -EACCES) {
 		for (int i = 0; i < 3; i++)
 			if ((res.refused >> i & 1) && (s[i].here || s[i].pass))
@@ -64,6 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (s[i].here && contains(out, olen, ph[i]))
 			abort();
 	}
+	/* The method and the path: byte for byte (an upstream may echo them). */
+	sp = memchr(data + a.method_len + 1, ' ', a.head_len - a.method_len - 1);
+	q = memchr(data, '?', (size_t)(sp - data));
+	q = q ? q : sp;
+	if (olen < (size_t)(q - data) || memcmp(out, data, (size_t)(q - data)) != 0)
+		abort();
 	if (hezo_http_parse_request(out, olen, &b) == 1) {
 		if (b.head_len != olen || b.body != a.body || b.length != a.length ||
 		    b.upgrade != a.upgrade || strcmp(b.host, a.host) != 0 || b.port != a.port)
@@ -72,4 +103,134 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* only a head that took a value may read differently */
 	}
 	return 0;
+}
+
+static uint8_t got[1 << 22];
+static size_t gotlen;
+
+static void collect(void *ud, const uint8_t *b, size_t n)
+{
+	(void)ud;
+	if (gotlen + n > sizeof(got))
+		abort(); /* at most 44 placeholder bytes per input byte: never this much */
+	memcpy(got + gotlen, b, n);
+	gotlen += n;
+}
+
+static const uint8_t *find(const uint8_t *p, const uint8_t *e, const char *s)
+{
+	return memmem(p, (size_t)(e - p), s, strlen(s));
+}
+
+/* Does the head [p, e) have field name (any case), and its value's first byte? */
+static const uint8_t *field(const uint8_t *p, const uint8_t *e, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (p = find(p, e, "\r\n"); p && p + 2 < e; p = find(p + 2, e, "\r\n"))
+		if ((size_t)(e - p) > n + 3 && strncasecmp((const char *)p + 2, name, n) == 0 &&
+		    p[2 + n] == ':')
+			return p + 3 + n;
+	return NULL;
+}
+
+/* The box's bytes, read as a client reads them: well framed for the requests that were sent. */
+static void check_answers(const uint8_t *flags, unsigned nreq)
+{
+	const uint8_t *p = got, *end = got + gotlen;
+	unsigned i = 0;
+
+	while (p < end) {
+		const uint8_t *he = find(p, end, "\r\n\r\n"), *cl, *te;
+		unsigned status;
+
+		if (!he || i >= nreq || end - p < 12 || memcmp(p, "HTTP/1.", 7) != 0)
+			abort();
+		he += 4;
+		status = (unsigned)(p[9] - '0') * 100 + (unsigned)(p[10] - '0') * 10 +
+			 (unsigned)(p[11] - '0');
+		cl = field(p, he, "content-length");
+		te = field(p, he, "transfer-encoding");
+		if (status == 101)
+			return; /* the rest is the upgraded protocol's */
+		if (status / 100 == 1) {
+			p = he;
+			continue;
+		}
+		if (te && cl)
+			abort();
+		if (te && (flags[i] & 2))
+			abort(); /* chunked toward HTTP/1.0 */
+		p = he;
+		if ((flags[i] & 1) || status == 204 || status == 304 ||
+		    (cl && *cl == ' ' && cl[1] == '0')) {
+			i++;
+			continue;
+		}
+		if (te) {
+			for (;;) {
+				char *x;
+				unsigned long n = strtoul((const char *)p, &x, 16);
+
+				if ((const uint8_t *)x == p || (const uint8_t *)x + 2 > end ||
+				    memcmp(x, "\r\n", 2) != 0)
+					abort();
+				p = (const uint8_t *)x + 2;
+				if (n == 0)
+					break;
+				if ((size_t)(end - p) < n + 2 || memcmp(p + n, "\r\n", 2) != 0)
+					abort();
+				p += n + 2;
+			}
+			if (end - p < 2 || memcmp(p, "\r\n", 2) != 0)
+				abort();
+			p += 2;
+			i++;
+			continue;
+		}
+		return; /* up to the close: the last */
+	}
+}
+
+static int answers(const uint8_t *data, size_t size)
+{
+	static struct hezo_mask m;
+	struct hezo_mask_value v[3];
+	uint8_t flags[8];
+	unsigned nreq;
+	size_t step;
+	int r = 0;
+
+	if (size < 4)
+		return 0;
+	nreq = (data[1] & 7) + 1;
+	step = (size_t)(data[1] >> 3) + 1;
+	for (unsigned i = 0; i < nreq; i++)
+		flags[i] = (uint8_t)((data[2] >> i & 1) | (data[3] >> i & 1) << 1);
+	data += 4;
+	size -= 4;
+	for (int i = 0; i < 3; i++)
+		v[i] = (struct hezo_mask_value){ph[i], (const uint8_t *)val[i], strlen(val[i])};
+	gotlen = 0;
+	hezo_mask_init(&m, v, 3, collect, NULL);
+	for (unsigned i = 0; i < nreq; i++)
+		if (hezo_mask_request(&m, flags[i] & 1, flags[i] & 2) != 0)
+			abort();
+	for (size_t o = 0; o < size && r == 0; o += step)
+		r = hezo_mask_feed(&m, data + o, size - o < step ? size - o : step);
+	if (r == 0)
+		r = hezo_mask_end(&m);
+	for (int i = 0; i < 3; i++)
+		if (contains(got, gotlen, val[i]))
+			abort();
+	if (r >= 0)
+		check_answers(flags, nreq);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size > 16384)
+		return 0;
+	return data[0] & 0x80 ? answers(data, size) : request(data, size);
 }

@@ -86,7 +86,7 @@ chmod 0600 "$E/secrets/gh"
 hezo_policy_json docker | jq --arg dns "127.0.0.1:$DNS_PORT" --arg f "$E/secrets/gh" '
 	.egress = {mode: "proxy", allow: ["api.test", "other.test"], resolvers: [$dns],
 		allowRanges: ["10.217.0.0/24"]}
-	| .secrets = {GH_TOKEN: {hosts: ["api.test"], file: $f}}
+	| .secrets = {GH_TOKEN: {hosts: ["api.test"], file: $f, in: ["header", "query"]}}
 	| if .backends.runsc then .backends.runsc.network = "host" else . end' >"$E/policy.json" ||
 	bail_out "cannot write the policy"
 cat >"$E/hezo-shim" <<EOF
@@ -132,15 +132,17 @@ for _ in $(seq 100); do
 	[ -n "$(sed -n 2p <<<"$OUT")" ] && break
 	sleep 0.2
 done
-expect_match "$OUT" "x=$VALUE " "[run] the container's own curl: the upstream got the value in the header" || diag "$OUT"
+expect_match "$(grep /run up.log)" "x=$VALUE " "[run] the container's own curl: the upstream got the value in the header" || diag "$OUT"
+expect_match "$OUT" "x=hzph[a-z0-9]{40} " "[run] ... and its answer quoting it came back with the placeholder" || diag "$OUT"
 dexec "$A" 'echo "GH=$GH_TOKEN"; env | grep -c "^GH_TOKEN=hzph"'
 PH=$(sed -n 's/^GH=//p' <<<"$OUT")
 expect_match "$PH" '^hzph[a-z0-9]{40}$' "[exec] docker exec env: GH_TOKEN is a placeholder" || diag "$OUT"
 dexec "$A" 'tr "\000" "\n" </proc/1/environ | grep "^GH_TOKEN="'
 expect_eq "$OUT" "GH_TOKEN=$PH" "[exec] /proc/1/environ: the same placeholder"
 dexec "$A" "$CURL -H \"X-Token: \$GH_TOKEN\" \"https://api.test/exec?t=\$GH_TOKEN\""
-expect_match "$OUT" "GET /exec\\?t=$VALUE HTTP/1.1 .*x=$VALUE " "[exec] a docker exec'd curl: substituted in the query and the header" ||
+expect_match "$(grep /exec up.log)" "GET /exec\\?t=$VALUE HTTP/1.1 .*x=$VALUE " "[exec] a docker exec'd curl: substituted in the query (\"in\" takes it) and the header" ||
 	diag "$OUT"
+expect_eq "$(grep -cF "$VALUE" <<<"$OUT")" 0 "[exec] ... and its answer quoting them came back masked" || diag "$OUT"
 dexec "$A" "$CURL -k -H \"X-Token: \$GH_TOKEN\" https://other.test/x"
 expect_match "$OUT" "x=$PH " "[exec] other.test, no secret's host: not intercepted, the placeholder arrives as it is" || diag "$OUT"
 
@@ -175,7 +177,9 @@ expect_eq "$(sha256sum <"$E/proxyd/tls/ca.crt" 2>&1)" "$CA1" "[restart] proxyd k
 ok=
 for _ in $(seq 20); do
 	dexec "$A" "$CURL -H \"X-Token: \$GH_TOKEN\" https://api.test/up"
-	grep -qF "x=$VALUE " <<<"$OUT" && { ok=1; break; }
+	# The upstream's answer quotes the value, masked on its way back: its log has it.
+	grep -q "x=hzph" <<<"$OUT" && grep -qF "GET /up HTTP/1.1 auth=None x=$VALUE " up.log &&
+		{ ok=1; break; }
 	sleep 0.5
 done
 expect_eq "${ok:-no}" 1 "[restart] proxyd restarted: the next request is substituted again (CA trusted, no -k)" || diag "$OUT"

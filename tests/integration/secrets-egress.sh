@@ -1,9 +1,11 @@
 #!/bin/bash
-# Integration (issue 17, end to end): real containers (OCI bundles under HEZO_TEST_BACKEND, runc or
-# runsc) in egress proxy mode, with the real hezo-hook and hezo-proxyd, reach a test HTTPS upstream
-# in a namespace of the test's own (certificate from a test CA made here; proxyd trusts it by
-# --test-upstream-ca). Debian's curl and git, with their libraries, are copied into the rootfs.
-# The container holds placeholders only; the upstream gets the values.
+# Integration (issues 17 and 27, end to end): real containers (OCI bundles under HEZO_TEST_BACKEND,
+# runc or runsc) in egress proxy mode, with the real hezo-hook and hezo-proxyd, reach test HTTPS
+# upstreams in a namespace of the test's own (certificate from a test CA made here; proxyd trusts
+# it by --test-upstream-ca): one that logs, one that echoes every request back (echo-upstream.py,
+# ports 443 and 8443) and Python's unmodified http.server. Debian's curl, git and openssl, with
+# their libraries, are copied into the rootfs. The container holds placeholders only; the
+# upstream gets the values, and no value comes back into the box.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,20 +47,27 @@ tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${
 ip netns add "$INS" && ip netns add "$CNS" || bail_out "cannot create network namespaces"
 ip -n "$INS" link set lo up
 ip -n "$CNS" link set lo up
-hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
+hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 4 5 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
 	bail_out "cannot link the test's network namespaces"
 
 cd "$E" || bail_out "no $E"
-hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test plain.test git.test &&
+hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test plain.test git.test \
+	sec.test httpd.test &&
 	hezo_test_selfsigned "$E" untrusted.test || bail_out "openssl cannot make the test certificates"
 : >up.log
 : >bad.log
+: >echo.log
+mkdir -p "$E/www/dir"
+tap_bg ip netns exec "$INS" python3 "$here/../lib/echo-upstream.py" "$E/echo.log" 10.205.0.4 up.crt \
+	up.key 443 8443
+tap_bg ip netns exec "$INS" python3 "$here/../lib/httpd-tls.py" 10.205.0.5 up.crt up.key "$E/www"
 tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/up.log" 10.205.0.2 up.crt up.key
 tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/bad.log" 10.205.0.3 bad.crt bad.key
 tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
 	--no-resolv --no-hosts --user=root --address=/api.test/10.205.0.2 \
 	--address=/other.test/10.205.0.2 --address=/plain.test/10.205.0.2 \
-	--address=/git.test/10.205.0.2 --address=/untrusted.test/10.205.0.3
+	--address=/git.test/10.205.0.2 --address=/untrusted.test/10.205.0.3 \
+	--address=/sec.test/10.205.0.4 --address=/httpd.test/10.205.0.5
 mkdir -p "$E/proxyd" "$E/netlog"
 rc=0
 hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" --test-upstream-ca "$E/ca.crt" ||
@@ -70,22 +79,32 @@ export HEZO_PROXYD_SOCKET=$E/proxyd/control.sock
 # ---- the secrets and the policy ----
 VALUE="ghp_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 VALUE2="two_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+VTOK="tok_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+VQ="qtk_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+VK8="k8_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 mkdir -m 0700 "$E/secrets"
 printf '%s\n' "$VALUE" >"$E/secrets/gh"
 printf '%s' "$VALUE2" >"$E/secrets/two"
-chmod 0600 "$E/secrets/gh" "$E/secrets/two"
+printf '%s' "$VTOK" >"$E/secrets/tok"
+printf '%s' "$VQ" >"$E/secrets/q"
+printf '%s' "$VK8" >"$E/secrets/k8"
+chmod 0600 "$E/secrets/gh" "$E/secrets/two" "$E/secrets/tok" "$E/secrets/q" "$E/secrets/k8"
 hezo_write_policy bundle ".egress = {mode: \"proxy\",
-		allow: [\"api.test\", \"other.test\", \"plain.test\", \"git.test\", \"untrusted.test\"],
+		allow: [\"api.test\", \"other.test\", \"plain.test\", \"git.test\", \"untrusted.test\",
+			\"sec.test\", \"sec.test:8443\", \"httpd.test\"],
 		resolvers: [\"127.0.0.1:$DNS_PORT\"], allowRanges: [\"10.205.0.0/24\"]}
 	| .secrets = {GH_TOKEN: {hosts: [\"api.test\", \"git.test\", \"untrusted.test\"],
-			file: \"$E/secrets/gh\"},
-		TWO: {hosts: [\"other.test\"], file: \"$E/secrets/two\", otherHosts: \"pass\"}}
+			file: \"$E/secrets/gh\", in: [\"header\", \"query\"]},
+		TWO: {hosts: [\"other.test\"], file: \"$E/secrets/two\", otherHosts: \"pass\"},
+		TOK: {hosts: [\"sec.test\", \"httpd.test\"], file: \"$E/secrets/tok\"},
+		QTOK: {hosts: [\"httpd.test\"], file: \"$E/secrets/q\", in: [\"header\", \"query\"]},
+		KEY8: {hosts: [\"sec.test:8443\"], file: \"$E/secrets/k8\", headers: [\"X-Api-Key\"]}}
 	| if .backends.runsc then .backends.runsc.network = \"host\" else . end"
 
 # ---- a rootfs with Debian's curl and git and their libraries ----
 RFS=$E/rootfs
 hezo_busybox_rootfs "$RFS" || bail_out "cannot make the rootfs"
-hezo_copy_bin "$RFS" /usr/bin/curl /usr/bin/git /usr/lib/git-core/git-remote-https \
+hezo_copy_bin "$RFS" /usr/bin/curl /usr/bin/git /usr/bin/openssl /usr/lib/git-core/git-remote-https \
 	/usr/lib/git-core/git-remote-http || bail_out "cannot copy curl and git into the rootfs"
 printf 'nameserver 10.205.1.1\n' >"$RFS/etc/resolv.conf"
 printf 'hosts: dns files\n' >"$RFS/etc/nsswitch.conf"
@@ -127,14 +146,16 @@ expect_eq "$(sed -n 's/^SSL=//p' <<<"$OUT")" /etc/ssl/certs/ca-certificates.crt 
 box resolve "$CURL -o /dev/null -w 'ip=%{remote_ip}' https://api.test/r 2>&1"
 expect_match "$OUT" '^ip=10\.205\.0\.2$' "[curl] api.test resolved inside the box" || diag "$OUT"
 box header "$CURL -H \"X-Token: \$GH_TOKEN\" https://api.test/h"
-expect_match "$OUT" "x=$VALUE " "[curl] header: the upstream gets the value" || diag "$OUT"
+expect_match "$(tail -n 1 up.log)" "x=$VALUE " "[curl] header: the upstream gets the value" || diag "$OUT"
+expect_match "$OUT" "x=hzph[a-z0-9]{40} " "[curl] ... and its answer quoting it comes back with the placeholder" || diag "$OUT"
 box query "$CURL \"https://api.test/q?token=\$GH_TOKEN\""
-expect_match "$OUT" "GET /q\\?token=$VALUE HTTP/1.1" "[curl] query string: the upstream gets the value" || diag "$OUT"
+expect_match "$(tail -n 1 up.log)" "GET /q\\?token=$VALUE HTTP/1.1" "[curl] query string (GH_TOKEN takes \"query\"): the upstream gets the value" || diag "$OUT"
 box basic "$CURL -u \"x-access-token:\$GH_TOKEN\" https://api.test/b"
 want=$(printf 'x-access-token:%s' "$VALUE" | base64 -w0)
-expect_match "$OUT" "auth=Basic $want " "[curl] Basic auth: the upstream gets the value" || diag "$OUT"
+expect_match "$(tail -n 1 up.log)" "auth=Basic $want " "[curl] Basic auth: the upstream gets the value" || diag "$OUT"
+expect_eq "$(grep -c "$want" <<<"$OUT")" 0 "[curl] ... and its answer quoting the credentials comes back without them" || diag "$OUT"
 box keepalive "$CURL -H \"X-Token: \$GH_TOKEN\" https://api.test/k1 https://api.test/k2"
-expect_eq "$(grep -c "x=$VALUE " <<<"$OUT")" 2 "[curl] keep-alive: the second request substituted too" || diag "$OUT"
+expect_eq "$(tail -n 2 up.log | grep -c "x=$VALUE ")" 2 "[curl] keep-alive: the second request substituted too" || diag "$OUT"
 box git "GIT_TERMINAL_PROMPT=0 timeout 20 git -c credential.helper= ls-remote \"https://x-access-token:\$GH_TOKEN@git.test/r.git\"; true"
 expect_match "$(grep 'info/refs' up.log | tail -n 1)" "auth=Basic $want " "[git] ls-remote: Basic x-access-token:<value> reached the upstream" ||
 	diag "$OUT"
@@ -153,13 +174,77 @@ box plain "$CURL -v -k -o /dev/null https://plain.test/ 2>&1 | grep -i 'issuer:'
 expect_match "$OUT" "issuer: CN=hezo-test-upstream-CA" "[plain.test] no secret names it: not intercepted (the upstream's own certificate)" || diag "$OUT"
 expect_match "$OUT" "x=hzph[a-z0-9]{40} " "[plain.test] ... and the placeholder arrives as it is (worthless)"
 
+# ---- issue 27: no value comes back into the box; placeholders only in header values; ports ----
+# nv NAME: none of the values in $OUT (every byte the box printed, heads included).
+nv() {
+	expect_eq "$(grep -cF -e "$VALUE" -e "$VALUE2" -e "$VTOK" -e "$VQ" -e "$VK8" <<<"$OUT")" 0 "$1"
+}
+CI="$CURL -i"
+: >echo.log
+box echo11 "$CI -H \"X-Api-Key: \$TOK\" https://sec.test/e"
+expect_match "$(cat echo.log)" "port=443 key=$VTOK " "[echo] HTTP/1.1: the upstream gets the value" || diag "$(cat echo.log)"
+expect_match "$OUT" "HTTP/1.1 200 OK hzph[a-z0-9]{40}" "[echo] ... and its echo comes back with the placeholder in the status line" || diag "$OUT"
+expect_match "$OUT" "Location: /r\\?k=hzph[a-z0-9]{40}" "[echo] ... in a Location" || diag "$OUT"
+expect_match "$OUT" "X-Api-Key: hzph[a-z0-9]{40}" "[echo] ... in the body"
+nv "[echo] HTTP/1.1: no value in any byte the box receives"
+box chunked "$CI -H \"X-Api-Key: \$TOK\" https://sec.test/chunked"
+expect_match "$OUT" "X-Api-Key: hzph[a-z0-9]{40}" "[echo] chunked in 5-byte chunks: the body comes back whole" || diag "$OUT"
+nv "[echo] chunked: no value (split across chunks) in any byte the box receives"
+box http10 "$CI -0 -H \"X-Api-Key: \$TOK\" https://sec.test/e"
+expect_match "$OUT" "X-Api-Key: hzph[a-z0-9]{40}" "[echo] HTTP/1.0: the body comes back" || diag "$OUT"
+nv "[echo] HTTP/1.0: no value in any byte the box receives"
+box gzip "$CI --compressed -H \"X-Api-Key: \$TOK\" https://sec.test/gzip"
+expect_match "$OUT" "Accept-Encoding: identity" "[echo] gzip: the request asks for identity" || diag "$OUT"
+nv "[echo] gzip when accepted: no value in any byte the box receives"
+box gzipalways "$CI -w ' code=%{http_code}' --compressed -H \"X-Api-Key: \$TOK\" https://sec.test/gzip-always"
+expect_match "$OUT" "code=502" "[echo] gzip anyway: refused (502)" || diag "$OUT"
+expect_match "$OUT" "compressed an answer" "[echo] ... naming the reason"
+nv "[echo] gzip anyway: no value in any byte the box receives"
+REQ='GET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: %s\r\n\r\nGET /chunked HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: %s\r\n\r\nHEAD /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: %s\r\n\r\nGET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: %s\r\nConnection: close\r\n\r\n'
+box pipeline "printf '$REQ' \"\$TOK\" \"\$TOK\" \"\$TOK\" \"\$TOK\" | timeout 15 openssl s_client -quiet -connect sec.test:443 -servername sec.test -CAfile /etc/ssl/certs/ca-certificates.crt 2>/dev/null"
+expect_eq "$(grep -c '^HTTP/1.1 200 OK hzph' <<<"$OUT")" 4 "[echo] four pipelined requests: four answers" || diag "$OUT"
+nv "[echo] pipelined: no value in any byte the box receives"
+: >echo.log
+box method "$CI -w ' code=%{http_code}' -X \"\$TOK\" https://sec.test/"
+expect_match "$OUT" "code=400" "[place] placeholder as the method: 400" || diag "$OUT"
+expect_match "$OUT" "placeholder in the method" "[place] ... naming it"
+box path "$CI -w ' code=%{http_code}' \"https://sec.test/dir/\$TOK\""
+expect_match "$OUT" "code=400" "[place] in the path: 400" || diag "$OUT"
+expect_match "$OUT" "placeholder in the request path" "[place] ... naming it"
+box query2 "$CI -w ' code=%{http_code}' \"https://sec.test/dir?x=\$TOK\""
+expect_match "$OUT" "placeholder in the query string" "[place] in the query of a secret without \"query\": 400 naming it" || diag "$OUT"
+box fname "$CI -w ' code=%{http_code}' -H \"X-\$TOK: 1\" https://sec.test/"
+expect_match "$OUT" "placeholder in a header field name" "[place] in a field name: 400 naming it" || diag "$OUT"
+expect_eq "$(cat echo.log)" "" "[place] ... and the upstream got none of them"
+nv "[place] no value in any byte the box receives"
+box httpd501 "$CI -X \"\$TOK\" https://httpd.test/"
+expect_match "$OUT" "400 Bad Request" "[http.server] method = placeholder: 400 from proxyd, not 501 with the value" || diag "$OUT"
+nv "[http.server] ... no value in any byte the box receives"
+box httpd301 "$CI \"https://httpd.test/dir?x=\$QTOK\""
+expect_match "$OUT" "Location: /dir/\\?x=hzph[a-z0-9]{40}" "[http.server] /dir?x=\$QTOK (\"query\" taken): 301 Location with the placeholder" || diag "$OUT"
+nv "[http.server] ... no value in any byte the box receives"
+: >echo.log
+box port8443 "$CI -w ' code=%{http_code}' -H \"X-Api-Key: \$KEY8\" https://sec.test:8443/e"
+expect_match "$(cat echo.log)" "port=8443 key=$VK8 " "[port] sec.test:8443's secret on 8443 (Host: sec.test:8443): delivered" || diag "$OUT"
+nv "[port] ... and masked back"
+: >echo.log
+box tok8443 "$CI -w ' code=%{http_code}' -H 'Host: sec.test' -H \"X-Api-Key: \$TOK\" https://sec.test:8443/e"
+expect_match "$OUT" "code=403" "[port] sec.test's secret (443) toward sec.test:8443: 403" || diag "$OUT"
+expect_eq "$(grep -c "$VTOK" echo.log)" 0 "[port] ... and port 8443 never got its value"
+box k8on443 "$CI -w ' code=%{http_code}' -H \"X-Api-Key: \$KEY8\" https://sec.test/e"
+expect_match "$OUT" "code=403" "[port] sec.test:8443's secret toward port 443: 403" || diag "$OUT"
+box k8auth "$CI -w ' code=%{http_code}' -H \"Authorization: Bearer \$KEY8\" https://sec.test:8443/e"
+expect_match "$OUT" "placeholder in a header its secret does not allow" "[headers] KEY8 (headers: X-Api-Key) in Authorization: 400 naming it" || diag "$OUT"
+expect_eq "$(grep -c "$VK8" echo.log)" 0 "[headers] ... and the upstream never got it"
+
 # ---- grep for the values: nothing outside the secret files and the upstream's log ----
 box grep "cat /proc/self/environ | tr '\\000' '\\n'; env; cat /proc/1/environ 2>/dev/null | tr '\\000' '\\n'"
 expect_eq "$(grep -cF -e "$VALUE" -e "$VALUE2" <<<"$OUT")" 0 "[grep] not in the container's env or /proc/*/environ"
 expect_match "$OUT" "GH_TOKEN=hzph" "[grep] ... which holds the placeholder"
 leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" "$B" "$HEZO_TEST_STATE" /run/hezo* "$E/proxyd" "$E/netlog" 2>/dev/null |
-	grep -v -e "^$E/secrets/" -e "^$E/up.log$")
+	grep -v -e "^$E/secrets/" -e "^$E/up.log$" -e "^$E/echo.log$")
 expect_eq "$leaks" "" "[grep] not under the bundle, the shim's state, /run/hezo*, proxyd's state or netlog"
 sleep 1.2
 expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"secrets":"GH_TOKEN","substitutions":1' "[netlog] substitutions recorded by name"
+expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"name":"sec.test".*"masks":[1-9]' "[netlog] masks counted on the connection's line"
 tap_done

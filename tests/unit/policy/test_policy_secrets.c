@@ -15,6 +15,13 @@
 
 #define EG "\"egress\":{\"allow\":[\"api.example.com\",\"*.git.example.org\",\"other.test\"]}"
 #define GH "\"GH\":{\"hosts\":[\"API.example.com.\"],\"file\":\"/etc/hezo/secrets/gh\"}"
+#define GH_NARROW                                                                                  \
+	"\"GH\":{\"hosts\":[\"api.example.com\"],\"file\":\"/etc/hezo/secrets/"                    \
+	"gh\",\"headers\":[\"X-Key\"]}"
+#define GH_QUERY                                                                                   \
+	"\"GH\":{\"hosts\":[\"api.example.com\"],\"file\":\"/etc/hezo/secrets/"                    \
+	"gh\",\"in\":[\"header\","                                                                 \
+	"\"query\"]}"
 
 static void parse_fails(const char *doc, const char *want)
 {
@@ -49,6 +56,21 @@ static void test_secrets_parse(void **state)
 		     "\"otherHosts\":\"refuse\"},\"GIT\":{\"hosts\":[\"*.git.example.org\"],"
 		     "\"file\":\"/etc/hezo/secrets/git\",\"otherHosts\":\"pass\"}}");
 	assert_non_null(hezo_policy_secrets(p));
+}
+
+/* Issue 27: "headers" narrows which header values take the value, "in" opts into the query. */
+static void test_secrets_places(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p =
+		parse_ok("{" EG ",\"secrets\":{\"A\":{\"hosts\":[\"api.example.com\"],\"file\":"
+			 "\"/f\",\"headers\":[\"X-Api-Key\",\"authorization\"],\"in\":[\"query\","
+			 "\"header\"]}}}");
+
+	/* Field names lowercase; in written in one order; both only when set. */
+	assert_value(p, "secrets",
+		     "{\"A\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"otherHosts\":"
+		     "\"refuse\",\"headers\":[\"x-api-key\",\"authorization\"],\"in\":[\"header\","
+		     "\"query\"]}}");
 }
 
 static void test_secrets_refused(void **state)
@@ -86,6 +108,22 @@ static void test_secrets_refused(void **state)
 		 "*.example.com is not allowed by egress.allow"},
 		{"{\"X\":{\"hosts\":[\"api.example.com:8443\"],\"file\":\"/f\"}}",
 		 "api.example.com:8443 is not allowed"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"headers\":[]}}",
+		 "secrets.X.headers: not a non-empty array"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"headers\":[\"a b\"]}}",
+		 "secrets.X.headers[0]: not a header field name"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"headers\":[\"HOST\"]}}",
+		 "secrets.X.headers[0]: Host never takes a value"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/"
+		 "f\",\"headers\":[\"a\",\"A\"]}}",
+		 "secrets.X.headers[1]: listed twice"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"in\":[\"body\"]}}",
+		 "secrets.X.in[0]: not \"header\" or \"query\""},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"in\":[]}}",
+		 "secrets.X.in: not a non-empty array"},
+		{"{\"X\":{\"hosts\":[\"api.example.com\"],\"file\":\"/f\",\"in\":[\"query\"],"
+		 "\"headers\":[\"a\"]}}",
+		 "\"in\" leaves out \"header\""},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		_cleanup_free_ char *doc = NULL;
@@ -136,6 +174,17 @@ static void test_secrets_projects_annotations(void **state)
 		strstr(err->msg, "wide.json: secrets.P.hosts[0]: evil.test is not allowed"));
 	hezo_error_free(err);
 	err = NULL;
+	/* A project may narrow a main file's secret's places, never widen them. */
+	write_file_at(dir, "narrow.json", "{\"secrets\":{" GH_NARROW "}}");
+	write_file_at(dir, "query.json", "{\"secrets\":{" GH_QUERY "}}");
+	hezo_policy_free(proj);
+	proj = NULL;
+	assert_int_equal(hezo_policy_for_container(base, NULL, "narrow", &proj, &err), 0);
+	assert_true(hezo_policy_for_container(base, NULL, "query", &bad, &err) < 0);
+	assert_non_null(
+		strstr(err->msg, "secrets.GH.in: a place the main policy does not give it"));
+	hezo_error_free(err);
+	err = NULL;
 
 	/* No annotation: every secret; the annotation keeps a subset. */
 	assert_int_equal(hezo_policy_for_container(base, NULL, NULL, &all, &err), 0);
@@ -173,6 +222,7 @@ static void test_secrets_projects_annotations(void **state)
 
 const struct CMUnitTest policy_secrets_tests[] = {
 	cmocka_unit_test(test_secrets_parse),
+	cmocka_unit_test(test_secrets_places),
 	cmocka_unit_test(test_secrets_refused),
 	cmocka_unit_test(test_secrets_projects_annotations),
 };

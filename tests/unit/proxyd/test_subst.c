@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -16,8 +17,8 @@
 #define PB "hzphbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 static struct hezo_subst_secret sec[2] = {
-	{PA, (const uint8_t *)"ghp_VALUE", 9, true, false},
-	{PB, (const uint8_t *)"other", 5, false, false},
+	{PA, (const uint8_t *)"ghp_VALUE", 9, true, false, true, false, NULL, 0},
+	{PB, (const uint8_t *)"other", 5, false, false, true, false, NULL, 0},
 };
 
 /* Substitute head; *r gets the result; returns the output (static). */
@@ -37,12 +38,12 @@ static void test_target_and_headers(void **state)
 {
 	struct hezo_subst_result res;
 
-	assert_string_equal(sub("GET /x?t=" PA "&u=" PA " HTTP/1.1\r\nHost: api.test\r\nX-T: a" PA
-				"b\r\n\r\n",
+	assert_string_equal(sub("GET /x HTTP/1.1\r\nHost: api.test\r\nX-T: a" PA "b\r\nY: " PA
+				"\r\n\r\n",
 				0, &res),
-			    "GET /x?t=ghp_VALUE&u=ghp_VALUE HTTP/1.1\r\nHost: api.test\r\n"
-			    "X-T: aghp_VALUEb\r\n\r\n");
-	assert_int_equal(res.count, 3);
+			    "GET /x HTTP/1.1\r\nHost: api.test\r\nX-T: aghp_VALUEb\r\n"
+			    "Y: ghp_VALUE\r\n\r\n");
+	assert_int_equal(res.count, 2);
 	assert_int_equal(res.used, 1);
 	/* No placeholder: byte for byte. */
 	assert_string_equal(sub("GET / HTTP/1.1\r\nHost: api.test\r\nX:  hzph  \r\n\r\n", 0, &res),
@@ -51,6 +52,134 @@ static void test_target_and_headers(void **state)
 	/* Host is never substituted. */
 	assert_string_equal(sub("GET / HTTP/1.1\r\nHost: " PA ".api.test\r\n\r\n", 0, &res),
 			    "GET / HTTP/1.1\r\nHost: " PA ".api.test\r\n\r\n");
+}
+
+/* Issue 27: an upstream echoes method, target and field names; only values take the value. */
+static void test_misplaced(void **state)
+{
+	static char *const auth_only[] = {"authorization"};
+	struct hezo_subst_result res;
+
+	sub(PA " / HTTP/1.1\r\nHost: a.test\r\n\r\n", -EPROTO, &res);
+	assert_string_equal(res.why, "a secret's placeholder in the method");
+	assert_int_equal(res.misplaced, 1);
+	sub("GET /dir/" PA " HTTP/1.1\r\nHost: a.test\r\n\r\n", -EPROTO, &res);
+	assert_string_equal(res.why, "a secret's placeholder in the request path");
+	sub("GET /dir?x=" PA " HTTP/1.1\r\nHost: a.test\r\n\r\n", -EPROTO, &res);
+	assert_non_null(strstr(res.why, "query string"));
+	sub("GET / HTTP/1.1\r\nHost: a.test\r\nX-" PA ": 1\r\n\r\n", -EPROTO, &res);
+	assert_string_equal(res.why, "a secret's placeholder in a header field name");
+	/* The query only where the secret takes it. */
+	sec[0].query = true;
+	assert_string_equal(sub("GET /q?t=" PA "&u=1 HTTP/1.1\r\nHost: a.test\r\n\r\n", 0, &res),
+			    "GET /q?t=ghp_VALUE&u=1 HTTP/1.1\r\nHost: a.test\r\n\r\n");
+	sub("GET /" PA "?t=1 HTTP/1.1\r\nHost: a.test\r\n\r\n", -EPROTO, &res);
+	sec[0].query = false;
+	/* "headers": only the named ones, in any case. */
+	sec[0].headers = auth_only;
+	sec[0].nheaders = 1;
+	assert_string_equal(sub("GET / HTTP/1.1\r\nHost: a.test\r\nAUTHORIZATION: Bearer " PA
+				"\r\n\r\n",
+				0, &res),
+			    "GET / HTTP/1.1\r\nHost: a.test\r\nAUTHORIZATION: Bearer ghp_VALUE"
+			    "\r\n\r\n");
+	sub("GET / HTTP/1.1\r\nHost: a.test\r\nX-Api-Key: " PA "\r\n\r\n", -EPROTO, &res);
+	assert_string_equal(res.why,
+			    "a secret's placeholder in a header its secret does not allow");
+	sec[0].headers = NULL;
+	sec[0].nheaders = 0;
+	/* A secret that is not here: refused (403) as before, whatever the place. */
+	sub("GET /" PB " HTTP/1.1\r\nHost: a.test\r\n\r\n", -EACCES, &res);
+}
+
+static void test_identity(void **state)
+{
+	char h[256] = "GET / HTTP/1.1\r\nAccept-Encoding: gzip\r\nHost: a\r\n"
+		      "accept-encoding: br\r\n\r\n";
+	size_t n;
+
+	assert_int_equal(hezo_subst_identity((uint8_t *)h, strlen(h), sizeof(h) - 1, &n), 0);
+	h[n] = '\0';
+	assert_string_equal(h, "GET / HTTP/1.1\r\nHost: a\r\nAccept-Encoding: identity\r\n\r\n");
+	assert_int_equal(hezo_subst_identity((uint8_t *)h, n, n - 1, &n), -ENOSPC);
+}
+
+/* ---- mask.c ---- */
+
+static char got[65536];
+static size_t gotlen;
+
+static void collect(void *ud, const uint8_t *b, size_t n)
+{
+	(void)ud;
+	assert_true(gotlen + n < sizeof(got));
+	memcpy(got + gotlen, b, n);
+	gotlen += n;
+	got[gotlen] = '\0';
+}
+
+/* The body of a chunked message starting at p, joined (in place: it only shrinks). */
+static const char *dechunk(char *p)
+{
+	char *w = p, *r = p;
+	unsigned long n;
+
+	while ((n = strtoul(r, &r, 16)) > 0) {
+		r = strstr(r, "\r\n") + 2;
+		memmove(w, r, n);
+		w += n;
+		r += n + 2;
+	}
+	*w = '\0';
+	return p;
+}
+
+static const struct hezo_mask_value mv[1] = {{PA, (const uint8_t *)"ghp_VALUE", 9}};
+
+static void test_mask(void **state)
+{
+	static struct hezo_mask m;
+	const char *a = "HTTP/1.0 501 Unsupported method ('ghp_VALUE')\r\nContent-Length: 12\r\n"
+			"X: ghp_VALUE\r\n\r\nxghp_VALUEyz";
+
+	hezo_mask_init(&m, mv, 1, collect, NULL);
+	/* HTTP/1.1 request: the length-framed body comes chunked, masked, byte by byte. */
+	gotlen = 0;
+	assert_int_equal(hezo_mask_request(&m, false, false), 0);
+	for (size_t i = 0; i < strlen(a); i++)
+		assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)a + i, 1), 0);
+	assert_null(strstr(got, "ghp_VALUE"));
+	assert_non_null(strstr(got, "HTTP/1.1 501 Unsupported method ('" PA "')\r\n"));
+	assert_non_null(strstr(got, "\r\nX: " PA "\r\n"));
+	assert_null(strstr(got, "Content-Length"));
+	assert_non_null(strstr(got, "Transfer-Encoding: chunked\r\n\r\n"));
+	assert_non_null(strstr(got, "\r\n0\r\n\r\n"));
+	assert_string_equal(dechunk(strstr(got, "\r\n\r\n") + 4), "x" PA "yz");
+	assert_int_equal(m.masked, 3);
+	assert_false(hezo_mask_busy(&m));
+	/* A chunked answer with the value split across chunks, to an HTTP/1.0 request: up to the
+	 * close, Connection: close, and the connection ends after it. */
+	gotlen = 0;
+	assert_int_equal(hezo_mask_request(&m, false, true), 0);
+	a = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+	    "4\r\nghp_\r\n5;x=1\r\nVALUE\r\n0\r\nT: ghp_VALUE\r\n\r\n";
+	assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)a, strlen(a)), 1);
+	assert_string_equal(got, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" PA);
+	/* Compressed bodies are refused; a HEAD answer has none. */
+	hezo_mask_init(&m, mv, 1, collect, NULL);
+	gotlen = 0;
+	assert_int_equal(hezo_mask_request(&m, true, false), 0);
+	assert_int_equal(hezo_mask_request(&m, false, false), 0);
+	a = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 5\r\n\r\nxxxxx";
+	assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)a, strlen(a)), -EPROTO);
+	assert_non_null(strstr(m.why, "compressed"));
+	assert_string_equal(got, "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+				 "Content-Length: 5\r\n\r\n");
+	/* An answer to no request. */
+	hezo_mask_init(&m, mv, 1, collect, NULL);
+	assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)"HTTP/1.1 200 OK\r\n\r\n", 19),
+			 -EPROTO);
 }
 
 static void test_basic(void **state)
@@ -102,6 +231,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_target_and_headers),
+		cmocka_unit_test(test_misplaced),
+		cmocka_unit_test(test_identity),
+		cmocka_unit_test(test_mask),
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_refused_and_pass),
 	};
