@@ -48,12 +48,17 @@ static const char *const default_masked[] = {
 static const char *const default_readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
 					       "/proc/sysrq-trigger"};
 
-/* Character devices every container gets: null, zero, full, random, urandom, tty, console,
- * ptmx; and the pts range (136:*). */
+/*
+ * Character devices every container gets: null, zero, full, random, urandom, tty, ptmx; and the
+ * pts range (136:*). The rootfs is mounted without nodev, so a node an image layer ships opens
+ * whatever the list allows: tty resolves to the opener's own terminal, ptmx and pts nodes to a
+ * devpts beside or under them, but 5:1 is the host's console. A terminal never needs it: the
+ * box's /dev/console is a bind of its pty (136:*).
+ */
 static const struct {
 	int64_t major, minor;
 } default_char_devices[] = {
-	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
+	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}, {136, -1},
 };
 
 /* An optional integer field: *present is false when absent or null. */
