@@ -147,6 +147,9 @@ hezo_engine_restore()
 	if [ $changed = yes ] && pid=$(cat "$HEZO_DOCKERD_PIDFILE" 2>/dev/null) && [ -n "$pid" ] &&
 		kill -HUP "$pid" 2>/dev/null; then
 		want=$(cat "$HEZO_ENGINE_SNAPSHOT/runtimes")
+		# From an empty list, an earlier run's leftover test runtimes go as well.
+		[ $absent = no ] || want=$(tr ' ' '\n' <<<"$want" |
+			grep -v "^$HEZO_TEST_RUNTIME_PREFIX" | paste -sd ' ')
 		for ((i = 0; i < ${HEZO_ENGINE_RELOAD_WAIT:-30}; i++)); do
 			[ "$(_hezo_engine_runtimes)" = "$want" ] && break
 			sleep 1
