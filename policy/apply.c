@@ -48,12 +48,17 @@ static const char *const default_masked[] = {
 static const char *const default_readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
 					       "/proc/sysrq-trigger"};
 
-/* Character devices every container gets: null, zero, full, random, urandom, tty, console,
- * ptmx; and the pts range (136:*). */
+/*
+ * Character devices every container gets: null, zero, full, random, urandom, tty, ptmx; and the
+ * pts range (136:*). The rootfs is mounted without nodev, so a node an image layer ships opens
+ * whatever the list allows: tty resolves to the opener's own terminal, ptmx and pts nodes to a
+ * devpts beside or under them, but 5:1 is the host's console. A terminal never needs it: the
+ * box's /dev/console is a bind of its pty (136:*).
+ */
 static const struct {
 	int64_t major, minor;
 } default_char_devices[] = {
-	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 1}, {5, 2}, {136, -1},
+	{1, 3}, {1, 5}, {1, 7}, {1, 8}, {1, 9}, {5, 0}, {5, 2}, {136, -1},
 };
 
 /* An optional integer field: *present is false when absent or null. */
@@ -152,9 +157,15 @@ int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *pro
 
 /* ---- resources ---- */
 
-/* update: an absent field means "unchanged" and stays absent. */
+/*
+ * update: an absent field, or 0 (what runc and the runsc emulation skip, and what Docker sends for
+ * every limit it is not changing), means "unchanged" and stays so: read as the policy's ceiling,
+ * `docker update --memory-swap -1` undid an earlier `--memory 64m`. What a field left unchanged
+ * constrains is judged against live, the box's current limits (NULL or 0: not known).
+ */
 static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, const char *field,
-			   bool update, struct hezo_error **err)
+			   bool update, const struct hezo_policy_live *live,
+			   struct hezo_error **err)
 {
 	struct hezo_json *mem, *pids, *cpu;
 	bool has_limit, has_swap, has_quota, has_period;
@@ -176,6 +187,10 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		r = r ?: get_opt_int(mem, "swap", f, &has_swap, &swap, err);
 		if (r < 0)
 			return r;
+		if (update) {
+			has_limit = has_limit && limit != 0;
+			has_swap = has_swap && swap != 0;
+		}
 		if (has_limit || !update) {
 			uint64_t total;
 
@@ -191,11 +206,15 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 			if (r < 0)
 				return r;
 		} else if (has_swap) {
-			/* The current limit is unknown here; keep the total within the box. */
-			uint64_t total = policy_mem + p->swap;
-			if (total > INT64_MAX || total < policy_mem)
+			/* The total stays within the current limit plus the policy's swap. */
+			uint64_t cur = live && live->memory_limit > 0 &&
+						       (uint64_t)live->memory_limit < policy_mem
+					       ? (uint64_t)live->memory_limit
+					       : policy_mem;
+			uint64_t total = cur + p->swap;
+			if (total > INT64_MAX || total < cur)
 				total = INT64_MAX;
-			if (swap <= 0 || (uint64_t)swap > total)
+			if (swap < 0 || (uint64_t)swap > total)
 				r = set_int(mem, "swap", (int64_t)total, err);
 			if (r < 0)
 				return r;
@@ -215,7 +234,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		r = get_opt_int(pids, "limit", f, &has, &n, err);
 		if (r < 0)
 			return r;
-		if (has || !update) {
+		if ((has && n != 0) || !update) {
 			uint64_t v = has && n > 0 ? (uint64_t)n : UINT64_MAX;
 			if (v > p->pids)
 				v = p->pids;
@@ -237,15 +256,29 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 		r = r ?: get_opt_int(cpu, "period", f, &has_period, &period, err);
 		if (r < 0)
 			return r;
+		if (update) {
+			has_quota = has_quota && quota != 0;
+			has_period = has_period && period != 0;
+		}
 		if (!update || has_quota || has_period) {
 			/* rnum/rden: the CPU ratio granted, exact (q may be rounded down). */
 			uint64_t per, q, rnum = p->cpus_milli, rden = 1000;
 
 			if (update && !has_quota && has_period && period > 0) {
-				/* A new period alone would change the ratio: pair it with a quota.
+				/*
+				 * A new period alone would change the ratio: pair it with a quota
+				 * at the current ratio where that is within the policy's.
 				 */
 				per = (uint64_t)period > 1000000 ? 1000000 : (uint64_t)period;
 				q = p->cpus_milli * per / 1000;
+				if (live && live->cpu_quota > 0 && live->cpu_period > 0 &&
+				    (unsigned __int128)live->cpu_quota * 1000 <
+					    (unsigned __int128)p->cpus_milli *
+						    (uint64_t)live->cpu_period) {
+					rnum = (uint64_t)live->cpu_quota;
+					rden = (uint64_t)live->cpu_period;
+					q = (uint64_t)((unsigned __int128)rnum * per / rden);
+				}
 			} else if (!has_quota || quota <= 0) {
 				per = DEFAULT_CFS_PERIOD;
 				q = p->cpus_milli * per / 1000;
@@ -285,7 +318,7 @@ static int clamp_resources(const struct hezo_policy *p, struct hezo_json *res, c
 }
 
 int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *resources,
-				struct hezo_error **err)
+				const struct hezo_policy_live *live, struct hezo_error **err)
 {
 	int r;
 
@@ -294,7 +327,7 @@ int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *r
 	r = hezo_spec_check_keys(resources, HEZO_SPEC_DOC_RESOURCES, "resources", err);
 	if (r < 0)
 		return r;
-	r = clamp_resources(p, resources, "resources", true, err);
+	r = clamp_resources(p, resources, "resources", true, live, err);
 	r = r ?: hezo_policy_check_resource_fields(resources, "resources", err);
 	r = r ?: hezo_policy_clamp_oom(resources, "resources", err);
 	return r ?: hezo_policy_clamp_weights(p, resources, "resources", true, err);
@@ -526,7 +559,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 	res = hezo_policy_want_object(linux_, "resources", "linux.resources", err);
 	if (!res)
 		return -EINVAL;
-	r = clamp_resources(p, res, "linux.resources", false, err);
+	r = clamp_resources(p, res, "linux.resources", false, NULL, err);
 	r = r ?: hezo_policy_check_resource_fields(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_oom(res, "linux.resources", err);
 	r = r ?: hezo_policy_clamp_weights(p, res, "linux.resources", false, err);

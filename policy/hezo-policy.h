@@ -180,9 +180,19 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 /* Clamp an exec process JSON object (capabilities, noNewPrivileges). */
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
 			      struct hezo_error **err);
-/* Clamp an update resources JSON object (memory, swap, pids, cpu). */
+/* The box's limits as its cgroup holds them now, for an update to follow (0: not known). */
+struct hezo_policy_live {
+	int64_t memory_limit; /* bytes */
+	int64_t cpu_quota;    /* microseconds per period; -1: none */
+	int64_t cpu_period;   /* microseconds */
+};
+
+/*
+ * Clamp an update resources JSON object (memory, swap, pids, cpu). A field absent or 0 stays
+ * unchanged; live (may be NULL) is what a field left unchanged still constrains.
+ */
 int hezo_policy_apply_resources(const struct hezo_policy *p, struct hezo_json *resources,
-				struct hezo_error **err);
+				const struct hezo_policy_live *live, struct hezo_error **err);
 /* Is capability name (e.g. "CAP_SYS_ADMIN") one this container may hold? */
 bool hezo_policy_cap_allowed(const struct hezo_policy *p, const char *cap);
 

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -852,10 +851,9 @@ static int tcp_accounting(const struct shim_target *t, const struct hezo_json *s
 			  char made[PATH_MAX], struct hezo_error **err)
 {
 	const char *cgpath = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"));
-	char dir[PATH_MAX], file[PATH_MAX + 40], up[PATH_MAX];
+	char dir[PATH_MAX], up[PATH_MAX];
 	struct stat st;
 	int64_t limit = 0;
-	int fd, n;
 
 	made[0] = '\0';
 	if (systemd || !cgpath ||
@@ -875,15 +873,7 @@ static int tcp_accounting(const struct shim_target *t, const struct hezo_json *s
 	}
 	if (hezo_mkdir_p(dir, 0755, 0755) < 0)
 		return hezo_error_set_errno(err, errno, "memory cgroup %s", dir);
-	snprintf(file, sizeof(file), "%s/memory.kmem.tcp.limit_in_bytes", dir);
-	fd = open(file, O_WRONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : dprintf(fd, "%" PRId64, limit / 4);
-	if (fd >= 0 && close(fd) < 0)
-		n = -1;
-	if (n <= 0)
-		return hezo_error_set_errno(err, errno, "%s: cannot cap the box's TCP buffers",
-					    file);
-	return 0;
+	return shim_tcp_cap(dir, limit, err);
 }
 
 /* Remove the cgroup directories tcp_accounting made, from the leaf up to made. */

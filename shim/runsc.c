@@ -148,7 +148,7 @@ static int write_int(const char *dir, const char *file, int64_t v, struct hezo_e
 	return write_value(dir, file, s, err);
 }
 
-static int read_int(const char *dir, const char *file, int64_t *out)
+int shim_cgroup_read_int(const char *dir, const char *file, int64_t *out)
 {
 	_cleanup_free_ char *data = NULL;
 	char path[PATH_MAX + 64], *end;
@@ -274,7 +274,7 @@ int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
 			has_swap = false;
 		/* The kernel keeps limit <= memsw at every step: raise memsw first when growing. */
 		if (has_limit && has_swap &&
-		    read_int(d.memory, "memory.memsw.limit_in_bytes", &cur_swap) == 0)
+		    shim_cgroup_read_int(d.memory, "memory.memsw.limit_in_bytes", &cur_swap) == 0)
 			swap_first = limit > cur_swap;
 		if (swap_first)
 			r = write_int(d.memory, "memory.memsw.limit_in_bytes", swap, err);

@@ -392,6 +392,15 @@ int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *s
  */
 int shim_cgroup_dir(const char *root, const char *cgroups_path, bool systemd,
 		    const char *controller, char *buf, size_t size);
+/* The integer in cgroup file dir/file (-EIO: unreadable, -EINVAL: not a number). */
+int shim_cgroup_read_int(const char *dir, const char *file, int64_t *out);
+/* Cap the box's TCP socket buffers (cgroup v1 memory dir) at a quarter of memory_limit. */
+int shim_tcp_cap(const char *memdir, int64_t memory_limit, struct hezo_error **err);
+/*
+ * After an update: the TCP cap follows the memory limit the cgroup holds now, where create set
+ * one (a cgroup without the file or never capped is left alone).
+ */
+int shim_tcp_follow(const char *memdir, struct hezo_error **err);
 /* Write a clamped LinuxResources object into the cgroup v1 files under root. */
 int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
 			  const struct hezo_json *res, struct hezo_error **err);

@@ -210,7 +210,7 @@ static void fuzz_spec(const char *buf, size_t len, int mode)
 		}
 		hezo_error_free(err);
 		err = NULL;
-		if (hezo_policy_apply_resources(default_policy(), v, &err) == 0)
+		if (hezo_policy_apply_resources(default_policy(), v, NULL, &err) == 0)
 			keys_spelled_exactly(v, HEZO_SPEC_DOC_RESOURCES);
 	}
 	hezo_error_free(err);

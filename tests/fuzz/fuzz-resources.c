@@ -72,19 +72,20 @@ static void check(size_t which, const struct hezo_json *in, const struct hezo_js
 	    (!hezo_json_get(in, "cpu") && cpu))
 		abort();
 
-	has_limit = num(mem, "limit", &limit);
-	if (has_limit && (limit <= 0 || limit > policies[which].memory))
+	/* 0 is "unchanged" (runc skips it): it may stay, anything else is within the box. */
+	has_limit = num(mem, "limit", &limit) && limit != 0;
+	if (has_limit && (limit < 0 || limit > policies[which].memory))
 		abort();
-	if (num(mem, "swap", &swap)) {
+	if (num(mem, "swap", &swap) && swap != 0) {
 		/* swap is memory+swap: never below the limit, never above limit + policy swap. */
 		if (has_limit && (swap < limit || swap - limit > policies[which].swap))
 			abort();
-		if (swap <= 0 || swap > policies[which].memory + policies[which].swap)
+		if (swap < 0 || swap > policies[which].memory + policies[which].swap)
 			abort();
 	}
-	if (num(pids, "limit", &n) && (n <= 0 || n > policies[which].pids))
+	if (num(pids, "limit", &n) && n != 0 && (n < 0 || n > policies[which].pids))
 		abort();
-	if (num(cpu, "quota", &quota)) {
+	if (num(cpu, "quota", &quota) && quota != 0) {
 		if (!num(cpu, "period", &period) || period <= 0 || period > 1000000)
 			abort();
 		/* quota/period <= cpus, with the kernel's 1 ms minimum quota met by a longer
@@ -92,7 +93,7 @@ static void check(size_t which, const struct hezo_json *in, const struct hezo_js
 		if (quota < 1000 ||
 		    (__int128)quota * 1000 > (__int128)policies[which].cpus_milli * period)
 			abort();
-	} else if (num(cpu, "period", &period)) {
+	} else if (num(cpu, "period", &period) && period != 0) {
 		abort(); /* a period alone would change the ratio */
 	}
 }
@@ -114,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = hezo_json_clone(res);
 	if (!in)
 		abort();
-	if (hezo_policy_apply_resources(policy(which), res, &err) < 0) {
+	if (hezo_policy_apply_resources(policy(which), res, NULL, &err) < 0) {
 		if (!err || !err->msg || !*err->msg || strchr(err->msg, '\n'))
 			abort();
 		return 0;
@@ -126,7 +127,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (hezo_json_parse(out, len, &again, &err) < 0 || !hezo_json_equal(res, again))
 		abort();
 	if (policies[which].idempotent &&
-	    (hezo_policy_apply_resources(policy(which), again, &err) < 0 ||
+	    (hezo_policy_apply_resources(policy(which), again, NULL, &err) < 0 ||
 	     !hezo_json_equal(res, again)))
 		abort();
 	return 0;

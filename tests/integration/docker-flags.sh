@@ -2,7 +2,7 @@
 # Integration: engine flags that used to loosen the box (issue 15), through Docker with
 # hezo-shim as its runtime on HEZO_TEST_BACKEND: --tmpfs options and sizes, --oom-kill-disable,
 # --sysctl, --cpu-shares, --security-opt seccomp, the flags whose fields are kept, --init (Docker's
-# docker-init as PID 1, reaping) and --domainname.
+# docker-init as PID 1, reaping), --domainname, and device nodes an image layer ships (issue 26.2).
 # Checked in the config.json the backend got, from inside, and (runc) in the host's cgroup files.
 set -uo pipefail
 
@@ -345,6 +345,75 @@ out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --domain
 expect_ne "$rc" 0 "[--domainname 'x test'] docker run fails"
 expect_match "$out" 'hezo-shim: linux.sysctl: "kernel.domainname": "x test" is not' \
 	"[--domainname 'x test'] the shim's reason names it" || diag "$out"
+
+# --- device nodes an image layer ships (issue 26.2) ------------------------------------------------
+# The root filesystem is mounted without nodev, so a node in a layer opens whatever the cgroup's
+# device list allows: 5:1 was the host's console (its serial port here). The probe only opens the
+# nodes read-only, and opens the console for writing (no byte written) only once the read-only open
+# was refused. The other nodes show why what stays allowed is safe: tty is the opener's own
+# terminal, ptmx and pts reach only a devpts beside or under them.
+DEVIMG=hezo-test/devnodes:latest
+tap_cleanup "hezo_docker rmi -f '$DEVIMG'"
+devroot=$(mktemp -d /tmp/hezo-devnodes.XXXXXX)
+if hezo_busybox_rootfs "$devroot/r" && mkdir -p "$devroot/r/opt/n" &&
+	mknod "$devroot/r/opt/n/console" c 5 1 && mknod "$devroot/r/opt/n/tty" c 5 0 &&
+	mknod "$devroot/r/opt/n/ptmx" c 5 2 && mknod "$devroot/r/opt/n/pts0" c 136 0 &&
+	mknod "$devroot/r/opt/n/mem" c 1 1 && mknod "$devroot/r/opt/n/null" c 1 3; then
+	tar -C "$devroot/r" --numeric-owner -c . | hezo_docker import - "$DEVIMG" >/dev/null ||
+		bail_out "cannot import $DEVIMG"
+else
+	bail_out "cannot make the device-node image"
+fi
+rm -rf "$devroot"
+# shellcheck disable=SC2016
+DEV_PROBE='for f in console tty ptmx pts0 mem null; do
+	if (exec 3</opt/n/$f) 2>/tmp/e; then echo "$f=ok"; else echo "$f=$(sed "s/.*: //" /tmp/e)"; fi
+done
+echo probe=done'
+# The write open of 5:1, only once reading it was refused.
+# shellcheck disable=SC2016
+DEV_WPROBE='if (exec 3</opt/n/console) 2>/dev/null; then echo consolew=not-tried
+elif (exec 3>/opt/n/console) 2>/tmp/e; then echo consolew=ok; else echo "consolew=$(sed "s/.*: //" /tmp/e)"; fi'
+for opts in "" "--device-cgroup-rule=c 5:1 rwm" "--privileged"; do
+	label="layer c 5:1${opts:+ $opts}"
+	new_name devnode
+	out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" ${opts:+"$opts"} \
+		"$DEVIMG" sleep 600 2>&1) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[$label] docker run -d exits 0" || diag "$out"
+	cfg=$(hezo_docker_bundle "$NAME" 2>/dev/null)/config.json
+	expect_eq "$(jq -c '[.linux.resources.devices[] | select(.allow and (.major == 5 and .minor == 1 or .major == null))] | length' "$cfg" 2>&1)" 0 \
+		"[$label] saved config.json: no cgroup rule allows c 5:1"
+	out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c "$DEV_PROBE; $DEV_WPROBE" 2>&1 </dev/null)
+	expect_eq "$(hezo_probe_get "$out" probe)" done "[$label] the probe ran" || diag "$out"
+	if [ "$HEZO_TEST_BACKEND" = runc ]; then
+		list=$(cat "$(hezo_cgroup_dir devices "$(hezo_docker_cgroups_path "$NAME")")/devices.list" 2>&1)
+		expect_no_match "$list" '^(c 5:1 |a )' "[$label] host: devices.list allows neither c 5:1 nor all"
+		expect_eq "$(hezo_probe_get "$out" console)" "Operation not permitted" \
+			"[$label] inside: open(O_RDONLY) of the layer's c 5:1 fails with EPERM"
+		expect_eq "$(hezo_probe_get "$out" consolew)" "Operation not permitted" \
+			"[$label] inside: open(O_WRONLY) of it fails with EPERM"
+		if [ -z "$opts" ]; then
+			expect_eq "$(hezo_probe_get "$out" tty)" "No such device or address" \
+				"[$label] inside: c 5:0 is the opener's own terminal (none: ENXIO)"
+			expect_eq "$(hezo_probe_get "$out" ptmx)" "no such file" \
+				"[$label] inside: c 5:2 finds no devpts at pts beside it (ENOENT)"
+			expect_eq "$(hezo_probe_get "$out" pts0)" "Input/output error" \
+				"[$label] inside: c 136:0 outside a devpts is no terminal (EIO)"
+			expect_eq "$(hezo_probe_get "$out" mem)" "Operation not permitted" \
+				"[$label] inside: c 1:1 (/dev/mem) fails with EPERM"
+			expect_eq "$(hezo_probe_get "$out" null)" ok "[$label] inside: c 1:3 (null) opens"
+		fi
+	else
+		# gVisor's gofer opens no host device node from the root filesystem, whatever its number.
+		expect_eq "$(hezo_probe_get "$out" console)" "Permission denied" \
+			"[$label] runsc: open(O_RDONLY) of the layer's c 5:1 fails with EACCES"
+		expect_eq "$(hezo_probe_get "$out" consolew)" "Permission denied" \
+			"[$label] runsc: open(O_WRONLY) of it fails with EACCES"
+		[ -z "$opts" ] && expect_eq "$(hezo_probe_get "$out" null)" "Permission denied" \
+			"[$label] runsc: even the layer's c 1:3 fails with EACCES"
+	fi
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+done
 
 # --- nothing left behind ---------------------------------------------------------------------------------
 for n in "${NAMES[@]}"; do

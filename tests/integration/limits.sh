@@ -4,7 +4,7 @@
 # finish; beyond 256, forks fail with EAGAIN inside while the container goes on and exits 0; a
 # fork bomb is contained and the host's task count comes back; memory past the cap is reported
 # as OOM by docker inspect and hezo-shim inspect; /tmp past 64 MiB gives ENOSPC; docker exec'd
-# processes count against the same limit. HEZO_TEST_RUNSC names another runsc binary to test
+# processes count against the same limit; docker update follows the box's current limits. HEZO_TEST_RUNSC names another runsc binary to test
 # (e.g. /opt/runsc-2022/runsc).
 set -uo pipefail
 
@@ -208,6 +208,40 @@ check "[oom] hezo-shim inspect of the deleted container counts an OOM kill" \
 	test "$(jq -r '.oomKills // 0' <<<"$n" 2>&1)" -ge 1
 expect_match "$(jq -r '.reasons[]' <<<"$n" 2>&1)" "OOM killer .* at the memory limit $((128 * 1048576)) bytes" \
 	"[oom] and says why" || diag "$n"
+
+# --- updates follow the box's current limits and never loosen (issue 26.5) ---------------------------
+# Docker's `update --memory-swap -1` sends memory.limit 0, which runc reads as "unchanged": the box
+# read it as the policy's ceiling and lifted an earlier --memory 64m back to 2 GiB. The TCP buffer
+# cap (cgroup v1: a quarter of the memory limit, set at create) follows each update.
+if [ -e /sys/fs/cgroup/memory/memory.kmem.tcp.limit_in_bytes ]; then
+	run_d update 'sleep 300' --memory 256m --cpus 1 || not_ok "[update] docker run -d"
+	memd=$(hezo_cgroup_dir memory "$CG")
+	cpud=$(hezo_cgroup_dir cpu "$CG")
+	# upd [DOCKER UPDATE FLAGS...]: run the update (none: only read), print the box's limits.
+	upd()
+	{
+		local out
+		[ $# -eq 0 ] || out=$(timeout 60 "$HEZO_DOCKER" update "$@" "$NAME" 2>&1) ||
+			diag "docker update $*: $out"
+		echo "mem=$(hezo_read "$memd/memory.limit_in_bytes") tcp=$(hezo_read "$memd/memory.kmem.tcp.limit_in_bytes")" \
+			"quota=$(hezo_read "$cpud/cpu.cfs_quota_us")"
+	}
+	MIB=1048576
+	expect_eq "$(upd)" "mem=$((256 * MIB)) tcp=$((64 * MIB)) quota=100000" \
+		"[update] at create: 256 MiB, TCP 64 MiB, quota 100000"
+	expect_eq "$(upd --memory 64m)" "mem=$((64 * MIB)) tcp=$((16 * MIB)) quota=100000" \
+		"[update] --memory 64m: 64 MiB, the TCP cap follows to 16 MiB"
+	expect_eq "$(upd --cpus 0.5)" "mem=$((64 * MIB)) tcp=$((16 * MIB)) quota=50000" \
+		"[update] then --cpus 0.5: quota 50000, memory still 64 MiB"
+	expect_eq "$(upd --memory-swap -1)" "mem=$((64 * MIB)) tcp=$((16 * MIB)) quota=50000" \
+		"[update] then --memory-swap -1: memory stays 64 MiB, TCP 16 MiB, quota 50000"
+	expect_eq "$(upd --memory 128m --memory-swap 128m)" "mem=$((128 * MIB)) tcp=$((32 * MIB)) quota=50000" \
+		"[update] then --memory 128m, asked for: 128 MiB, TCP 32 MiB"
+	expect_eq "$(hezo_docker inspect -f '{{.State.Running}}' "$NAME" 2>&1)" true "[update] the container still runs"
+	hezo_docker rm -f "$NAME" >/dev/null 2>&1
+else
+	skip "[update] no memory.kmem.tcp.limit_in_bytes (not a cgroup v1 memory controller)"
+fi
 
 # --- /tmp past 64 MiB ---------------------------------------------------------------------------------
 run_d tmp 'dd if=/dev/zero of=/tmp/fill bs=1M count=100 2>&1; echo "dd=$?"

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 			r = hezo_spec_check_keys(doc, HEZO_SPEC_DOC_RESOURCES, "resources", &err);
 			if (r == 0)
 				hezo_json_remove(doc, "unified");
-			r = r ?: hezo_policy_apply_resources(p, doc, &err);
+			r = r ?: hezo_policy_apply_resources(p, doc, NULL, &err);
 		}
 	}
 	if (r < 0) {

@@ -404,7 +404,6 @@ static const char reset_devices[] =
 	"{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":8,\"access\":\"rwm\"},"
 	"{\"allow\":true,\"type\":\"c\",\"major\":1,\"minor\":9,\"access\":\"rwm\"},"
 	"{\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":0,\"access\":\"rwm\"},"
-	"{\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":1,\"access\":\"rwm\"},"
 	"{\"allow\":true,\"type\":\"c\",\"major\":5,\"minor\":2,\"access\":\"rwm\"},"
 	"{\"allow\":true,\"type\":\"c\",\"major\":136,\"access\":\"rwm\"}";
 
@@ -1609,18 +1608,24 @@ static void test_exec_process_errors(void **state)
 	hezo_json_free(v);
 }
 
-static void update_case(const struct hezo_policy *p, const char *in, const char *want)
+static void update_live_case(const struct hezo_policy *p, const struct hezo_policy_live *live,
+			     const char *in, const char *want)
 {
 	_cleanup_json_ struct hezo_json *r = NULL;
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_free_ char *got = NULL;
 
 	assert_int_equal(hezo_json_parse(in, strlen(in), &r, &err), 0);
-	assert_int_equal(hezo_policy_apply_resources(p, r, &err), 0);
+	assert_int_equal(hezo_policy_apply_resources(p, r, live, &err), 0);
 	got = json_text(r);
 	if (strcmp(got, want) != 0)
 		print_error("update %s\n  got  %s\n  want %s\n", in, got, want);
 	assert_string_equal(got, want);
+}
+
+static void update_case(const struct hezo_policy *p, const char *in, const char *want)
+{
+	update_live_case(p, NULL, in, want);
 }
 
 static void test_update(void **state)
@@ -1629,11 +1634,14 @@ static void test_update(void **state)
 	_cleanup_json_ struct hezo_json *docker = load_data("resources-docker-update.json");
 	_cleanup_error_ struct hezo_error *err = NULL;
 
-	/* docker update --memory 1g: memory kept, cpu's zeros mean "none" and get the policy. */
-	assert_int_equal(hezo_policy_apply_resources(p, docker, &err), 0);
+	/*
+	 * docker update --memory 1g: memory kept; cpu's zeros are what runc skips, "unchanged",
+	 * never the policy's ceiling (that undid an earlier, tighter --cpus).
+	 */
+	assert_int_equal(hezo_policy_apply_resources(p, docker, NULL, &err), 0);
 	assert_at(docker, "memory",
 		  "{\"limit\":1073741824,\"reservation\":0,\"kernel\":0,\"swap\":1073741824}");
-	assert_at(docker, "cpu", "{\"shares\":0,\"quota\":200000,\"period\":100000}");
+	assert_at(docker, "cpu", "{\"shares\":0,\"quota\":0,\"period\":0}");
 	assert_null(hezo_json_get(docker, "pids"));
 
 	update_case(p, "{\"memory\":{\"limit\":8589934592}}",
@@ -1659,7 +1667,8 @@ static void test_update(void **state)
 			    "{\"cpu\":{\"quota\":1000,\"period\":200000}}");
 	}
 	update_case(p, "{\"blockIO\":{\"weight\":10}}", "{\"blockIO\":{\"weight\":10}}");
-	update_case(p, "{\"pids\":{\"limit\":0}}", "{\"pids\":{\"limit\":256}}");
+	update_case(p, "{\"pids\":{\"limit\":0}}", "{\"pids\":{\"limit\":0}}");
+	update_case(p, "{\"pids\":{\"limit\":-1}}", "{\"pids\":{\"limit\":256}}");
 	update_case(p, "{\"pids\":{\"limit\":10}}", "{\"pids\":{\"limit\":10}}");
 	update_case(p, "{\"memory\":{\"swap\":-1}}", "{\"memory\":{\"swap\":2147483648}}");
 	update_case(p, "{\"memory\":{\"swap\":1048576}}", "{\"memory\":{\"swap\":1048576}}");
@@ -1667,11 +1676,40 @@ static void test_update(void **state)
 		    "{\"cpu\":{\"period\":10000,\"quota\":20000}}");
 	update_case(p, "{\"cpu\":{\"quota\":900000}}",
 		    "{\"cpu\":{\"quota\":200000,\"period\":100000}}");
+	update_case(p, "{\"cpu\":{\"quota\":-1}}",
+		    "{\"cpu\":{\"quota\":200000,\"period\":100000}}");
+	/*
+	 * Issue 26.5: after `docker update --memory 64m` (and --cpus 0.5), Docker's
+	 * `--memory-swap -1` sends limit 0: the box keeps its 64 MiB; what is left unchanged
+	 * still bounds swap and a new period.
+	 */
+	{
+		const struct hezo_policy_live live = {
+			.memory_limit = 64 << 20, .cpu_quota = 50000, .cpu_period = 100000};
+		const struct hezo_policy_live open = {
+			.memory_limit = 8LL << 30, .cpu_quota = -1, .cpu_period = 100000};
+
+		update_live_case(p, &live, "{\"memory\":{\"limit\":0,\"reservation\":0}}",
+				 "{\"memory\":{\"limit\":0,\"reservation\":0}}");
+		update_live_case(p, &live, "{\"memory\":{\"swap\":-1}}",
+				 "{\"memory\":{\"swap\":67108864}}");
+		update_live_case(p, &live, "{\"memory\":{\"limit\":0,\"swap\":1073741824}}",
+				 "{\"memory\":{\"limit\":0,\"swap\":67108864}}");
+		update_live_case(p, &live, "{\"memory\":{\"limit\":134217728}}",
+				 "{\"memory\":{\"limit\":134217728,\"swap\":134217728}}");
+		update_live_case(p, &live, "{\"cpu\":{\"period\":10000}}",
+				 "{\"cpu\":{\"period\":10000,\"quota\":5000}}");
+		/* A live value past the policy's (or none) is never followed. */
+		update_live_case(p, &open, "{\"memory\":{\"swap\":-1}}",
+				 "{\"memory\":{\"swap\":2147483648}}");
+		update_live_case(p, &open, "{\"cpu\":{\"period\":10000}}",
+				 "{\"cpu\":{\"period\":10000,\"quota\":20000}}");
+	}
 	{
 		struct hezo_json *v = NULL;
 		const char *bad = "{\"memory\":{\"limit\":\"1g\"}}";
 		assert_int_equal(hezo_json_parse(bad, strlen(bad), &v, &err), 0);
-		assert_true(hezo_policy_apply_resources(p, v, &err) < 0);
+		assert_true(hezo_policy_apply_resources(p, v, NULL, &err) < 0);
 		assert_non_null(strstr(err->msg, "resources.memory.limit: expected a number"));
 		hezo_json_free(v);
 	}

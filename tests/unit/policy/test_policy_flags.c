@@ -145,10 +145,10 @@ static void test_oom_killer_stays(void **state)
 	assert_json(hezo_json_get_path(spec, "linux.resources.memory"),
 		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
 	/* update: the same */
-	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), 0);
+	assert_int_equal(hezo_policy_apply_resources(p, upd, NULL, &err), 0);
 	assert_json(hezo_json_get(upd, "memory"),
 		    "{\"limit\":67108864,\"disableOOMKiller\":false,\"swap\":67108864}");
-	assert_true(hezo_policy_apply_resources(p, bad, &err) < 0);
+	assert_true(hezo_policy_apply_resources(p, bad, NULL, &err) < 0);
 	assert_non_null(
 		strstr(err->msg, "resources.memory.disableOOMKiller: expected true or false"));
 }
@@ -361,10 +361,10 @@ static void test_weights(void **state)
 	resources_get(low, "{}", "linux.resources.cpu.shares", "256");
 	resources_get(low, "{\"cpu\":{\"shares\":1024}}", "linux.resources.cpu.shares", "256");
 	/* update: clamped when sent, absent stays absent. */
-	assert_int_equal(hezo_policy_apply_resources(low, upd, &err), 0);
+	assert_int_equal(hezo_policy_apply_resources(low, upd, NULL, &err), 0);
 	assert_json(hezo_json_get_path(upd, "cpu.shares"), "256");
 	assert_json(hezo_json_get_path(upd, "blockIO.weight"), "100");
-	assert_int_equal(hezo_policy_apply_resources(low, upd2, &err), 0);
+	assert_int_equal(hezo_policy_apply_resources(low, upd2, NULL, &err), 0);
 	assert_null(hezo_json_get_path(upd2, "cpu.shares"));
 }
 
@@ -441,11 +441,11 @@ static void test_walk_fields(void **state)
 	     "[{\"pageSize\":\"2MB\",\"limit\":0}]");
 	/* the same in update */
 	upd = parse_json("{\"cpu\":{\"realtimeRuntime\":950000,\"quota\":50000}}");
-	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), 0);
+	assert_int_equal(hezo_policy_apply_resources(p, upd, NULL, &err), 0);
 	assert_json(hezo_json_get(upd, "cpu"), "{\"quota\":50000,\"period\":100000}");
 	hezo_json_free(upd);
 	upd = parse_json("{\"unified\":{\"pids.max\":\"max\"}}");
-	assert_int_equal(hezo_policy_apply_resources(p, upd, &err), -EINVAL);
+	assert_int_equal(hezo_policy_apply_resources(p, upd, NULL, &err), -EINVAL);
 	assert_non_null(strstr(err->msg, "resources.unified: cgroup files by name"));
 
 	/* process */
