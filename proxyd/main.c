@@ -1,6 +1,6 @@
 /*
  * hezo-proxyd: the egress proxy every jailed container's traffic goes through (docs/egress.md).
- * Start-up: flags, state dir, control socket, registrations restored, privileges dropped; then
+ * Start-up: flags, state dir, registrations restored, control socket, privileges dropped; then
  * the loop. With --ctl it is instead a small client of a running daemon.
  */
 #include <arpa/inet.h>
@@ -216,8 +216,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* The netns helper forks first, so it inherits nothing but what it needs. */
-	if (pd_netns_init(&err) < 0 || pd_loop_init(&err) < 0 || pd_registry_init(&err) < 0 ||
-	    pd_control_init(&err) < 0 || pd_metrics_init(metrics, &err) < 0) {
+	if (pd_netns_init(&err) < 0 || pd_loop_init(&err) < 0 || pd_registry_init(&err) < 0) {
+		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		return 1;
+	}
+	/*
+	 * Running containers get their listeners back before the control socket exists: callers
+	 * take the socket as the sign that proxyd serves again, and what a container sends until
+	 * the loop runs waits in the listeners' queues instead of being refused.
+	 */
+	pd_registry_restore();
+	if (pd_control_init(&err) < 0 || pd_metrics_init(metrics, &err) < 0) {
 		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
 		return 1;
 	}
@@ -228,7 +237,6 @@ int main(int argc, char **argv)
 		pd_log("error", "%s: connections to secrets' hosts will be refused", err->msg);
 		hezo_error_free(TAKE_PTR(err));
 	}
-	pd_registry_restore();
 	if (pd_drop_privileges(use_seccomp, &err) < 0) {
 		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
 		return 1;

@@ -256,12 +256,33 @@ expect_eq "$(jq -r '.process.noNewPrivileges' "$cfg" 2>&1)" true \
 	"[$label] saved config.json: noNewPrivileges true whatever the engine said"
 # shellcheck disable=SC2016
 out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c 'echo "uid=$(id -u)"; echo "host=$(hostname)"; echo "nofile=$(ulimit -n)";
+	echo "nofile_hard=$(ulimit -Hn)"; echo "pid1_nofile=$(awk "/^Max open files/ { print \$4 \"/\" \$5 }" /proc/1/limits)";
 	echo "nnp=$(awk "/^NoNewPrivs:/ { print \$2 }" /proc/self/status)"; echo "oom=$(cat /proc/self/oom_score_adj)"' 2>&1 </dev/null) &&
 	rc=0 || rc=$?
 expect_eq "$rc" 0 "[$label] docker exec exits 0" || diag "$out"
 expect_eq "$(hezo_probe_get "$out" uid)" 1000 "[$label] inside: uid 1000"
 expect_eq "$(hezo_probe_get "$out" host)" hzkept "[$label] inside: hostname hzkept"
-expect_eq "$(hezo_probe_get "$out" nofile)" 1024 "[$label] inside: ulimit -n 1024"
+expect_eq "$(hezo_probe_get "$out" pid1_nofile)" 1024/2048 "[$label] inside: PID 1 has RLIMIT_NOFILE 1024/2048"
+expect_eq "$(hezo_probe_get "$out" nofile_hard)" 2048 "[$label] inside: exec's ulimit -Hn 2048"
+# runc up to 1.1.12 sets an exec'd process's rlimits with prlimit() from outside while its own
+# child (runc init, a Go program) starts, and Go 1.19+ raises the soft RLIMIT_NOFILE to the hard
+# one at start: when prlimit lands first the exec gets 2048/2048 (opencontainers/runc#4195, fixed
+# in 1.1.13). The box hands runc 1024/2048 (the config.json row above); which of the two the race
+# gives depends on the machine (1024 here, 2048 on every try on the CI kind of machine).
+nofile=$(hezo_probe_get "$out" nofile)
+runc_v=
+[ "$HEZO_TEST_BACKEND" = runc ] && runc_v=$(runc --version 2>/dev/null | sed -n 's/^runc version \([0-9.]*\).*/\1/p')
+racy=no
+if [ -n "$runc_v" ] &&
+	[ "$(printf '%s\n' "$runc_v" 1.1.13 | sort -V | head -n 1)" != 1.1.13 ]; then
+	racy=yes
+fi
+diag "[$label] assumes: backend $HEZO_TEST_BACKEND${runc_v:+, runc $runc_v}; exec's RLIMIT_NOFILE set racily by the backend: $racy"
+if [ "$racy" = yes ] && [ "$nofile" = 2048 ]; then
+	skip "[$label] inside: ulimit -n 1024" "runc $runc_v raised the exec's soft limit to its hard one (runc#4195)"
+else
+	expect_eq "$nofile" 1024 "[$label] inside: ulimit -n 1024"
+fi
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	expect_eq "$(hezo_probe_get "$out" nnp)" 1 "[$label] inside: NoNewPrivs 1"
 	expect_eq "$(hezo_probe_get "$out" oom)" 100 "[$label] inside: oom_score_adj 100"

@@ -29,15 +29,20 @@ new_id()
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
 }
 
-# Zombies: 100 orphans whose parent exits at once, then PID 1's place goes to a process that
-# never waits (exec sleep); once the last orphan is forked, a sibling lists the zombies twice, a
-# second and a second and a half later (after every orphan's 0.2 s), and counts those in both
-# lists (one caught between its exit and its reaping is not left behind). Forking 100 orphans
-# under gVisor on a loaded machine can take longer than a second, so the clock starts after it.
-ZOMBIES='for i in $(seq 100); do (sleep 0.2 &); done
-(sleep 1; z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }; z >/tmp/z1;
+# Zombies: 100 orphans (sleeps whose parent subshell exits at once), kept alive until PID 1's
+# place has gone to a process that never waits (exec cat of a FIFO), then killed together; a
+# sibling lists the zombies twice, a second and a second and a half later, and counts those in
+# both lists (one caught between its exit and its reaping is not left behind). Opening the FIFO
+# for writing returns only once cat has it open, so the kill comes after the exec whatever the
+# machine's speed: an orphan that died while the shell still ran its loop would be reaped by the
+# shell itself (busybox ash waits for any child), which made the control count depend on how
+# fast 100 forks run (46 of 100 on a slow machine). The sibling's exit ends cat, and the box.
+ZOMBIES='mkfifo /tmp/end || exit 1
+for i in $(seq 100); do (sleep 1000 & echo $! >>/tmp/orphans); done
+(exec 3>/tmp/end; kill $(cat /tmp/orphans)
+sleep 1; z() { grep -l "^State:.Z" /proc/[0-9]*/status 2>/dev/null | sort; }; z >/tmp/z1;
 sleep 0.5; z >/tmp/z2; grep -cxFf /tmp/z1 /tmp/z2) &
-exec sleep 3'
+exec cat /tmp/end'
 
 # bundle_run LABEL ARGV_JSON: run it in the foreground through the shim; sets OUT and RC.
 bundle_run()
@@ -59,6 +64,8 @@ expect_eq "$(jq -c '.process.args[0:2]' "$WORK/pid1/config.json")" '["/dev/.hezo
 expect_eq "$(jq -r '.mounts[] | select(.destination == "/dev/.hezo-init") | .options | join(",")' "$WORK/pid1/config.json")" \
 	"rbind,ro,nosuid,nodev" "[bundle] config.json: bind-mounted read-only"
 
+# What the zombie rows assume of the box: room for 100 orphans and the shell under its pids cap.
+diag "zombie workload: 100 orphans + 4 processes, under the box's pids cap ($(jq -r '.resources.pids // "256, the default"' "$HEZO_TEST_POLICY"))"
 bundle_run zombies "$(jq -cn --arg s "$ZOMBIES" '["sh", "-c", $s]')"
 expect_eq "$RC" 0 "[bundle] zombie workload exits 0" || diag "$(cat "$WORK/zombies.err")"
 expect_eq "$OUT" 0 "[bundle] 100 orphans: no zombie after a second"

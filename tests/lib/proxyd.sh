@@ -7,16 +7,17 @@
 # hezo_proxyd_start STATE_DIR LOG_DIR SOCKET [ARG...]: hezo-proxyd in the background with those
 # directories and control socket (and ARGs), stdin from /dev/null, output where the caller
 # redirects this call's. Sets PROXYD_PID (also when it fails: the caller's cleanup kills it) and
-# returns once SOCKET exists, or 1 after 5 s without it.
+# returns once SOCKET exists (looked for every 10 ms, so a caller sees it about when a hook
+# would), or 1 after 5 s without it.
 hezo_proxyd_start()
 {
 	local state=$1 log=$2 sock=$3
 	shift 3
 	"$PROXYD" --state-dir "$state" --log-dir "$log" --socket "$sock" "$@" </dev/null &
 	PROXYD_PID=$!
-	for _ in $(seq 50); do
+	for _ in $(seq 500); do
 		[ -S "$sock" ] && return 0
-		sleep 0.1
+		sleep 0.01
 	done
 	return 1
 }

@@ -205,7 +205,10 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..84"
+echo "1..85"
+# What this script leans on: the restart rows resolve through the namespaces' resolv.conf
+# (timeout 2 s, 2 attempts), so proxyd must answer within that once its control socket is back.
+echo "# assumes: $(ulimit -n) open files (soft), $(nproc) CPUs; resolv.conf in hzp-c1: $(tr '\n' ' ' </etc/netns/hzp-c1/resolv.conf)"
 
 # ---- 1: the world works without the jail ----
 check "world: c1 reaches the HTTP server directly without rules" \
@@ -469,6 +472,12 @@ refute "proxyd killed: c1 direct IP fails" in_c1 "${CURL[@]}" http://10.201.0.2/
 refute "proxyd killed: c1 DNS gets no answer" \
 	bash -c "ip netns exec hzp-c1 timeout 8 busybox nslookup allowed.test 127.0.0.1 | grep -q 10.201.0.2"
 if start_proxyd; then ok "proxyd restarts"; else not_ok "proxyd restarts"; fi
+# A caller (the hook, an operator, this test) takes the control socket as the sign that proxyd
+# serves again, so the running containers' listeners must be back before it appears; what they
+# send meanwhile waits in those listeners' queues. Looked at once, at once.
+check "restarted: c1's and c2's DNS and TCP listeners are back when its control socket appears" \
+	bash -c "for c in hzp-c1 hzp-c2; do ip netns exec \$c ss -Hlun src 127.0.0.1:15053 | grep -q . &&
+		ip netns exec \$c ss -Hltn src 127.0.0.1:15001 | grep -q . || exit 1; done"
 check "restarted: c1 HTTP to allowed.test works again" \
 	bash -c "ip netns exec hzp-c1 ${CURL[*]} -4 http://allowed.test/ | grep -q 'hello from allowed'"
 refute "restarted: c1 direct IP still refused" in_c1 "${CURL[@]}" http://10.201.0.2/
