@@ -273,15 +273,17 @@ static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const
  * private copy instead, whose root.path and bind sources name the objects the checks held, bind-
  * mounted into the private bundle (stage.c); the root is compared once more as written.
  */
-static int save_backend_bundle(int pfd, const char *priv, const struct hezo_json *spec,
-			       const struct hezo_held *held, struct hezo_error **err)
+static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *priv,
+			       const struct hezo_json *spec, const struct hezo_held *held,
+			       const struct shim_userns *u, int userns_fd, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
+	_cleanup_free_ char *userns_root = NULL;
 	int r;
 
-	if (!copy)
+	if (!copy || asprintf(&userns_root, "%s.root", ctx->state_dir) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = shim_stage(pfd, priv, held, copy, err);
+	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
 	r = r
 		    ?: shim_stage_verify_root(
@@ -928,7 +930,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
 					*judged = NULL, *again = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
-	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
@@ -936,7 +938,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
-	bool engine_seccomp;
+	struct shim_userns userns = {0};
+	bool engine_seccomp, has_userns = false;
 	size_t len, kept_old_len = 0;
 	int r;
 
@@ -1093,6 +1096,19 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      "create it again",
 				      id);
 
+	/* The box's own uid range, taken with the record under the lock: no other box has it. */
+	r = shim_userns_plan(&t, spec, &held, &userns_fd, &userns, err);
+	if (r == SHIM_USERNS_OWN)
+		r = shim_userns_pick(ctx, &userns, err);
+	else if (r == SHIM_USERNS_JOIN)
+		r = 0; /* the range of the box whose namespaces it joins, recorded there */
+	else if (r == SHIM_USERNS_NONE)
+		r = 1;
+	if (r < 0)
+		return r;
+	has_userns = r == 0;
+	if (has_userns && shim_userns_record(rec, &userns) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_root_make(&ctx->g, err);
 	if (r < 0)
 		return r;
@@ -1105,7 +1121,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
-	r = pfd < 0 ? pfd : save_backend_bundle(pfd, priv, spec, &held, err);
+	r = pfd < 0 ? pfd
+		    : save_backend_bundle(ctx, pfd, priv, spec, &held, has_userns ? &userns : NULL,
+					  userns_fd, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "backend bundle"));
 	r = backend_verb_args(v, priv, &vargs, err);

@@ -5,6 +5,8 @@
  * The mounts are made in a mount namespace of the shim's own, which the backend inherits: they
  * never enter the host's mount table and go with the last process in it (the backend's create,
  * or a foreground run's backend), so no container end, crash or kill can leave one behind.
+ * A box with a user namespace of its own gets them idmapped to its range (root's files are its
+ * root's), its root where its root can walk to, and the namespace itself at mnt/userns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -53,14 +55,55 @@ static bool is_bind(const struct hezo_json *m)
  * Bind the held object at mnt/name: recursive, so a backend's rbind still sees the submounts
  * (its plain bind takes the top one only, as from the original), then private, so nothing mounted
  * below either copy propagates to the other (nor to the container's copy made from it).
+ * userns >= 0: a clone of the tree idmapped to that namespace instead, where the filesystem takes
+ * an idmap; must says whether a filesystem that does not is an error (the root) or gets the plain
+ * bind (a volume shows the box its host ids: files of no id in its range are read-only to it).
  */
+static int bind_idmapped(int fd, const char *target, int userns)
+{
+	_cleanup_close_ int tree = -1;
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
+
+	tree = open_tree(fd, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	if (tree < 0)
+		return -errno;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return -errno;
+	if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+static int stage_bind(const struct hezo_held_path *h, const char *target, int userns, bool must,
+		      struct hezo_error **err)
+{
+	char src[64];
+	int r;
+
+	if (userns >= 0) {
+		r = bind_idmapped(h->fd, target, userns);
+		if (r == 0)
+			return 0;
+		if (must)
+			return hezo_error_set_errno(err, -r,
+						    "%s: an idmapped mount of %s for the box's "
+						    "user namespace",
+						    target, h->path);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
+	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
+	return 0;
+}
+
 static int stage_one(int mdir, const char *top, const char *name, const struct hezo_held_path *h,
-		     char *out, size_t size, struct hezo_error **err)
+		     int userns, char *out, size_t size, struct hezo_error **err)
 {
 	_cleanup_close_ int check = -1;
-	char src[64], target[PATH_MAX];
+	char target[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if ((size_t)snprintf(out, size, "%s/%s", top, name) >= size ||
 	    (size_t)snprintf(target, sizeof(target), "%s/%s", top, name) >= sizeof(target))
@@ -74,9 +117,9 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 			return hezo_error_set_errno(err, errno, "%s", target);
 		close(fd);
 	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
-	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
+	r = stage_bind(h, target, userns, false, err);
+	if (r < 0)
+		return r;
 	if (mount(NULL, target, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
 		return hezo_error_set_errno(err, errno, "%s: making it private", target);
 	/*
@@ -92,10 +135,74 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 	return 0;
 }
 
-int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struct hezo_json *spec,
-	       struct hezo_error **err)
+/*
+ * The directory the box's root is staged on when it has a user namespace: the backend sets the
+ * root up as the box's root, which may not walk through the state directory (0700), so it is
+ * mounted, in the shim's namespace only, on a directory of its own beside it (0711, root's).
+ */
+static int stage_root_userns(const char *dir, const struct hezo_held_path *h, int userns,
+			     struct hezo_error **err)
 {
-	_cleanup_close_ int mdir = -1;
+	_cleanup_close_ int check = -1;
+	struct stat st;
+	int r;
+
+	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if (lstat(dir, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return hezo_error_set(
+			err, EPERM, "%s: not a directory of the shim's uid that only it may write",
+			dir);
+	r = stage_bind(h, dir, userns, true, err);
+	if (r < 0)
+		return r;
+	if (mount(NULL, dir, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", dir);
+	check = open(dir, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (check < 0 || fstat(check, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
+		return hezo_error_set(err, EXDEV, "%s: holds another object than %s as checked",
+				      dir, h->path);
+	return 0;
+}
+
+/* The box's user namespace, made now, at mnt/userns: the backend joins it by that path. */
+static int stage_userns(int mdir, const char *top, const struct shim_userns *u, int given,
+			int *nsfd, char *out, size_t size, struct hezo_error **err)
+{
+	char src[64];
+	int fd, r;
+
+	if (given >= 0) {
+		*nsfd = fcntl(given, F_DUPFD_CLOEXEC, 3);
+		if (*nsfd < 0)
+			return hezo_error_set_errno(err, errno, "the joined user namespace");
+	} else {
+		r = shim_userns_make(u, nsfd, err);
+		if (r < 0)
+			return r;
+	}
+	if ((size_t)snprintf(out, size, "%s/userns", top) >= size)
+		return hezo_error_set(err, ENAMETOOLONG, "%s/userns: path too long", top);
+	fd = openat(mdir, "userns", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "%s", out);
+	close(fd);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", *nsfd);
+	if (mount(src, out, NULL, MS_BIND, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of the box's user namespace",
+					    out);
+	return 0;
+}
+
+int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
+	       const struct shim_userns *u, int userns_fd, const char *userns_root,
+	       struct hezo_json *spec, struct hezo_error **err)
+{
+	_cleanup_close_ int mdir = -1, nsfd = -1;
 	_cleanup_free_ bool *done = NULL;
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
 	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
@@ -115,11 +222,24 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 	if (mdir < 0)
 		return hezo_error_set_errno(err, errno, "%s", top);
 
-	r = stage_one(mdir, top, "root", &held->root, staged, sizeof(staged), err);
-	if (r < 0)
-		return hezo_error_prefix(err, "root.path");
-	if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (u) {
+		r = stage_userns(mdir, top, u, userns_fd, &nsfd, staged, sizeof(staged), err);
+		if (r < 0)
+			return hezo_error_prefix(err, "user namespace");
+		if (shim_userns_spec(spec, u, staged) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		r = stage_root_userns(userns_root, &held->root, nsfd, err);
+		if (r < 0)
+			return hezo_error_prefix(err, "root.path");
+		if (hezo_json_set(root, "path", hezo_json_new_string(userns_root)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	} else {
+		r = stage_one(mdir, top, "root", &held->root, -1, staged, sizeof(staged), err);
+		if (r < 0)
+			return hezo_error_prefix(err, "root.path");
+		if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 
 	done = calloc(held->nbinds + 1, sizeof(*done));
 	if (!done)
@@ -137,7 +257,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 		n = (size_t)(h - held->binds);
 		snprintf(name, sizeof(name), "%zu", n);
 		if (!done[n]) {
-			r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+			r = stage_one(mdir, top, name, h, nsfd, staged, sizeof(staged), err);
 			if (r < 0)
 				return hezo_error_prefix(err, "mounts[%zu] (bind source %s)", i,
 							 src);
@@ -164,7 +284,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 		if (!path || !(h = hezo_held_ns(held, path)))
 			continue;
 		snprintf(name, sizeof(name), "ns-%zu", (size_t)(h - held->nss));
-		r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+		r = stage_one(mdir, top, name, h, -1, staged, sizeof(staged), err);
 		if (r < 0)
 			return hezo_error_prefix(err, "linux.namespaces[%zu] (path %s)", i, path);
 		if (hezo_json_set(n, "path", hezo_json_new_string(staged)) < 0)
