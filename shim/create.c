@@ -279,15 +279,17 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 {
 	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
 	_cleanup_free_ char *userns_root = NULL;
+	bool rebuilt = false;
 	int r;
 
 	if (!copy || asprintf(&userns_root, "%s.root", ctx->state_dir) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, err);
+	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, &rebuilt, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
-	r = r
-		    ?: shim_stage_verify_root(
-			       held, hezo_json_string(hezo_json_get_path(copy, "root.path")), err);
+	/* A rebuilt overlay is another mount of the held one's layers, read from its own table. */
+	if (r == 0 && !rebuilt)
+		r = shim_stage_verify_root(
+			held, hezo_json_string(hezo_json_get_path(copy, "root.path")), err);
 	return r;
 }
 

@@ -190,10 +190,13 @@ struct shim_userns {
 	uint32_t base,
 		size; /* host uids (and gids) base .. base+size-1 are the box's 0 .. size-1 */
 };
-/* u: the box's user namespace (userns_fd, or made now when -1), its root staged at userns_root */
+/*
+ * u: the box's user namespace (userns_fd, or made now when -1), its root staged at userns_root;
+ * *rebuilt: an overlay root staged as a new overlay of its layers (another device and inode).
+ */
 int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 	       const struct shim_userns *u, int userns_fd, const char *userns_root,
-	       struct hezo_json *spec, struct hezo_error **err);
+	       struct hezo_json *spec, bool *rebuilt, struct hezo_error **err);
 /*
  * userns.c: under runc and crun, every box not joining a user namespace by path gets one of its
  * own. pick: a range no record holds and no host account or subuid/subgid range touches (called

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -59,7 +61,7 @@ static bool is_bind(const struct hezo_json *m)
  * an idmap; must says whether a filesystem that does not is an error (the root) or gets the plain
  * bind (a volume shows the box its host ids: files of no id in its range are read-only to it).
  */
-static int bind_idmapped(int fd, const char *target, int userns)
+static int bind_idmapped_at(int fd, int to_dir, const char *target, int userns)
 {
 	_cleanup_close_ int tree = -1;
 	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
@@ -70,9 +72,14 @@ static int bind_idmapped(int fd, const char *target, int userns)
 		return -errno;
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
 		return -errno;
-	if (move_mount(tree, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (move_mount(tree, "", to_dir, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return -errno;
 	return 0;
+}
+
+static int bind_idmapped(int fd, const char *target, int userns)
+{
+	return bind_idmapped_at(fd, AT_FDCWD, target, userns);
 }
 
 static int stage_bind(const struct hezo_held_path *h, const char *target, int userns, bool must,
@@ -140,10 +147,16 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
  * root up as the box's root, which may not walk through the state directory (0700), so it is
  * mounted, in the shim's namespace only, on a directory of its own beside it (0711, root's).
  */
-static int stage_root_userns(const char *dir, const struct hezo_held_path *h, int userns,
+static int stage_root_overlay(int mdir, const char *top, const char *dir,
+			      const struct hezo_held_path *h, int userns, uid_t owner,
+			      struct hezo_error **err);
+
+static int stage_root_userns(int mdir, const char *top, const char *dir,
+			     const struct hezo_held_path *h, int userns, uid_t owner, bool *rebuilt,
 			     struct hezo_error **err)
 {
 	_cleanup_close_ int check = -1;
+	struct statfs sfs;
 	struct stat st;
 	int r;
 
@@ -155,6 +168,11 @@ static int stage_root_userns(const char *dir, const struct hezo_held_path *h, in
 		return hezo_error_set(
 			err, EPERM, "%s: not a directory of the shim's uid that only it may write",
 			dir);
+	*rebuilt = false;
+	if (fstatfs(h->fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC) {
+		*rebuilt = true;
+		return stage_root_overlay(mdir, top, dir, h, userns, owner, err);
+	}
 	r = stage_bind(h, dir, userns, true, err);
 	if (r < 0)
 		return r;
@@ -166,6 +184,114 @@ static int stage_root_userns(const char *dir, const struct hezo_held_path *h, in
 	if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
 		return hezo_error_set(err, EXDEV, "%s: holds another object than %s as checked",
 				      dir, h->path);
+	return 0;
+}
+
+/*
+ * Superblock option key= of the mount fd is on (by its mount ID, in this mount namespace's table),
+ * into out; -ENOENT when absent, -EINVAL when escaped (a path with a comma or a colon in it).
+ */
+static int mount_option(int fd, const char *key, char *out, size_t size)
+{
+	_cleanup_free_ char *line = NULL;
+	struct statx stx;
+	size_t cap = 0, klen = strlen(key);
+	int r = -ENOENT;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return -errno ?: -EINVAL;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *sep, *o;
+
+		if (strtoull(line, NULL, 10) != stx.stx_mnt_id || !(sep = strstr(line, " - ")))
+			continue;
+		/* " - fstype source superoptions" */
+		o = strrchr(sep, ' ');
+		for (char *save = NULL, *t = strtok_r(o + 1, ",\n", &save); t;
+		     t = strtok_r(NULL, ",\n", &save))
+			if (strncmp(t, key, klen) == 0 && t[klen] == '=') {
+				r = strchr(t, '\\') ? -EINVAL
+				    : snprintf(out, size, "%s", t + klen + 1) >= (int)size
+					    ? -ENAMETOOLONG
+					    : 0;
+				break;
+			}
+		break;
+	}
+	fclose(f);
+	return r;
+}
+
+/*
+ * overlayfs takes no idmap itself, but its layers do: a root that is an overlay mount (an
+ * engine's image and container layers) is staged as a new overlay of the same layers, each
+ * idmapped, its upper layer (the engine's, as it stood) the topmost lower, under an upper layer of
+ * its own on a small tmpfs that goes with the shim's mount namespace: the root is read-only to
+ * the box (shim_userns_plan), so only the backend's mount points are written there.
+ */
+static int stage_root_overlay(int mdir, const char *top, const char *dir,
+			      const struct hezo_held_path *h, int userns, uid_t owner,
+			      struct hezo_error **err)
+{
+	_cleanup_close_ int ovl = -1, cwd = -1;
+	char lower[8192], upper[PATH_MAX], path[PATH_MAX], opts[4096], name[16];
+	size_t n = 0, used = 0;
+	int r;
+
+	r = mount_option(h->fd, "lowerdir", lower, sizeof(lower));
+	r = r ?: mount_option(h->fd, "upperdir", upper, sizeof(upper));
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "%s: its overlay layers", h->path);
+	if (mkdirat(mdir, "ovl", 0700) < 0)
+		return hezo_error_set_errno(err, errno, "%s/ovl", top);
+	snprintf(path, sizeof(path), "%s/ovl", top);
+	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=16m") < 0)
+		return hezo_error_set_errno(err, errno, "%s: a tmpfs for the root's upper layer",
+					    path);
+	ovl = openat(mdir, "ovl", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ovl < 0 || mkdirat(ovl, "w", 0700) < 0 || mkdirat(ovl, "w/upper", 0755) < 0 ||
+	    mkdirat(ovl, "w/work", 0700) < 0 ||
+	    /* The overlay's root directory is its upper layer's: the box's root owns it. */
+	    fchownat(ovl, "w/upper", owner, owner, AT_SYMLINK_NOFOLLOW) < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	used = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
+	/* The engine's upper layer first, then its lower ones, as its overlay stacks them. */
+	for (char *save = NULL, *l = upper; l; l = strtok_r(n == 1 ? lower : NULL, ":", &save)) {
+		_cleanup_close_ int src = -1;
+
+		snprintf(name, sizeof(name), "%zu", n);
+		src = open(l, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (src < 0 || mkdirat(ovl, name, 0700) < 0)
+			return hezo_error_set_errno(err, errno, "overlay layer %s", l);
+		r = bind_idmapped_at(src, ovl, name, userns);
+		if (r < 0)
+			return hezo_error_set_errno(err, -r, "overlay layer %s: idmapped", l);
+		used += (size_t)snprintf(opts + used, sizeof(opts) - used, "%s%s", n ? ":" : "",
+					 name);
+		if (used >= sizeof(opts))
+			return hezo_error_set(err, E2BIG, "%s: too many overlay layers", h->path);
+		n++;
+	}
+	used += (size_t)snprintf(opts + used, sizeof(opts) - used,
+				 ",upperdir=w/upper,workdir=w/work");
+	if (used >= sizeof(opts))
+		return hezo_error_set(err, E2BIG, "%s: too many overlay layers", h->path);
+	/* Layers by short names relative to the tmpfs: a page holds the options. */
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0 || fchdir(ovl) < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	r = mount("overlay", dir, "overlay", 0, opts) < 0 ? -errno : 0;
+	if (fchdir(cwd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "%s: an overlay of %s's layers, idmapped", dir,
+					    h->path);
+	if (mount(NULL, dir, NULL, MS_PRIVATE, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", dir);
 	return 0;
 }
 
@@ -200,7 +326,7 @@ static int stage_userns(int mdir, const char *top, const struct shim_userns *u, 
 
 int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 	       const struct shim_userns *u, int userns_fd, const char *userns_root,
-	       struct hezo_json *spec, struct hezo_error **err)
+	       struct hezo_json *spec, bool *rebuilt, struct hezo_error **err)
 {
 	_cleanup_close_ int mdir = -1, nsfd = -1;
 	_cleanup_free_ bool *done = NULL;
@@ -209,6 +335,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 	char top[PATH_MAX], staged[PATH_MAX], real[PATH_MAX];
 	int r;
 
+	*rebuilt = false;
 	if (!held || held->root.fd < 0 || !root)
 		return hezo_error_set(err, EINVAL, "root.path: not held by the check");
 	/* runc refuses a root.path with a symlink in it (a state directory below /var/run). */
@@ -228,7 +355,8 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 			return hezo_error_prefix(err, "user namespace");
 		if (shim_userns_spec(spec, u, staged) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
-		r = stage_root_userns(userns_root, &held->root, nsfd, err);
+		r = stage_root_userns(mdir, top, userns_root, &held->root, nsfd, u->base, rebuilt,
+				      err);
 		if (r < 0)
 			return hezo_error_prefix(err, "root.path");
 		if (hezo_json_set(root, "path", hezo_json_new_string(userns_root)) < 0)

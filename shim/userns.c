@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -328,6 +330,8 @@ int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const 
 	struct hezo_json *lx = hezo_json_ensure_object(spec, "linux");
 	struct hezo_json *nss = lx ? hezo_json_ensure_array(lx, "namespaces") : NULL;
 	struct hezo_json *ns = hezo_spec_namespace(spec, "user"), *v;
+	unsigned long lo, hi;
+	const char *ping;
 
 	if (!nss)
 		return -ENOMEM;
@@ -342,6 +346,20 @@ int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const 
 	}
 	if (path && hezo_json_set(ns, "path", hezo_json_new_string(path)) < 0)
 		return -ENOMEM;
+	/*
+	 * Group ids in ping_group_range are read in the box's namespace, where only 0..size-1
+	 * exist (Docker asks for 0 2147483647, which the kernel then refuses).
+	 */
+	v = hezo_json_get_path(spec, "linux.sysctl");
+	ping = hezo_json_string(hezo_json_get(v, "net.ipv4.ping_group_range"));
+	if (ping && sscanf(ping, "%lu %lu", &lo, &hi) == 2) {
+		char buf[64];
+
+		hi = hi >= u->size ? u->size - 1 : hi;
+		snprintf(buf, sizeof(buf), "%lu %lu", lo > hi ? hi : lo, hi);
+		if (hezo_json_set(v, "net.ipv4.ping_group_range", hezo_json_new_string(buf)) < 0)
+			return -ENOMEM;
+	}
 	/* The caller's own mappings give way: the range is the shim's to hand out. */
 	v = one_map(u);
 	if (!v || hezo_json_set(lx, "uidMappings", v) < 0)
@@ -403,10 +421,18 @@ int shim_userns_plan(const struct shim_target *t, const struct hezo_json *spec,
 		     struct hezo_error **err)
 {
 	struct stat host, st;
+	struct statfs sfs;
 	int owner = -1, r;
 
 	*join_fd = -1;
 	if (!shim_userns_wanted(t, spec))
+		return SHIM_USERNS_NONE;
+	/*
+	 * An overlay root is staged as a new overlay over its idmapped layers with a throwaway
+	 * upper layer (stage.c): only a root the box may not write can be.
+	 */
+	if (!hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")) &&
+	    fstatfs(held->root.fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC)
 		return SHIM_USERNS_NONE;
 	if (stat("/proc/self/ns/user", &host) < 0)
 		return hezo_error_set_errno(err, errno, "/proc/self/ns/user");
