@@ -942,6 +942,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	unsigned enosys_rules = 0;
 	struct shim_userns userns = {0};
 	bool engine_seccomp, has_userns = false;
+	int plan = SHIM_USERNS_NONE;
 	size_t len, kept_old_len = 0;
 	int r;
 
@@ -984,13 +985,22 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
 	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
-	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
-	 * is written. */
+	/* The box's user namespace: its own (a range picked under the lock), another's, or none. */
+	if (r == 0) {
+		plan = shim_userns_plan(&t, spec, &held, &userns_fd, &userns, err);
+		r = plan < 0 ? plan : 0;
+	}
+	/*
+	 * What the backend hands the box as it is: after the bundle's own reasons, before anything
+	 * is written. A regular file only where the box cannot reopen it as host root: runsc's
+	 * Sentry holds it, and a box in a user namespace reopens it as its mode lets others.
+	 */
 	if (r == 0)
-		r = shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
-						       hezo_json_is_true(hezo_json_get_path(
-							       spec, "process.terminal"))),
-				     t.backend == HEZO_BACKEND_RUNSC, err);
+		r = shim_check_stdio(
+			shim_stdio_handed(
+				t.backend, verb, &v->args,
+				hezo_json_is_true(hezo_json_get_path(spec, "process.terminal"))),
+			t.backend == HEZO_BACKEND_RUNSC || plan != SHIM_USERNS_NONE, err);
 	if (r < 0)
 		return r;
 	judged = hezo_json_clone(spec);
@@ -1099,16 +1109,12 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      id);
 
 	/* The box's own uid range, taken with the record under the lock: no other box has it. */
-	r = shim_userns_plan(&t, spec, &held, &userns_fd, &userns, err);
-	if (r == SHIM_USERNS_OWN)
+	r = 0; /* JOIN: the range of the box whose namespaces it joins, recorded there */
+	if (plan == SHIM_USERNS_OWN)
 		r = shim_userns_pick(ctx, &userns, err);
-	else if (r == SHIM_USERNS_JOIN)
-		r = 0; /* the range of the box whose namespaces it joins, recorded there */
-	else if (r == SHIM_USERNS_NONE)
-		r = 1;
 	if (r < 0)
 		return r;
-	has_userns = r == 0;
+	has_userns = plan != SHIM_USERNS_NONE;
 	if (has_userns && shim_userns_record(rec, &userns) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_root_make(&ctx->g, err);
