@@ -282,7 +282,13 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 	bool rebuilt = false;
 	int r;
 
-	if (!copy || asprintf(&userns_root, "%s.root", ctx->state_dir) < 0)
+	/*
+	 * The box's root walks to its root filesystem: not below a state directory a caller may
+	 * have put under a private one (HEZO_STATE_DIR), but beside the built-in one, in /run. It
+	 * is only a mount point of the shim's own namespace, so every shim shares it.
+	 */
+	(void)ctx;
+	if (!copy || asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, &rebuilt, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);

@@ -53,6 +53,19 @@ static bool is_bind(const struct hezo_json *m)
 	return false;
 }
 
+/* Is m a recursive bind as runc reads one (an rbind option)? */
+static bool is_rbind(const struct hezo_json *m)
+{
+	const struct hezo_json *opts = hezo_json_get_type(m, "options", HEZO_JSON_ARRAY);
+
+	HEZO_JSON_FOREACH (i, opts) {
+		const char *o = hezo_json_string(opts->items[i]);
+		if (o && strcmp(o, "rbind") == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Bind the held object at mnt/name: recursive, so a backend's rbind still sees the submounts
  * (its plain bind takes the top one only, as from the original), then private, so nothing mounted
@@ -61,13 +74,14 @@ static bool is_bind(const struct hezo_json *m)
  * an idmap; must says whether a filesystem that does not is an error (the root) or gets the plain
  * bind (a volume shows the box its host ids: files of no id in its range are read-only to it).
  */
-static int bind_idmapped_at(int fd, int to_dir, const char *target, int userns)
+static int bind_idmapped_at(int fd, int to_dir, const char *target, int userns, bool rec)
 {
 	_cleanup_close_ int tree = -1;
 	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
 
 	tree = open_tree(fd, "",
-			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+				 (rec ? AT_RECURSIVE : 0));
 	if (tree < 0)
 		return -errno;
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
@@ -77,19 +91,14 @@ static int bind_idmapped_at(int fd, int to_dir, const char *target, int userns)
 	return 0;
 }
 
-static int bind_idmapped(int fd, const char *target, int userns)
-{
-	return bind_idmapped_at(fd, AT_FDCWD, target, userns);
-}
-
 static int stage_bind(const struct hezo_held_path *h, const char *target, int userns, bool must,
-		      struct hezo_error **err)
+		      bool rec, struct hezo_error **err)
 {
 	char src[64];
 	int r;
 
 	if (userns >= 0) {
-		r = bind_idmapped(h->fd, target, userns);
+		r = bind_idmapped_at(h->fd, AT_FDCWD, target, userns, rec);
 		if (r == 0)
 			return 0;
 		if (must)
@@ -99,13 +108,13 @@ static int stage_bind(const struct hezo_held_path *h, const char *target, int us
 						    target, h->path);
 	}
 	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
-	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+	if (mount(src, target, NULL, MS_BIND | (rec ? MS_REC : 0), NULL) < 0)
 		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
 	return 0;
 }
 
 static int stage_one(int mdir, const char *top, const char *name, const struct hezo_held_path *h,
-		     int userns, char *out, size_t size, struct hezo_error **err)
+		     int userns, bool rec, char *out, size_t size, struct hezo_error **err)
 {
 	_cleanup_close_ int check = -1;
 	char target[PATH_MAX];
@@ -124,7 +133,7 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 			return hezo_error_set_errno(err, errno, "%s", target);
 		close(fd);
 	}
-	r = stage_bind(h, target, userns, false, err);
+	r = stage_bind(h, target, userns, false, rec, err);
 	if (r < 0)
 		return r;
 	if (mount(NULL, target, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
@@ -173,7 +182,7 @@ static int stage_root_userns(int mdir, const char *top, const char *dir,
 		*rebuilt = true;
 		return stage_root_overlay(mdir, top, dir, h, userns, owner, err);
 	}
-	r = stage_bind(h, dir, userns, true, err);
+	r = stage_bind(h, dir, userns, true, true, err);
 	if (r < 0)
 		return r;
 	if (mount(NULL, dir, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
@@ -267,7 +276,7 @@ static int stage_root_overlay(int mdir, const char *top, const char *dir,
 		src = open(l, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (src < 0 || mkdirat(ovl, name, 0700) < 0)
 			return hezo_error_set_errno(err, errno, "overlay layer %s", l);
-		r = bind_idmapped_at(src, ovl, name, userns);
+		r = bind_idmapped_at(src, ovl, name, userns, true);
 		if (r < 0)
 			return hezo_error_set_errno(err, -r, "overlay layer %s: idmapped", l);
 		used += (size_t)snprintf(opts + used, sizeof(opts) - used, "%s%s", n ? ":" : "",
@@ -329,7 +338,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 	       struct hezo_json *spec, bool *rebuilt, struct hezo_error **err)
 {
 	_cleanup_close_ int mdir = -1, nsfd = -1;
-	_cleanup_free_ bool *done = NULL;
+	_cleanup_free_ uint8_t *done = NULL; /* 1: staged recursive, 2: its top mount alone */
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
 	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
 	char top[PATH_MAX], staged[PATH_MAX], real[PATH_MAX];
@@ -362,7 +371,8 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 		if (hezo_json_set(root, "path", hezo_json_new_string(userns_root)) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	} else {
-		r = stage_one(mdir, top, "root", &held->root, -1, staged, sizeof(staged), err);
+		r = stage_one(mdir, top, "root", &held->root, -1, true, staged, sizeof(staged),
+			      err);
 		if (r < 0)
 			return hezo_error_prefix(err, "root.path");
 		if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
@@ -377,19 +387,25 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 		const char *src = hezo_json_string(hezo_json_get(m, "source"));
 		const struct hezo_held_path *h;
 		char name[32];
+		bool rec;
 		size_t n;
 
 		/* The shim's own helper binds (hezo-init, the exec helper) were never judged. */
 		if (!is_bind(m) || !src || !(h = hezo_held_bind(held, src)))
 			continue;
 		n = (size_t)(h - held->binds);
-		snprintf(name, sizeof(name), "%zu", n);
-		if (!done[n]) {
-			r = stage_one(mdir, top, name, h, nsfd, staged, sizeof(staged), err);
+		/*
+		 * In a user namespace the kernel refuses a plain bind of a tree with submounts
+		 * (they are locked to it): a plain bind gets a staged copy of the top mount alone.
+		 */
+		rec = nsfd < 0 || is_rbind(m);
+		snprintf(name, sizeof(name), rec ? "%zu" : "%zu-top", n);
+		if (!(done[n] & (rec ? 1 : 2))) {
+			r = stage_one(mdir, top, name, h, nsfd, rec, staged, sizeof(staged), err);
 			if (r < 0)
 				return hezo_error_prefix(err, "mounts[%zu] (bind source %s)", i,
 							 src);
-			done[n] = true;
+			done[n] |= rec ? 1 : 2;
 		} else if ((size_t)snprintf(staged, sizeof(staged), "%s/%s", top, name) >=
 			   sizeof(staged)) {
 			return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
@@ -412,7 +428,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 		if (!path || !(h = hezo_held_ns(held, path)))
 			continue;
 		snprintf(name, sizeof(name), "ns-%zu", (size_t)(h - held->nss));
-		r = stage_one(mdir, top, name, h, -1, staged, sizeof(staged), err);
+		r = stage_one(mdir, top, name, h, -1, true, staged, sizeof(staged), err);
 		if (r < 0)
 			return hezo_error_prefix(err, "linux.namespaces[%zu] (path %s)", i, path);
 		if (hezo_json_set(n, "path", hezo_json_new_string(staged)) < 0)
