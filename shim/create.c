@@ -272,19 +272,29 @@ static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const
  * private copy instead, whose root.path and bind sources name the objects the checks held, bind-
  * mounted into the private bundle (stage.c); the root is compared once more as written.
  */
-static int save_backend_bundle(int pfd, const char *priv, const struct hezo_json *spec,
-			       const struct hezo_held *held, struct hezo_error **err)
+static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *priv,
+			       const struct hezo_json *spec, const struct hezo_held *held,
+			       const struct shim_userns *u, int userns_fd, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
+	_cleanup_free_ char *userns_root = NULL;
+	bool rebuilt = false;
 	int r;
 
-	if (!copy)
+	/*
+	 * The box's root walks to its root filesystem: not below a state directory a caller may
+	 * have put under a private one (HEZO_STATE_DIR), but beside the built-in one, in /run. It
+	 * is only a mount point of the shim's own namespace, so every shim shares it.
+	 */
+	(void)ctx;
+	if (!copy || asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = shim_stage(pfd, priv, held, copy, err);
+	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, &rebuilt, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
-	r = r
-		    ?: shim_stage_verify_root(
-			       held, hezo_json_string(hezo_json_get_path(copy, "root.path")), err);
+	/* A rebuilt overlay is another mount of the held one's layers, read from its own table. */
+	if (r == 0 && !rebuilt)
+		r = shim_stage_verify_root(
+			held, hezo_json_string(hezo_json_get_path(copy, "root.path")), err);
 	return r;
 }
 
@@ -918,7 +928,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
 					*judged = NULL, *again = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
-	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
@@ -926,7 +936,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
-	bool engine_seccomp;
+	struct shim_userns userns = {0};
+	bool engine_seccomp, has_userns = false;
+	int plan = SHIM_USERNS_NONE;
 	size_t len, kept_old_len = 0;
 	int r;
 
@@ -969,13 +981,22 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_stage_namespace(err);
 	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
-	/* What the backend hands the box as it is: after the bundle's own reasons, before anything
-	 * is written. */
+	/* The box's user namespace: its own (a range picked under the lock), another's, or none. */
+	if (r == 0) {
+		plan = shim_userns_plan(&t, spec, &held, &userns_fd, &userns, err);
+		r = plan < 0 ? plan : 0;
+	}
+	/*
+	 * What the backend hands the box as it is: after the bundle's own reasons, before anything
+	 * is written. A regular file only where the box cannot reopen it as host root: runsc's
+	 * Sentry holds it, and a box in a user namespace reopens it as its mode lets others.
+	 */
 	if (r == 0)
-		r = shim_check_stdio(shim_stdio_handed(t.backend, verb, &v->args,
-						       hezo_json_is_true(hezo_json_get_path(
-							       spec, "process.terminal"))),
-				     t.backend == HEZO_BACKEND_RUNSC, err);
+		r = shim_check_stdio(
+			shim_stdio_handed(
+				t.backend, verb, &v->args,
+				hezo_json_is_true(hezo_json_get_path(spec, "process.terminal"))),
+			t.backend == HEZO_BACKEND_RUNSC || plan != SHIM_USERNS_NONE, err);
 	if (r < 0)
 		return r;
 	judged = hezo_json_clone(spec);
@@ -1083,6 +1104,15 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      "create it again",
 				      id);
 
+	/* The box's own uid range, taken with the record under the lock: no other box has it. */
+	r = 0; /* JOIN: the range of the box whose namespaces it joins, recorded there */
+	if (plan == SHIM_USERNS_OWN)
+		r = shim_userns_pick(ctx, &userns, err);
+	if (r < 0)
+		return r;
+	has_userns = plan != SHIM_USERNS_NONE;
+	if (has_userns && shim_userns_record(rec, &userns) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_root_make(&ctx->g, err);
 	if (r < 0)
 		return r;
@@ -1095,7 +1125,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
-	r = pfd < 0 ? pfd : save_backend_bundle(pfd, priv, spec, &held, err);
+	r = pfd < 0 ? pfd
+		    : save_backend_bundle(ctx, pfd, priv, spec, &held, has_userns ? &userns : NULL,
+					  userns_fd, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "backend bundle"));
 	r = backend_verb_args(v, priv, &vargs, err);

@@ -82,7 +82,7 @@ static int parse_user(const char *s, int64_t *uid)
 static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
 			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
 			      const struct hezo_strv *prefix, int64_t nproc, int64_t uid_only,
-			      const struct hezo_json *secrets, char **clamped,
+			      const struct hezo_json *secrets, bool files_ok, char **clamped,
 			      struct hezo_error **err)
 {
 	char priv[PATH_MAX], pname[64];
@@ -124,7 +124,7 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	/* runc reads the document's terminal, never --tty, when --process is given. */
 	r = shim_check_stdio(shim_stdio_handed(b, v->name, &v->args,
 					       hezo_json_is_true(hezo_json_get(proc, "terminal"))),
-			     b == HEZO_BACKEND_RUNSC, err);
+			     files_ok, err);
 	if (r < 0)
 		return r;
 	r = hezo_policy_apply_process(p, proc, err);
@@ -298,6 +298,8 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const struct hezo_json *secrets;
+	struct shim_userns own_ns;
+	bool files_ok;
 	const char *id = v->id, *process;
 	int64_t nproc = 0, uid_only = -1, gid = 0;
 	size_t dropped;
@@ -331,6 +333,11 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	if (!rec && shim_record_read(ctx, id, &rec, NULL) < 0)
 		rec = NULL;
 	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
+	/*
+	 * A regular file as stdio: runsc's Sentry holds it; a box with a user namespace of its own
+	 * reopens it through /proc/self/fd only as far as the file's mode lets others.
+	 */
+	files_ok = t.backend == HEZO_BACKEND_RUNSC || shim_userns_of_record(rec, &own_ns) == 0;
 	process = shim_args_get(&v->args, "process");
 	if (nproc > 0) {
 		r = container_user(ctx, id, &uid_only, &gid, err);
@@ -339,7 +346,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	}
 	if (process) {
 		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, uid_only,
-				       secrets, &clamped, err);
+				       secrets, files_ok, &clamped, err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)
@@ -351,7 +358,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 		if (tty && *tty && shim_parse_bool(tty, &terminal) < 0)
 			terminal = false; /* judged as handed: the stricter rule */
 		r = shim_check_stdio(shim_stdio_handed(t.backend, v->name, &v->args, terminal),
-				     t.backend == HEZO_BACKEND_RUNSC, err);
+				     files_ok, err);
 		if (r < 0)
 			return r;
 	}

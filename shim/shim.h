@@ -199,8 +199,39 @@ int shim_bundle_tidy(const struct shim_ctx *ctx);
  * directory held, by device and inode. stage_remove: detach and remove mnt/ of a bundle (record.c's
  * removal calls it).
  */
-int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struct hezo_json *spec,
-	       struct hezo_error **err);
+struct shim_userns {
+	uint32_t base,
+		size; /* host uids (and gids) base .. base+size-1 are the box's 0 .. size-1 */
+};
+/*
+ * u: the box's user namespace (userns_fd, or made now when -1), its root staged at userns_root;
+ * *rebuilt: an overlay root staged as a new overlay of its layers (another device and inode).
+ */
+int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
+	       const struct shim_userns *u, int userns_fd, const char *userns_root,
+	       struct hezo_json *spec, bool *rebuilt, struct hezo_error **err);
+/*
+ * userns.c: under runc and crun, every box not joining a user namespace by path gets one of its
+ * own. pick: a range no record holds and no host account or subuid/subgid range touches (called
+ * with the records lock held); record/of_record: the record's "userns"; make: the namespace with
+ * the range mapped and the box's user.max_* limits set, as an fd; spec: point the backend's copy
+ * at it (path) with that range as its only uid and gid mapping.
+ */
+bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spec);
+int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err);
+int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u);
+int shim_userns_of_record(const struct hezo_json *rec, struct shim_userns *out);
+int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **err);
+int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const char *path);
+/*
+ * plan: what the box gets, from the namespaces it joins by path (held): NONE (not wanted, or one
+ * the host's user namespace owns is joined), OWN (a range to pick), or JOIN (the user namespace
+ * that owns them all: *join_fd, its range in *join).
+ */
+enum { SHIM_USERNS_NONE, SHIM_USERNS_OWN, SHIM_USERNS_JOIN };
+int shim_userns_plan(const struct shim_target *t, const struct hezo_json *spec,
+		     const struct hezo_held *held, int *join_fd, struct shim_userns *join,
+		     struct hezo_error **err);
 /* Enter a mount namespace of the shim's own (/ made slave), before the checks open anything. */
 int shim_stage_namespace(struct hezo_error **err);
 int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err);

@@ -5,6 +5,8 @@
  * The mounts are made in a mount namespace of the shim's own, which the backend inherits: they
  * never enter the host's mount table and go with the last process in it (the backend's create,
  * or a foreground run's backend), so no container end, crash or kill can leave one behind.
+ * A box with a user namespace of its own gets them idmapped to its range (root's files are its
+ * root's), its root where its root can walk to, and the namespace itself at mnt/userns.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -49,18 +53,73 @@ static bool is_bind(const struct hezo_json *m)
 	return false;
 }
 
+/* Is m a recursive bind as runc reads one (an rbind option)? */
+static bool is_rbind(const struct hezo_json *m)
+{
+	const struct hezo_json *opts = hezo_json_get_type(m, "options", HEZO_JSON_ARRAY);
+
+	HEZO_JSON_FOREACH (i, opts) {
+		const char *o = hezo_json_string(opts->items[i]);
+		if (o && strcmp(o, "rbind") == 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Bind the held object at mnt/name: recursive, so a backend's rbind still sees the submounts
  * (its plain bind takes the top one only, as from the original), then private, so nothing mounted
  * below either copy propagates to the other (nor to the container's copy made from it).
+ * userns >= 0: a clone of the tree idmapped to that namespace instead, where the filesystem takes
+ * an idmap; must says whether a filesystem that does not is an error (the root) or gets the plain
+ * bind (a volume shows the box its host ids: files of no id in its range are read-only to it).
  */
+static int bind_idmapped_at(int fd, int to_dir, const char *target, int userns, bool rec)
+{
+	_cleanup_close_ int tree = -1;
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)userns};
+
+	tree = open_tree(fd, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+				 (rec ? AT_RECURSIVE : 0));
+	if (tree < 0)
+		return -errno;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+		return -errno;
+	if (move_mount(tree, "", to_dir, target, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
+static int stage_bind(const struct hezo_held_path *h, const char *target, int userns, bool must,
+		      bool rec, struct hezo_error **err)
+{
+	char src[64];
+	int r;
+
+	if (userns >= 0) {
+		r = bind_idmapped_at(h->fd, AT_FDCWD, target, userns, rec);
+		if (r == 0)
+			return 0;
+		if (must)
+			return hezo_error_set_errno(err, -r,
+						    "%s: an idmapped mount of %s for the box's "
+						    "user namespace",
+						    target, h->path);
+	}
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
+	if (mount(src, target, NULL, MS_BIND | (rec ? MS_REC : 0), NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
+	return 0;
+}
+
 static int stage_one(int mdir, const char *top, const char *name, const struct hezo_held_path *h,
-		     char *out, size_t size, struct hezo_error **err)
+		     int userns, bool rec, char *out, size_t size, struct hezo_error **err)
 {
 	_cleanup_close_ int check = -1;
-	char src[64], target[PATH_MAX];
+	char target[PATH_MAX];
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if ((size_t)snprintf(out, size, "%s/%s", top, name) >= size ||
 	    (size_t)snprintf(target, sizeof(target), "%s/%s", top, name) >= sizeof(target))
@@ -74,9 +133,9 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 			return hezo_error_set_errno(err, errno, "%s", target);
 		close(fd);
 	}
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", h->fd);
-	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) < 0)
-		return hezo_error_set_errno(err, errno, "%s: bind of %s", target, h->path);
+	r = stage_bind(h, target, userns, false, rec, err);
+	if (r < 0)
+		return r;
 	if (mount(NULL, target, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
 		return hezo_error_set_errno(err, errno, "%s: making it private", target);
 	/*
@@ -92,16 +151,200 @@ static int stage_one(int mdir, const char *top, const char *name, const struct h
 	return 0;
 }
 
-int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struct hezo_json *spec,
-	       struct hezo_error **err)
+/*
+ * The directory the box's root is staged on when it has a user namespace: the backend sets the
+ * root up as the box's root, which may not walk through the state directory (0700), so it is
+ * mounted, in the shim's namespace only, on a directory of its own beside it (0711, root's).
+ */
+static int stage_root_overlay(int mdir, const char *top, const char *dir,
+			      const struct hezo_held_path *h, int userns, uid_t owner,
+			      struct hezo_error **err);
+
+static int stage_root_userns(int mdir, const char *top, const char *dir,
+			     const struct hezo_held_path *h, int userns, uid_t owner, bool *rebuilt,
+			     struct hezo_error **err)
 {
-	_cleanup_close_ int mdir = -1;
-	_cleanup_free_ bool *done = NULL;
+	_cleanup_close_ int check = -1;
+	struct statfs sfs;
+	struct stat st;
+	int r;
+
+	if (mkdir(dir, 0711) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if (lstat(dir, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return hezo_error_set(
+			err, EPERM, "%s: not a directory of the shim's uid that only it may write",
+			dir);
+	*rebuilt = false;
+	if (fstatfs(h->fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC) {
+		*rebuilt = true;
+		return stage_root_overlay(mdir, top, dir, h, userns, owner, err);
+	}
+	r = stage_bind(h, dir, userns, true, true, err);
+	if (r < 0)
+		return r;
+	if (mount(NULL, dir, NULL, MS_PRIVATE | MS_REC, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", dir);
+	check = open(dir, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (check < 0 || fstat(check, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", dir);
+	if ((uint64_t)st.st_dev != h->dev || (uint64_t)st.st_ino != h->ino)
+		return hezo_error_set(err, EXDEV, "%s: holds another object than %s as checked",
+				      dir, h->path);
+	return 0;
+}
+
+/*
+ * Superblock option key= of the mount fd is on (by its mount ID, in this mount namespace's table),
+ * into out; -ENOENT when absent, -EINVAL when escaped (a path with a comma or a colon in it).
+ */
+static int mount_option(int fd, const char *key, char *out, size_t size)
+{
+	_cleanup_free_ char *line = NULL;
+	struct statx stx;
+	size_t cap = 0, klen = strlen(key);
+	int r = -ENOENT;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return -errno ?: -EINVAL;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char *sep, *o;
+
+		if (strtoull(line, NULL, 10) != stx.stx_mnt_id || !(sep = strstr(line, " - ")))
+			continue;
+		/* " - fstype source superoptions" */
+		o = strrchr(sep, ' ');
+		for (char *save = NULL, *t = strtok_r(o + 1, ",\n", &save); t;
+		     t = strtok_r(NULL, ",\n", &save))
+			if (strncmp(t, key, klen) == 0 && t[klen] == '=') {
+				r = strchr(t, '\\') ? -EINVAL
+				    : snprintf(out, size, "%s", t + klen + 1) >= (int)size
+					    ? -ENAMETOOLONG
+					    : 0;
+				break;
+			}
+		break;
+	}
+	fclose(f);
+	return r;
+}
+
+/*
+ * overlayfs takes no idmap itself, but its layers do: a root that is an overlay mount (an
+ * engine's image and container layers) is staged as a new overlay of the same layers, each
+ * idmapped, its upper layer (the engine's, as it stood) the topmost lower, under an upper layer of
+ * its own on a small tmpfs that goes with the shim's mount namespace: the root is read-only to
+ * the box (shim_userns_plan), so only the backend's mount points are written there.
+ */
+static int stage_root_overlay(int mdir, const char *top, const char *dir,
+			      const struct hezo_held_path *h, int userns, uid_t owner,
+			      struct hezo_error **err)
+{
+	_cleanup_close_ int ovl = -1, cwd = -1;
+	char lower[8192], upper[PATH_MAX], path[PATH_MAX], opts[4096], name[16];
+	size_t n = 0, used = 0;
+	int r;
+
+	r = mount_option(h->fd, "lowerdir", lower, sizeof(lower));
+	r = r ?: mount_option(h->fd, "upperdir", upper, sizeof(upper));
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "%s: its overlay layers", h->path);
+	if (mkdirat(mdir, "ovl", 0700) < 0)
+		return hezo_error_set_errno(err, errno, "%s/ovl", top);
+	snprintf(path, sizeof(path), "%s/ovl", top);
+	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=16m") < 0)
+		return hezo_error_set_errno(err, errno, "%s: a tmpfs for the root's upper layer",
+					    path);
+	ovl = openat(mdir, "ovl", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ovl < 0 || mkdirat(ovl, "w", 0700) < 0 || mkdirat(ovl, "w/upper", 0755) < 0 ||
+	    mkdirat(ovl, "w/work", 0700) < 0 ||
+	    /* The overlay's root directory is its upper layer's: the box's root owns it. */
+	    fchownat(ovl, "w/upper", owner, owner, AT_SYMLINK_NOFOLLOW) < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	used = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
+	/* The engine's upper layer first, then its lower ones, as its overlay stacks them. */
+	for (char *save = NULL, *l = upper; l; l = strtok_r(n == 1 ? lower : NULL, ":", &save)) {
+		_cleanup_close_ int src = -1;
+
+		snprintf(name, sizeof(name), "%zu", n);
+		src = open(l, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (src < 0 || mkdirat(ovl, name, 0700) < 0)
+			return hezo_error_set_errno(err, errno, "overlay layer %s", l);
+		r = bind_idmapped_at(src, ovl, name, userns, true);
+		if (r < 0)
+			return hezo_error_set_errno(err, -r, "overlay layer %s: idmapped", l);
+		used += (size_t)snprintf(opts + used, sizeof(opts) - used, "%s%s", n ? ":" : "",
+					 name);
+		if (used >= sizeof(opts))
+			return hezo_error_set(err, E2BIG, "%s: too many overlay layers", h->path);
+		n++;
+	}
+	used += (size_t)snprintf(opts + used, sizeof(opts) - used,
+				 ",upperdir=w/upper,workdir=w/work");
+	if (used >= sizeof(opts))
+		return hezo_error_set(err, E2BIG, "%s: too many overlay layers", h->path);
+	/* Layers by short names relative to the tmpfs: a page holds the options. */
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0 || fchdir(ovl) < 0)
+		return hezo_error_set_errno(err, errno, "%s", path);
+	r = mount("overlay", dir, "overlay", 0, opts) < 0 ? -errno : 0;
+	if (fchdir(cwd) < 0 && r == 0)
+		r = -errno;
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "%s: an overlay of %s's layers, idmapped", dir,
+					    h->path);
+	if (mount(NULL, dir, NULL, MS_PRIVATE, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: making it private", dir);
+	return 0;
+}
+
+/* The box's user namespace, made now, at mnt/userns: the backend joins it by that path. */
+static int stage_userns(int mdir, const char *top, const struct shim_userns *u, int given,
+			int *nsfd, char *out, size_t size, struct hezo_error **err)
+{
+	char src[64];
+	int fd, r;
+
+	if (given >= 0) {
+		*nsfd = fcntl(given, F_DUPFD_CLOEXEC, 3);
+		if (*nsfd < 0)
+			return hezo_error_set_errno(err, errno, "the joined user namespace");
+	} else {
+		r = shim_userns_make(u, nsfd, err);
+		if (r < 0)
+			return r;
+	}
+	if ((size_t)snprintf(out, size, "%s/userns", top) >= size)
+		return hezo_error_set(err, ENAMETOOLONG, "%s/userns: path too long", top);
+	fd = openat(mdir, "userns", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "%s", out);
+	close(fd);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", *nsfd);
+	if (mount(src, out, NULL, MS_BIND, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of the box's user namespace",
+					    out);
+	return 0;
+}
+
+int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
+	       const struct shim_userns *u, int userns_fd, const char *userns_root,
+	       struct hezo_json *spec, bool *rebuilt, struct hezo_error **err)
+{
+	_cleanup_close_ int mdir = -1, nsfd = -1;
+	_cleanup_free_ uint8_t *done = NULL; /* 1: staged recursive, 2: its top mount alone */
 	struct hezo_json *mounts = hezo_json_get_type(spec, "mounts", HEZO_JSON_ARRAY);
 	struct hezo_json *root = hezo_json_get_type(spec, "root", HEZO_JSON_OBJECT);
 	char top[PATH_MAX], staged[PATH_MAX], real[PATH_MAX];
 	int r;
 
+	*rebuilt = false;
 	if (!held || held->root.fd < 0 || !root)
 		return hezo_error_set(err, EINVAL, "root.path: not held by the check");
 	/* runc refuses a root.path with a symlink in it (a state directory below /var/run). */
@@ -115,11 +358,26 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 	if (mdir < 0)
 		return hezo_error_set_errno(err, errno, "%s", top);
 
-	r = stage_one(mdir, top, "root", &held->root, staged, sizeof(staged), err);
-	if (r < 0)
-		return hezo_error_prefix(err, "root.path");
-	if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (u) {
+		r = stage_userns(mdir, top, u, userns_fd, &nsfd, staged, sizeof(staged), err);
+		if (r < 0)
+			return hezo_error_prefix(err, "user namespace");
+		if (shim_userns_spec(spec, u, staged) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		r = stage_root_userns(mdir, top, userns_root, &held->root, nsfd, u->base, rebuilt,
+				      err);
+		if (r < 0)
+			return hezo_error_prefix(err, "root.path");
+		if (hezo_json_set(root, "path", hezo_json_new_string(userns_root)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	} else {
+		r = stage_one(mdir, top, "root", &held->root, -1, true, staged, sizeof(staged),
+			      err);
+		if (r < 0)
+			return hezo_error_prefix(err, "root.path");
+		if (hezo_json_set(root, "path", hezo_json_new_string(staged)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 
 	done = calloc(held->nbinds + 1, sizeof(*done));
 	if (!done)
@@ -129,19 +387,25 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 		const char *src = hezo_json_string(hezo_json_get(m, "source"));
 		const struct hezo_held_path *h;
 		char name[32];
+		bool rec;
 		size_t n;
 
 		/* The shim's own helper binds (hezo-init, the exec helper) were never judged. */
 		if (!is_bind(m) || !src || !(h = hezo_held_bind(held, src)))
 			continue;
 		n = (size_t)(h - held->binds);
-		snprintf(name, sizeof(name), "%zu", n);
-		if (!done[n]) {
-			r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+		/*
+		 * In a user namespace the kernel refuses a plain bind of a tree with submounts
+		 * (they are locked to it): a plain bind gets a staged copy of the top mount alone.
+		 */
+		rec = nsfd < 0 || is_rbind(m);
+		snprintf(name, sizeof(name), rec ? "%zu" : "%zu-top", n);
+		if (!(done[n] & (rec ? 1 : 2))) {
+			r = stage_one(mdir, top, name, h, nsfd, rec, staged, sizeof(staged), err);
 			if (r < 0)
 				return hezo_error_prefix(err, "mounts[%zu] (bind source %s)", i,
 							 src);
-			done[n] = true;
+			done[n] |= rec ? 1 : 2;
 		} else if ((size_t)snprintf(staged, sizeof(staged), "%s/%s", top, name) >=
 			   sizeof(staged)) {
 			return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
@@ -164,7 +428,7 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held, struc
 		if (!path || !(h = hezo_held_ns(held, path)))
 			continue;
 		snprintf(name, sizeof(name), "ns-%zu", (size_t)(h - held->nss));
-		r = stage_one(mdir, top, name, h, staged, sizeof(staged), err);
+		r = stage_one(mdir, top, name, h, -1, true, staged, sizeof(staged), err);
 		if (r < 0)
 			return hezo_error_prefix(err, "linux.namespaces[%zu] (path %s)", i, path);
 		if (hezo_json_set(n, "path", hezo_json_new_string(staged)) < 0)

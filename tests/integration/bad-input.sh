@@ -451,13 +451,11 @@ stdio_case abstract-peer 'exec >/dev/null; exec python3 "$WORK/stdio-sock.py" ab
 # is one the box's device cgroup would never let it open.
 stdio_case chardev 'exec 0</dev/zero >/dev/null;' \
 	"standard input (fd 0) is a character device (1:5), $new_hint"
-# Refused under runc only: runc hands a regular file to the box, which reopens it read-write
-# through /proc/self/fd/0 (F5 (a)); runsc's sentry holds the host descriptor and cannot.
+# A regular file: runc hands it to the box as it is, but the box is in a user namespace of its
+# own, so it reopens it through /proc/self/fd only as far as the file's mode lets others (F5 (a));
+# runsc's sentry holds the host descriptor. The test's files are root's, 0644 or 0600 as set here.
 echo "host original" >"$WORK/stdio-ro.txt"
-if [ "$HEZO_TEST_BACKEND" = runc ]; then
-	stdio_case file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;' \
-		"standard input (fd 0) is a regular file, $new_hint"
-fi
+chmod 0644 "$WORK/stdio-ro.txt"
 
 # stdio_ok NAME SETUP: `create` with stdio set up by SETUP is accepted (what engines pass);
 # stderr is a pipe (a regular file would be refused under runc).
@@ -475,28 +473,54 @@ stdio_ok()
 }
 stdio_ok devnull 'exec 0</dev/null >/dev/null;'
 stdio_ok fifo 'mkfifo "$WORK/stdio-fifo"; exec 0<>"$WORK/stdio-fifo" >/dev/null;'
-if [ "$HEZO_TEST_BACKEND" = runsc ]; then
-	stdio_ok file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;'
-fi
+stdio_ok file 'exec 0<"$WORK/stdio-ro.txt" >/dev/null;'
 
 # The box's own proof (F5 (a)): with a read-only host file as stdin of run -d, it writes through
-# /proc/self/fd/0. Refused under runc; under runsc the write fails (the sentry's descriptor).
+# /proc/self/fd/0. Accepted; the write fails (runc: the box's root is not the file's owner in
+# its user namespace; runsc: the sentry's descriptor).
 fresh_bundle stdio-ro-write
 jq -c '.process.args = ["sh", "-c", "echo written-by-box >/proc/self/fd/0; sleep 30"]' \
 	"$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"
 ro_id=hezo-bad-stdio-ro-$(hezo_rand)
 tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ro_id'"
 hezo_shim --root "$ROOT" run -d -b "$B" "$ro_id" <"$WORK/stdio-ro.txt" >/dev/null 2>"$WORK/stdio-ro.err" && rc=0 || rc=$?
-if [ "$HEZO_TEST_BACKEND" = runc ]; then
-	expect_eq "$rc:$(cat "$WORK/stdio-ro.err")" "1:hezo-shim: standard input (fd 0) is a regular file, $new_hint" \
-		"[stdio ro-write] run -d with a host file as stdin is refused"
-else
-	expect_eq "$rc" 0 "[stdio ro-write] run -d with a host file as stdin is accepted under runsc" ||
-		diag "$(head -c 2000 "$WORK/stdio-ro.err")"
-fi
+expect_eq "$rc" 0 "[stdio ro-write] run -d with a host file as stdin is accepted" ||
+	diag "$(head -c 2000 "$WORK/stdio-ro.err")"
 sleep 3
 expect_eq "$(cat "$WORK/stdio-ro.txt")" "host original" "[stdio ro-write] the box could not write the read-only host file"
 hezo_bundle_cleanup "$ROOT" "$ro_id"
+
+# A regular file of root's, mode 0600, as stdout of create and of run -d: accepted (the OCI
+# validation suite hands files), and the box cannot reopen it through /proc/self/fd for reading.
+# The box writes its verdict into the file itself; the test waits for that line, not for a time.
+stdio_out_case()
+{
+	local how=$1 id=hezo-bad-stdio-out-$1-$(hezo_rand) rc out=$WORK/stdio-out-$1.txt
+	fresh_bundle "stdio-out-$how"
+	jq -c '.process.args = ["sh", "-c", "if (exec 3</proc/self/fd/1) 2>/dev/null; then echo reopen-read=yes; else echo reopen-read=no; fi; sleep 60"]' \
+		"$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
+	: >"$out"
+	chmod 0600 "$out"
+	if [ "$how" = create ]; then
+		hezo_shim --root "$ROOT" create -b "$B" "$id" </dev/null >"$out" 2> >(cat >"$WORK/stdio-out-$how.err") &&
+			hezo_shim --root "$ROOT" start "$id" </dev/null >/dev/null 2>>"$WORK/stdio-out-$how.start" && rc=0 || rc=$?
+	else
+		hezo_shim --root "$ROOT" run -d -b "$B" "$id" </dev/null >"$out" 2> >(cat >"$WORK/stdio-out-$how.err") && rc=0 || rc=$?
+	fi
+	expect_eq "$rc" 0 "[stdio out-$how] a regular file as stdout of $how is accepted" ||
+		diag "$(head -c 2000 "$WORK/stdio-out-$how.err")"
+	for _ in $(seq 300); do
+		grep -q '^reopen-read=' "$out" && break
+		[ "$(hezo_backend --root "$ROOT" state "$id" 2>/dev/null | jq -r '.status')" = running ] || break
+		sleep 0.1
+	done
+	expect_eq "$(grep '^reopen-read=' "$out")" reopen-read=no \
+		"[stdio out-$how] the box cannot reopen it through /proc/self/fd/1 for reading"
+	hezo_bundle_cleanup "$ROOT" "$id"
+}
+stdio_out_case create
+stdio_out_case run-d
 
 # A regular file as stdout of a foreground run is what a caller does (runc copies through its
 # own pipes; runsc's sentry writes the descriptor): accepted, and the output lands in it.

@@ -1,0 +1,491 @@
+/*
+ * A user namespace of its own for each runc box: a range of host uids and gids no other recorded
+ * box holds (picked under the records lock, kept in the box's record until delete), and the
+ * namespace itself, made by the shim with the box's own user.max_* limits and handed to the
+ * backend by path. The box then draws on per-user kernel counters of its own, never host root's.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hezo-spec.h"
+#include "shim.h"
+
+/*
+ * Far above any account an installer hands out (/etc/subuid ranges start at 100000,
+ * systemd-nspawn's end below 0x70000000), one 65536-id block per box, and never 4294967295 (which
+ * is (uid_t)-1).
+ */
+#define USERNS_BASE  UINT32_C(0x80000000)
+#define USERNS_SIZE  UINT32_C(65536)
+#define USERNS_SLOTS 16384u
+
+bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spec)
+{
+	const struct hezo_json *ns = hezo_spec_namespace(spec, "user");
+	const char *path = ns ? hezo_json_string(hezo_json_get(ns, "path")) : NULL;
+
+	/* runsc keeps these counters inside its Sentry; a namespace joined by path is its owner's.
+	 */
+	return (t->backend == HEZO_BACKEND_RUNC || t->backend == HEZO_BACKEND_CRUN) &&
+	       !(path && *path);
+}
+
+static void take_range(uint8_t *taken, uint64_t lo, uint64_t n)
+{
+	uint64_t hi = lo + n, end = (uint64_t)USERNS_BASE + (uint64_t)USERNS_SIZE * USERNS_SLOTS;
+
+	if (n == 0 || hi <= USERNS_BASE || lo >= end)
+		return;
+	if (lo < USERNS_BASE)
+		lo = USERNS_BASE;
+	if (hi > end)
+		hi = end;
+	for (uint64_t s = (lo - USERNS_BASE) / USERNS_SIZE;
+	     s <= (hi - 1 - USERNS_BASE) / USERNS_SIZE; s++)
+		taken[s] = 1;
+}
+
+/* Host accounts and the ranges handed to other tools: /etc/passwd, group, subuid, subgid. */
+static void take_host_ids(uint8_t *taken, const char *file, int field, bool range)
+{
+	char line[1024];
+	FILE *f = fopen(file, "re");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *save = NULL, *tok = strtok_r(line, ":\n", &save);
+		uint64_t lo = 0, n = 1;
+
+		for (int i = 0; tok && i < field; i++)
+			tok = strtok_r(NULL, ":\n", &save);
+		if (!tok)
+			continue;
+		lo = strtoull(tok, NULL, 10);
+		if (range) {
+			tok = strtok_r(NULL, ":\n", &save);
+			n = tok ? strtoull(tok, NULL, 10) : 0;
+		}
+		take_range(taken, lo, n);
+	}
+	fclose(f);
+}
+
+static int take_recorded(void *data, const char *key, struct hezo_json *rec)
+{
+	uint64_t base = 0, size = 0;
+
+	(void)key;
+	if (hezo_json_get_uint64(hezo_json_get_path(rec, "userns.base"), &base) == 0 &&
+	    hezo_json_get_uint64(hezo_json_get_path(rec, "userns.size"), &size) == 0)
+		take_range(data, base, size);
+	return 0;
+}
+
+int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err)
+{
+	_cleanup_free_ uint8_t *taken = calloc(USERNS_SLOTS, 1);
+	int r;
+
+	if (!taken)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	take_host_ids(taken, "/etc/passwd", 2, false);
+	take_host_ids(taken, "/etc/group", 2, false);
+	take_host_ids(taken, "/etc/subuid", 1, true);
+	take_host_ids(taken, "/etc/subgid", 1, true);
+	/* Every record holds its range, live or not, until delete removes the record. */
+	r = shim_records_foreach(ctx, take_recorded, taken);
+	if (r < 0)
+		return hezo_error_set(err, -r, "the containers' records: cannot read them");
+	for (unsigned s = 0; s < USERNS_SLOTS; s++)
+		if (!taken[s]) {
+			out->base = USERNS_BASE + s * USERNS_SIZE;
+			out->size = USERNS_SIZE;
+			return 0;
+		}
+	return hezo_error_set(err, EAGAIN,
+			      "no free range of uids for the box's user namespace (%u boxes hold "
+			      "one); delete stopped containers",
+			      USERNS_SLOTS);
+}
+
+int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u)
+{
+	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
+
+	if (!o || hezo_json_set(o, "base", hezo_json_new_uint(u->base)) < 0 ||
+	    hezo_json_set(o, "size", hezo_json_new_uint(u->size)) < 0 ||
+	    hezo_json_set(rec, "userns", TAKE_PTR(o)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shim_userns_of_record(const struct hezo_json *rec, struct shim_userns *out)
+{
+	uint64_t base, size;
+
+	if (hezo_json_get_uint64(hezo_json_get_path(rec, "userns.base"), &base) < 0 ||
+	    hezo_json_get_uint64(hezo_json_get_path(rec, "userns.size"), &size) < 0 ||
+	    base > UINT32_MAX || size == 0 || size > UINT32_MAX - base)
+		return -ENOENT;
+	out->base = (uint32_t)base;
+	out->size = (uint32_t)size;
+	return 0;
+}
+
+/*
+ * The box's user.max_* limits: a quarter of the host's. The kernel checks each at every level up
+ * to the host's, where the box counts as its namespace's owner, root: a box at its limit leaves
+ * root three quarters of every one of them (inotify instances and watches, fanotify, namespaces).
+ */
+static const char *const limit_names[] = {
+	"max_cgroup_namespaces", "max_fanotify_groups", "max_fanotify_marks",
+	"max_inotify_instances", "max_inotify_watches", "max_ipc_namespaces",
+	"max_mnt_namespaces",	 "max_net_namespaces",	"max_pid_namespaces",
+	"max_time_namespaces",	 "max_user_namespaces", "max_uts_namespaces",
+};
+#define NLIMITS (sizeof(limit_names) / sizeof(limit_names[0]))
+
+static long read_limit(const char *name)
+{
+	char path[96], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/user/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/* In the child, inside the new namespace: /proc/sys/user shows the caller's namespace's set. */
+static int write_limits(const long *want)
+{
+	for (size_t i = 0; i < NLIMITS; i++) {
+		char path[96], buf[32];
+		int fd, n, len;
+
+		if (want[i] < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/sys/user/%s", limit_names[i]);
+		len = snprintf(buf, sizeof(buf), "%ld", want[i]);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		n = (int)write(fd, buf, (size_t)len);
+		close(fd);
+		if (n != len)
+			return -1;
+	}
+	return 0;
+}
+
+static int write_map(pid_t pid, const char *which, const struct shim_userns *u)
+{
+	char path[64], buf[64];
+	int fd, n, len;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, which);
+	len = snprintf(buf, sizeof(buf), "0 %" PRIu32 " %" PRIu32 "\n", u->base, u->size);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = (int)write(fd, buf, (size_t)len);
+	if (n != len) {
+		int e = n < 0 ? errno : EIO;
+		close(fd);
+		return -e;
+	}
+	return close(fd) < 0 ? -errno : 0;
+}
+
+static void child(const struct shim_userns *u, int ready, int go, const long *want)
+{
+	char c = 0;
+
+	/*
+	 * Owned by root: the backend (host root) sets the box's rlimits with prlimit, which the
+	 * kernel allows into a namespace only to its owner or to CAP_SYS_RESOURCE, and hosts (this
+	 * one's bounding set, for one) may withhold that capability from root.
+	 */
+	(void)u;
+	if (unshare(CLONE_NEWUSER) < 0)
+		_exit(1);
+	if (write(ready, "r", 1) != 1)
+		_exit(1);
+	if (read(go, &c, 1) != 1 || c != 'g')
+		_exit(2);
+	_exit(write_limits(want) < 0 ? 3 : 0);
+}
+
+int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **err)
+{
+	_cleanup_close_ int nsfd = -1;
+	int ready[2] = {-1, -1}, go[2] = {-1, -1}, status = 0, r = 0;
+	long want[NLIMITS];
+	char path[64], c = 0;
+	pid_t pid;
+
+	for (size_t i = 0; i < NLIMITS; i++) {
+		long host = read_limit(limit_names[i]);
+		want[i] = host < 0 ? -1 : host > 3 ? host / 4 : host;
+	}
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return hezo_error_set_errno(err, errno, "user namespace: pipe");
+	if (pipe2(go, O_CLOEXEC) < 0) {
+		r = hezo_error_set_errno(err, errno, "user namespace: pipe");
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r = hezo_error_set_errno(err, errno, "user namespace: fork");
+		goto out;
+	}
+	if (pid == 0) {
+		close(ready[0]);
+		close(go[1]);
+		child(u, ready[1], go[0], want);
+	}
+	close(TAKE_FD(ready[1]));
+	close(TAKE_FD(go[0]));
+	if (read(ready[0], &c, 1) != 1) {
+		r = hezo_error_set(err, EPERM, "user namespace: the helper could not make it");
+		goto reap;
+	}
+	r = write_map(pid, "uid_map", u);
+	r = r ?: write_map(pid, "gid_map", u);
+	if (r < 0) {
+		r = hezo_error_set_errno(err, -r, "user namespace: writing its uid and gid maps");
+		goto reap;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0) {
+		r = hezo_error_set_errno(err, errno, "user namespace: %s", path);
+		goto reap;
+	}
+	if (write(go[1], "g", 1) != 1) {
+		r = hezo_error_set_errno(err, errno, "user namespace: the helper");
+		goto reap;
+	}
+reap:
+	if (r < 0)
+		kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+		r = hezo_error_set(err, EPERM,
+				   "user namespace: its user.max_* limits could not be set (helper "
+				   "status %d)",
+				   status);
+out:
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (go[i] >= 0)
+			close(go[i]);
+	}
+	if (r < 0)
+		return r;
+	*out = TAKE_FD(nsfd);
+	return 0;
+}
+
+static struct hezo_json *one_map(const struct shim_userns *u)
+{
+	_cleanup_json_ struct hezo_json *arr = hezo_json_new_array(), *m = hezo_json_new_object();
+
+	if (!arr || !m || hezo_json_set(m, "containerID", hezo_json_new_uint(0)) < 0 ||
+	    hezo_json_set(m, "hostID", hezo_json_new_uint(u->base)) < 0 ||
+	    hezo_json_set(m, "size", hezo_json_new_uint(u->size)) < 0 ||
+	    hezo_json_append(arr, TAKE_PTR(m)) < 0)
+		return NULL;
+	return TAKE_PTR(arr);
+}
+
+int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const char *path)
+{
+	struct hezo_json *lx = hezo_json_ensure_object(spec, "linux");
+	struct hezo_json *nss = lx ? hezo_json_ensure_array(lx, "namespaces") : NULL;
+	struct hezo_json *ns = hezo_spec_namespace(spec, "user"), *v;
+	unsigned long lo, hi;
+	const char *ping;
+
+	if (!nss)
+		return -ENOMEM;
+	if (!ns) {
+		_cleanup_json_ struct hezo_json *n = hezo_json_new_object();
+
+		if (!n || hezo_json_set(n, "type", hezo_json_new_string("user")) < 0)
+			return -ENOMEM;
+		ns = n;
+		if (hezo_json_append(nss, TAKE_PTR(n)) < 0)
+			return -ENOMEM;
+	}
+	if (path && hezo_json_set(ns, "path", hezo_json_new_string(path)) < 0)
+		return -ENOMEM;
+	/*
+	 * Group ids in ping_group_range are read in the box's namespace, where only 0..size-1
+	 * exist (Docker asks for 0 2147483647, which the kernel then refuses).
+	 */
+	v = hezo_json_get_path(spec, "linux.sysctl");
+	ping = hezo_json_string(hezo_json_get(v, "net.ipv4.ping_group_range"));
+	if (ping && sscanf(ping, "%lu %lu", &lo, &hi) == 2) {
+		char buf[64];
+
+		hi = hi >= u->size ? u->size - 1 : hi;
+		snprintf(buf, sizeof(buf), "%lu %lu", lo > hi ? hi : lo, hi);
+		if (hezo_json_set(v, "net.ipv4.ping_group_range", hezo_json_new_string(buf)) < 0)
+			return -ENOMEM;
+	}
+	/* The caller's own mappings give way: the range is the shim's to hand out. */
+	v = one_map(u);
+	if (!v || hezo_json_set(lx, "uidMappings", v) < 0)
+		return -ENOMEM;
+	v = one_map(u);
+	if (!v || hezo_json_set(lx, "gidMappings", v) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The first line of a user namespace's uid map, read from inside it by a child. */
+static int map_of(int nsfd, struct shim_userns *out)
+{
+	char buf[128] = {0};
+	int p[2], status = 0;
+	unsigned long inside, base, size;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		int fd;
+
+		close(p[0]);
+		if (setns(nsfd, CLONE_NEWUSER) < 0)
+			_exit(1);
+		fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(1);
+		n = read(fd, buf, sizeof(buf) - 1);
+		_exit(n > 0 && write(p[1], buf, (size_t)n) == n ? 0 : 1);
+	}
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -EIO;
+	buf[n] = '\0';
+	if (sscanf(buf, "%lu %lu %lu", &inside, &base, &size) != 3 || inside != 0 || size == 0 ||
+	    base > UINT32_MAX || size > UINT32_MAX - base)
+		return -EINVAL;
+	out->base = (uint32_t)base;
+	out->size = (uint32_t)size;
+	return 0;
+}
+
+int shim_userns_plan(const struct shim_target *t, const struct hezo_json *spec,
+		     const struct hezo_held *held, int *join_fd, struct shim_userns *join,
+		     struct hezo_error **err)
+{
+	struct stat host, st;
+	struct statfs sfs;
+	int owner = -1, r;
+
+	*join_fd = -1;
+	if (!shim_userns_wanted(t, spec))
+		return SHIM_USERNS_NONE;
+	/*
+	 * An overlay root is staged as a new overlay over its idmapped layers with a throwaway
+	 * upper layer (stage.c): only a root the box may not write can be.
+	 */
+	if (!hezo_json_is_true(hezo_json_get_path(spec, "root.readonly")) &&
+	    fstatfs(held->root.fd, &sfs) == 0 && sfs.f_type == OVERLAYFS_SUPER_MAGIC)
+		return SHIM_USERNS_NONE;
+	if (stat("/proc/self/ns/user", &host) < 0)
+		return hezo_error_set_errno(err, errno, "/proc/self/ns/user");
+	/*
+	 * A namespace joined by path is joined after the user namespace, which only works when
+	 * the box's user namespace owns it: another box's, whose user namespace (and range) this
+	 * one then shares. One the host's user namespace owns (an engine's pin made before the
+	 * box) leaves the box in the host's, as before.
+	 */
+	for (size_t i = 0; i < held->nnss; i++) {
+		_cleanup_close_ int fd = ioctl(held->nss[i].fd, NS_GET_USERNS);
+		struct stat ost;
+
+		if (fd < 0 && errno == EBADF) {
+			_cleanup_close_ int rd = -1;
+			char path[64];
+
+			/* An O_PATH descriptor takes no ioctl: the namespace opened for reading. */
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", held->nss[i].fd);
+			rd = open(path, O_RDONLY | O_CLOEXEC);
+			fd = rd < 0 ? -1 : ioctl(rd, NS_GET_USERNS);
+		}
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			if (owner >= 0)
+				close(owner);
+			return hezo_error_set_errno(err, errno, "%s: its owning user namespace",
+						    held->nss[i].path);
+		}
+		if (st.st_dev == host.st_dev && st.st_ino == host.st_ino) {
+			if (owner >= 0)
+				close(owner);
+			return SHIM_USERNS_NONE;
+		}
+		if (owner < 0) {
+			owner = TAKE_FD(fd);
+			continue;
+		}
+		if (fstat(owner, &ost) < 0 || ost.st_dev != st.st_dev || ost.st_ino != st.st_ino) {
+			close(owner);
+			return hezo_error_set(
+				err, EINVAL,
+				"linux.namespaces: the namespaces joined by path belong "
+				"to different user namespaces");
+		}
+	}
+	if (owner < 0)
+		return SHIM_USERNS_OWN;
+	r = map_of(owner, join);
+	if (r < 0) {
+		close(owner);
+		return hezo_error_set_errno(err, -r,
+					    "the joined namespaces' user namespace: its map");
+	}
+	*join_fd = owner;
+	return SHIM_USERNS_JOIN;
+}

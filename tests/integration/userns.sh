@@ -1,0 +1,117 @@
+#!/bin/bash
+# Integration (runc): every box has a user namespace of its own, so it draws on per-user kernel
+# counters that are not host root's (docs/hardening.md, "the runc backend's shared counters").
+# Bundles and Docker; assumes the host's root holds few inotify instances itself (printed).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$here/../lib/docker.sh"
+
+hezo_require_root
+hezo_require_tools jq runc timeout "$HEZO_BUSYBOX"
+hezo_require_backend
+hezo_require_shim
+[ "$HEZO_TEST_BACKEND" = runc ] || hezo_cannot_run "runc only: runsc keeps these counters in its Sentry"
+# The probe is built by this tree; HEZO_KCOUNT names another build's (a run against main's shim).
+KCOUNT=${HEZO_KCOUNT:-$HEZO_BUILD_DIR/tests/tools/hezo-kcount}
+[ -x "$KCOUNT" ] || bail_out "hezo-kcount not built: $KCOUNT"
+
+mkdir -p "$HEZO_TEST_DIR"
+ROOT=$HEZO_TEST_DIR/root-userns
+WORK=$(mktemp -d "$HEZO_TEST_DIR/userns.XXXXXX")
+tap_cleanup "rm -rf '$WORK'"
+hezo_write_policy bundle
+diag "host: user.max_inotify_instances $(cat /proc/sys/user/max_inotify_instances), max_inotify_watches $(cat /proc/sys/user/max_inotify_watches)"
+diag "host: inotify instances open now: $(find /proc/[0-9]*/fd -lname 'anon_inode:inotify' 2>/dev/null | wc -l)"
+
+new_id()
+{
+	ID="hezo-it-userns-$1-$(hezo_rand)"
+	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$ID'"
+}
+
+# uid_map_ok LABEL MAP: one line, the box's 0 at a host uid of the shim's ranges, 65536 ids.
+uid_map_ok()
+{
+	local label=$1 map=$2
+	expect_no_match "$map" '^ *0 +0 +4294967295' "[$label] uid_map is not the host's identity map" || diag "$map"
+	expect_eq "$(awk 'END { print NR }' <<<"$map")" 1 "[$label] uid_map has one line" || diag "$map"
+	expect_eq "$(awk '{ print ($1 == 0 && $2 >= 2147483648 && $3 == 65536) ? "range" : $0 }' <<<"$map")" range \
+		"[$label] uid_map maps 0..65535 to a range above 2^31" || diag "$map"
+}
+
+# --- a bundle's box sees a range ------------------------------------------------------------------
+new_id map
+B=$WORK/map
+hezo_make_bundle "$B" "$ID" '["cat", "/proc/self/uid_map", "/proc/self/gid_map"]' || bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/map.out" 2>"$WORK/map.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[bundle] run exits 0" || diag "$(cat "$WORK/map.err")"
+uid_map_ok bundle "$(head -n 1 "$WORK/map.out")"
+expect_eq "$(sed -n 2p "$WORK/map.out")" "$(head -n 1 "$WORK/map.out")" "[bundle] gid_map is the same range"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- two live boxes never share a range -----------------------------------------------------------
+declare -A HOSTUID
+TWO_IDS=
+for n in a b; do
+	new_id "two-$n"
+	B=$WORK/two-$n
+	hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/two-$n.err") </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[two] create of box $n exits 0" || diag "$(cat "$WORK/two-$n.err")"
+	pid=$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r '.pid // empty')
+	HOSTUID[$n]=$(awk '{ print $2 }' "/proc/$pid/uid_map" 2>/dev/null)
+	TWO_IDS+=" $ID"
+done
+expect_ne "${HOSTUID[a]}" "${HOSTUID[b]}" "[two] the two boxes' ranges differ" || diag "a=${HOSTUID[a]} b=${HOSTUID[b]}"
+for id in $TWO_IDS; do hezo_shim --root "$ROOT" delete --force "$id" >/dev/null 2>&1; done
+
+# --- a box at its inotify caps leaves host root its own ---------------------------------------------
+# The box opens instances until the kernel refuses one and watches 4000 files from each until a
+# watch is refused (on main: all of root's 128 instances and 192530 watches), and holds them. Its
+# output goes through a pipe: runc hands the box the caller's stdio as it is.
+new_id inotify
+B=$WORK/inotify
+hezo_make_bundle "$B" "$ID" '["hezo-kcount", "hold", "/tmp", "4000"]' || bail_out "cannot make bundle"
+install -m 0755 "$KCOUNT" "$B/rootfs/bin/hezo-kcount"
+hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/inotify.out") 2> >(cat >"$WORK/inotify.err") </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[inotify] create exits 0" || diag "$(cat "$WORK/inotify.err")"
+hezo_shim --root "$ROOT" start "$ID" </dev/null >/dev/null 2>"$WORK/inotify-start.err" && rc=0 || rc=$?
+expect_eq "$rc" 0 "[inotify] start exits 0" || diag "$(cat "$WORK/inotify-start.err")"
+# Until the box says it holds what it could get (or ends): a condition, not a time.
+for _ in $(seq 600); do
+	grep -qE '^(held=yes|error=)' "$WORK/inotify.out" && break
+	[ "$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r '.status')" = running ] || break
+	sleep 0.1
+done
+expect_match "$(cat "$WORK/inotify.out")" '^held=yes$' "[inotify] the box holds the instances and watches it got" ||
+	diag "$(cat "$WORK/inotify.out" "$WORK/inotify.err")"
+diag "box: $(head -n 1 "$WORK/inotify.out")"
+expect_eq "$("$KCOUNT" try)" inotify=ok "[inotify] host root opens an inotify instance and a watch of its own"
+hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- Docker: a box's uid_map ----------------------------------------------------------------------
+if hezo_dockerd_start && hezo_image_docker; then
+	RT=hezo-test-userns
+	hezo_make_wrapper
+	hezo_write_policy docker
+	hezo_docker_register_runtime "$RT" "$HEZO_TEST_WRAPPER" || bail_out "cannot register runtime $RT"
+	out=$(timeout 120 "$HEZO_DOCKER" run --rm --runtime="$RT" --network=none "$HEZO_TEST_IMAGE" \
+		cat /proc/self/uid_map 2>&1 </dev/null) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[docker] docker run --rm exits 0" || diag "$out"
+	uid_map_ok docker "$out"
+else
+	hezo_cannot_run "dockerd does not start"
+fi
+
+left=$(hezo_backend_ids "$ROOT" | grep -F "hezo-it-userns" || true)
+expect_eq "$left" "" "no test container left under --root"
+reports=$(hezo_sanitizer_reports)
+expect_eq "$reports" "" "no sanitizer reports" || for r in $reports; do diag "$(head -c 4000 "$r")"; done
+
+tap_done

@@ -1,0 +1,83 @@
+/*
+ * hezo-kcount: the per-user kernel counters a box draws on. `hold DIR N`: make N files in DIR,
+ * open inotify instances until the kernel refuses one, watch every file from each until it
+ * refuses a watch, print what it holds and keep it. `try`: can this process open an inotify
+ * instance and a watch now? Static: test rootfs have no C library.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#define MAX_INSTANCES 4096
+
+static int hold(const char *dir, long files)
+{
+	long instances = 0, watches = 0;
+	int watch_err = 0, inst_err = 0;
+	char path[4096];
+
+	for (long i = 0; i < files; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/w%ld", dir, i);
+		fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			printf("error=create %s: %s\n", path, strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
+	while (instances < MAX_INSTANCES) {
+		int in = inotify_init1(IN_CLOEXEC);
+
+		if (in < 0) {
+			inst_err = errno;
+			break;
+		}
+		instances++;
+		for (long i = 0; i < files && !watch_err; i++) {
+			snprintf(path, sizeof(path), "%s/w%ld", dir, i);
+			if (inotify_add_watch(in, path, IN_MODIFY) < 0)
+				watch_err = errno;
+			else
+				watches++;
+		}
+	}
+	printf("instances=%ld (%s) watches=%ld (%s)\nheld=yes\n", instances,
+	       inst_err ? strerrorname_np(inst_err) : "-", watches,
+	       watch_err ? strerrorname_np(watch_err) : "-");
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+static int try(void)
+{
+	int in = inotify_init1(IN_CLOEXEC);
+
+	if (in < 0) {
+		printf("inotify=%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	if (inotify_add_watch(in, "/", IN_CREATE) < 0) {
+		printf("inotify=%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	printf("inotify=ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && strcmp(argv[1], "hold") == 0)
+		return hold(argv[2], strtol(argv[3], NULL, 10));
+	if (argc == 2 && strcmp(argv[1], "try") == 0)
+		return try();
+	fprintf(stderr, "usage: hezo-kcount hold DIR N | try\n");
+	return 2;
+}
