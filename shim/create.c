@@ -987,6 +987,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		r = plan < 0 ? plan : 0;
 	}
 	/*
+	 * Only host root may write a UTS sysctl (proc_sys_permission), and runc 1.1.5 ignores the
+	 * spec's "domainname": in a user namespace of its own the box cannot get one from runc.
+	 */
+	if (r == 0 && plan != SHIM_USERNS_NONE &&
+	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname"))
+		r = hezo_error_set(
+			err, EINVAL,
+			"linux.sysctl: \"kernel.domainname\": %s cannot set it in the box's "
+			"own user namespace",
+			hezo_backend_name(t.backend));
+	/*
 	 * What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. A regular file only where the box cannot reopen it as host root: runsc's
 	 * Sentry holds it, and a box in a user namespace reopens it as its mode lets others.
