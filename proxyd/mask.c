@@ -93,8 +93,33 @@ static void stage_put(struct hezo_mask *m, const uint8_t *b, size_t n)
 	}
 }
 
+/*
+ * How many of the last bytes of w[from..len) a value could go on from: the longest such tail that
+ * is a proper prefix of some value. Only those wait for the next read, so an upgraded or
+ * interactive stream is never held back by bytes that cannot begin a value.
+ */
+static size_t partial_tail(const struct hezo_mask *m, const uint8_t *w, size_t from, size_t len)
+{
+	size_t best = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		size_t vl = m->v[i].len, max;
+
+		if (vl < 2)
+			continue;
+		max = vl - 1 < len - from ? vl - 1 : len - from;
+		for (size_t k = max; k > best; k--)
+			if (w[len - k] == m->v[i].value[0] &&
+			    memcmp(w + len - k, m->v[i].value, k) == 0) {
+				best = k;
+				break;
+			}
+	}
+	return best;
+}
+
 /* Pass work[0..len) on with every whole value replaced; returns where the bytes kept for the next
- * call begin (a value's first bytes may end the buffer: up to longest - 1 of them wait). */
+ * call begin (a value's first bytes may end the buffer: those, up to longest - 1, wait). */
 static size_t scan(struct hezo_mask *m, size_t len, bool last)
 {
 	const uint8_t *w = m->work;
@@ -127,7 +152,7 @@ static size_t scan(struct hezo_mask *m, size_t len, bool last)
 	if (last || m->longest == 0)
 		limit = len;
 	else
-		limit = len - pos >= m->longest ? len - (m->longest - 1) : pos;
+		limit = len - partial_tail(m, w, pos, len);
 	stage_put(m, w + pos, limit - pos);
 	return limit;
 }
