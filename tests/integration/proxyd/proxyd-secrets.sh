@@ -114,7 +114,7 @@ EG=$(jq -cn --arg f "$T/secrets/gh" --arg f2 "$T/secrets/two" --arg p "$PH" --ar
 	mode: "proxy", allow: ["api.test", "other.test", "plain.test", "git.test", "untrusted.test"],
 	resolvers: ["127.0.0.1:5354"], allowRanges: ["10.202.0.0/24"],
 	secrets: {GH_TOKEN: {hosts: ["api.test", "git.test", "untrusted.test"], file: $f,
-			placeholder: $p, otherHosts: "refuse"},
+			placeholder: $p, otherHosts: "refuse", in: ["header", "query"]},
 		TWO: {hosts: ["other.test"], file: $f2, placeholder: $p2, otherHosts: "pass"}}}')
 
 start_proxyd() {
@@ -134,18 +134,26 @@ check "bundle = host roots + proxyd's CA" bash -c "grep -c 'BEGIN CERT' '$BUNDLE
 	tail -n 20 '$BUNDLE' | grep -q 'END CERT' && cmp -s <(openssl x509 -in '$T/state/tls/ca.crt') <(awk '/BEGIN/{b=\"\"} {b=b \$0 \"\\n\"} END{printf \"%s\", b}' '$BUNDLE')"
 
 C=(ip netns exec hzs-c1 curl -sS --max-time 8 --cacert "$BUNDLE")
+# What the upstream received (its log), not what the box got back: answers toward the box carry
+# the placeholder again wherever the upstream echoed a value (issue 27).
+req() {
+	: >up.log
+	"${C[@]}" "$@" >"$T/answer" 2>&1
+	cat up.log
+}
 # ---- substitution: header, query, Basic ----
-out=$("${C[@]}" -H "X-Token: $PH" https://api.test/h 2>&1)
+out=$(req -H "X-Token: $PH" https://api.test/h)
 expect_match "$out" "x=$VALUE " "header: the upstream gets the value in X-Token"
-out=$("${C[@]}" "https://api.test/q?token=$PH&a=1" 2>&1)
+expect_match "$(cat "$T/answer")" "x=$PH " "header: the echoed value comes back to the box as the placeholder"
+out=$(req "https://api.test/q?token=$PH&a=1")
 expect_match "$out" "GET /q\\?token=$VALUE&a=1 HTTP/1.1" "query string: the upstream gets the value"
-out=$("${C[@]}" -u "x-access-token:$PH" https://api.test/basic 2>&1)
+out=$(req -u "x-access-token:$PH" https://api.test/basic)
 want=$(printf 'x-access-token:%s' "$VALUE" | base64 -w0)
 expect_match "$out" "auth=Basic $want " "Basic auth: decoded, replaced, encoded (git's x-access-token form)"
-out=$("${C[@]}" -H "Authorization: Bearer $PH" https://api.test/bearer 2>&1)
+out=$(req -H "Authorization: Bearer $PH" https://api.test/bearer)
 expect_match "$out" "auth=Bearer $VALUE " "Bearer: replaced"
 # ---- keep-alive: the second request on one connection is substituted too ----
-out=$("${C[@]}" -H "X-Token: $PH" https://api.test/k1 https://api.test/k2 2>&1)
+out=$(req -H "X-Token: $PH" https://api.test/k1 https://api.test/k2)
 p1=$(sed -n 's/^peer=\([0-9]*\) GET \/k1 .*/\1/p' <<<"$out")
 p2=$(sed -n 's/^peer=\([0-9]*\) GET \/k2 .*/\1/p' <<<"$out")
 expect_eq "$(grep -c "x=$VALUE " <<<"$out")" 2 "keep-alive: both requests substituted"
@@ -154,11 +162,11 @@ expect_eq "$p1" "$p2" "keep-alive: one upstream connection for both (peer port $
 head -c 300000 /dev/urandom >body.bin
 gzip -c body.bin >body.gz
 sha_gz=$(sha256sum <body.gz | cut -d' ' -f1)
-out=$("${C[@]}" -H "X-Token: $PH" -H "Content-Encoding: gzip" --data-binary @body.gz https://api.test/gz 2>&1)
+out=$(req -H "X-Token: $PH" -H "Content-Encoding: gzip" --data-binary @body.gz https://api.test/gz)
 expect_match "$out" "x=$VALUE body=$(stat -c %s body.gz) sha=$sha_gz" "a gzip body arrives byte-identical (Content-Length)"
-out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/ch 2>&1)
+out=$(req -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/ch)
 expect_match "$out" "x=$VALUE body=300000 sha=$(sha256sum <body.bin | cut -d' ' -f1)" "a chunked body arrives byte-identical"
-out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/c1 https://api.test/c2 2>&1)
+out=$(req -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/c1 https://api.test/c2)
 expect_eq "$(grep -c "x=$VALUE body=300000" <<<"$out")" 2 "keep-alive after a chunked body: next request followed and substituted"
 # ---- refusals ----
 : >up.log
@@ -167,7 +175,7 @@ expect_match "$out" "a secret's placeholder toward a host the secret does not na
 expect_eq "$(cat up.log)" "" "... and the upstream got nothing"
 out=$("${C[@]}" -H "X-Token: $PH2" https://api.test/pass 2>&1)
 expect_match "$out" "x=$PH2 " "TWO (otherHosts pass) toward api.test: passed unchanged"
-out=$("${C[@]}" -H "X-Token: $PH2" https://other.test/two 2>&1)
+out=$(req -H "X-Token: $PH2" https://other.test/two)
 expect_match "$out" "x=$VALUE2 " "TWO toward its own host other.test: substituted"
 out=$("${C[@]}" -w '%{http_code}' -H "Host: other.test" -H "X-Token: $PH" https://api.test/ 2>&1)
 expect_match "$out" "Host does not match the TLS server name.*403$" "Host different from SNI: 403"
@@ -244,7 +252,7 @@ if start_proxyd; then ok "proxyd restarts"; else not_ok "proxyd restarts"; fi
 expect_eq "$(sha256sum <"$T/state/tls/ca.crt")" "$sum" "restart: the same CA"
 # proxyd takes the registration back from its state file; the first request may come before.
 for _ in $(seq 40); do
-	out=$("${C[@]}" -H "X-Token: $PH" https://api.test/again 2>&1)
+	out=$(req -H "X-Token: $PH" https://api.test/again)
 	[[ $out =~ x=$VALUE\  ]] && break
 	sleep 0.25
 done
