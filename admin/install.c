@@ -6,11 +6,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "hezo-file.h"
 #include "hezo-install.h"
+#include "hezo-json.h"
 #include "install-internal.h"
 
 #define DOCKER_CONFIG	  "/etc/docker/daemon.json"
@@ -152,7 +155,7 @@ static int write_config(const char *path, const char *text, size_t len, struct h
 }
 
 /* Docker re-reads "runtimes" on SIGHUP; no restart, running containers are untouched. */
-static void reload_docker(const struct opts *o)
+static bool reload_docker(const struct opts *o)
 {
 	const char *pidfile = o->pidfile ? o->pidfile : DOCKER_PIDFILE;
 	_cleanup_error_ struct hezo_error *e = NULL;
@@ -162,11 +165,11 @@ static void reload_docker(const struct opts *o)
 	long pid;
 
 	if (o->no_reload || o->dry_run)
-		return;
+		return false;
 	if (hezo_install_read_optional(pidfile, &text, &len, &exists, &e) < 0 || !exists) {
 		printf("docker: dockerd is not running (no %s); it reads the file when it starts\n",
 		       pidfile);
-		return;
+		return false;
 	}
 	pid = strtol(text, NULL, 10);
 	if (pid <= 1 || asprintf(&commpath, "/proc/%ld/comm", pid) < 0 ||
@@ -175,15 +178,50 @@ static void reload_docker(const struct opts *o)
 		printf("docker: dockerd is not running (stale %s); it reads the file when it "
 		       "starts\n",
 		       pidfile);
-		return;
+		return false;
 	}
 	if (kill((pid_t)pid, SIGHUP) < 0) {
 		printf("docker: could not signal dockerd (pid %ld): %s; reload it with "
 		       "`kill -HUP %ld` or restart it\n",
 		       pid, strerror(errno), pid);
-		return;
+		return false;
 	}
 	printf("docker: sent SIGHUP to dockerd (pid %ld) to reload its runtimes\n", pid);
+	return true;
+}
+
+/* Whether TEXT (NULL: no file) is a JSON object with a top-level "runtimes" key. */
+static bool has_runtimes(const char *text, size_t len)
+{
+	_cleanup_json_ struct hezo_json *j = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+
+	return text && hezo_json_parse(text, len, &j, &e) == 0 &&
+	       hezo_json_get(j, "runtimes") != NULL;
+}
+
+/*
+ * dockerd 20.10 keeps the runtimes it has when a reload finds no file, or a file without
+ * "runtimes" (measured: `docker info` still listed hezo-shim after the file went). Before the
+ * file becomes such, dockerd is shown an empty "runtimes" once, and the change waits until it
+ * has read that (its close of the file, seen by inotify; 5 s at most).
+ */
+static void drop_runtimes_first(const struct opts *o, const char *path)
+{
+	static const char empty[] = "{\"runtimes\": {}}\n";
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_close_ int in = -1;
+	struct pollfd pfd;
+	char buf[4096];
+
+	if (o->no_reload || o->dry_run || write_config(path, empty, sizeof(empty) - 1, &e) < 0)
+		return;
+	in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (in < 0 || inotify_add_watch(in, path, IN_CLOSE_NOWRITE) < 0)
+		return;
+	pfd = (struct pollfd){.fd = in, .events = POLLIN};
+	if (reload_docker(o) && poll(&pfd, 1, 5000) == 1)
+		(void)!read(in, buf, sizeof(buf));
 }
 
 static int docker_install(const struct opts *o, const char *shim)
@@ -269,6 +307,10 @@ static int docker_uninstall(const struct opts *o)
 		fail(o, "docker", path, e, "file left unchanged");
 		return 1;
 	}
+	if ((action == HEZO_UNINSTALL_DELETE ||
+	     (action == HEZO_UNINSTALL_RESTORE_BACKUP && !has_runtimes(bak, bak_len)) ||
+	     (action == HEZO_UNINSTALL_REWRITE && !has_runtimes(out, out_len))))
+		drop_runtimes_first(o, path);
 	switch (action) {
 	case HEZO_UNINSTALL_NOTHING:
 		printf("docker: %s does not register runtime \"%s\"; nothing to do\n", path,
