@@ -190,6 +190,25 @@ static void to_client(void *ud, const uint8_t *b, size_t n)
 		SSL_write(k->cs, b, (int)n);
 }
 
+/*
+ * A head the parser refused may be one whose method is a placeholder (longer than any method it
+ * takes): named as such, as a placeholder in the method of a head it reads is.
+ */
+static bool placeholder_in_method(const struct pd_icpt *k)
+{
+	const uint8_t *sp = memchr(k->in, ' ', k->inlen);
+	size_t mlen = sp ? (size_t)(sp - k->in) : k->inlen;
+	const struct hezo_egress *eg = &k->c->eg;
+
+	for (size_t i = 0; i < eg->nsecrets; i++) {
+		const char *ph = eg->secrets[i].placeholder;
+
+		if (*ph && memmem(k->in, mlen, ph, strlen(ph)))
+			return true;
+	}
+	return false;
+}
+
 /* Read every secret's value from its file, as the shim checked it: root's, no group or other. */
 static int load_values(struct pd_icpt *k)
 {
@@ -355,8 +374,9 @@ static bool take_head(struct pd_icpt *k)
 	}
 	if (r < 0) {
 		answer_and_end(k, 400, "deny",
-			       "not an HTTP/1.1 request with one Host header and unambiguous "
-			       "framing");
+			       placeholder_in_method(k) ? "a secret's placeholder in the method"
+							: "not an HTTP/1.1 request with one Host "
+							  "header and unambiguous framing");
 		return false;
 	}
 	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
