@@ -300,12 +300,18 @@ static bool basic_room(const struct pd_icpt *k, const struct basic_pairs *p)
 {
 	uint64_t done = answered(k);
 	size_t need = 0, have = BASIC_SLOTS - k->nbasic;
+	bool kept[BASIC_SLOTS] = {false};
 
-	for (size_t i = 0; i < p->n; i++)
-		if (basic_find(k, p->sent[i], p->slen[i]) < 0)
+	for (size_t i = 0; i < p->n; i++) {
+		int at = basic_find(k, p->sent[i], p->slen[i]);
+
+		if (at < 0)
 			need++;
+		else
+			kept[at] = true; /* it stays, for this request's answer too */
+	}
 	for (unsigned i = 0; i < k->nbasic; i++)
-		if (k->basic_req[i] <= done)
+		if (!kept[i] && k->basic_req[i] <= done)
 			have++;
 	return need <= have;
 }
@@ -315,25 +321,35 @@ static int basic_add(struct pd_icpt *k, const struct basic_pairs *p, uint64_t re
 {
 	uint64_t done = answered(k);
 
+	/* Those already kept first: they must not be taken for free slots below. */
 	for (size_t i = 0; i < p->n; i++) {
 		int at = basic_find(k, p->sent[i], p->slen[i]);
-		unsigned slot;
+
+		if (at >= 0)
+			k->basic_req[at] = req;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		unsigned slot = 0;
 		uint8_t *b;
 
-		if (at >= 0) {
-			k->basic_req[at] = req;
+		if (basic_find(k, p->sent[i], p->slen[i]) >= 0)
 			continue;
+		if (k->nbasic < BASIC_SLOTS) {
+			slot = k->nbasic;
+		} else {
+			while (slot < BASIC_SLOTS && k->basic_req[slot] > done)
+				slot++;
+			if (slot == BASIC_SLOTS)
+				return -ENOSPC;
 		}
 		b = malloc(p->slen[i] + p->wlen[i]);
 		if (!b)
 			return -ENOMEM;
 		memcpy(b, p->sent[i], p->slen[i]);
 		memcpy(b + p->slen[i], p->written[i], p->wlen[i]);
-		if (k->nbasic < BASIC_SLOTS) {
-			slot = k->nbasic++;
+		if (slot == k->nbasic) {
+			k->nbasic++;
 		} else {
-			for (slot = 0; k->basic_req[slot] > done; slot++)
-				;
 			OPENSSL_cleanse(k->basic[slot],
 					k->mv[k->nsv + slot].len +
 						k->mv[k->nsv + slot].placeholder_len);
@@ -488,7 +504,7 @@ static bool take_head(struct pd_icpt *k)
 		}
 		if (basic_add(k, &p, k->nreq + 1) < 0) {
 			OPENSSL_cleanse(out, olen);
-			answer_and_end(k, 502, "error", "out of memory");
+			answer_and_end(k, 502, "error", "no room to mask a Basic credential");
 			return false;
 		}
 	}
