@@ -221,6 +221,14 @@ for i in 1 2 3 4 5 6; do
 done
 expect_eq "$seen" 0 "[basic] ... none brings base64(user:value) back to the box" || diag "$OUT"
 nv "[basic] ... no value in any byte the box receives"
+# Five Basic credentials with values in one head: more than are masked at once, so refused.
+box basic5 'H=""; for i in 1 2 3 4 5; do H="${H}Authorization: Basic $(printf "u$i:%s" "$TOK" | base64 | tr -d "\n")\r\n"; done; printf "GET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: x\r\n${H}Connection: close\r\n\r\n" | '"$SC"
+expect_match "$OUT" "cannot all be masked" "[basic] five Basic credentials with values in one head: refused naming it" || diag "$OUT"
+seen=0
+for i in 1 2 3 4 5; do
+	grep -qF "$(printf "u$i:%s" "$VTOK" | base64 -w0)" <<<"$OUT" && seen=$((seen + 1))
+done
+expect_eq "$seen" 0 "[basic] ... none brings base64(user:value) back to the box" || diag "$OUT"
 # A Basic credential padded with a long value's placeholder past what the masking holds, with
 # base64(":" placeholder) written in its text (red team F2, F2b): refused, never half masked.
 : >echo.log
