@@ -24,11 +24,13 @@
 #include "proxyd.h"
 #include "tls.h"
 
-#define IN_MAX	   PD_HEAD_MAX	     /* client plaintext not yet passed */
-#define PEND_MAX   (4 * PD_HEAD_MAX) /* plaintext on its way to the upstream */
-#define DOWN_LIMIT (256 * 1024)	     /* TLS bytes waiting for the client: stop reading up */
-#define CIN_LIMIT  (64 * 1024)	     /* TLS bytes from the client not yet decrypted */
-#define VALUE_READ 4097
+#define IN_MAX	 PD_HEAD_MAX	   /* client plaintext not yet passed */
+#define PEND_MAX (4 * PD_HEAD_MAX) /* plaintext on its way to the upstream */
+/* Basic credentials masked back beside the secrets' values. */
+#define BASIC_SLOTS (HEZO_MASK_VALUES - HEZO_SUBST_MAX)
+#define DOWN_LIMIT  (256 * 1024) /* TLS bytes waiting for the client: stop reading up */
+#define CIN_LIMIT   (64 * 1024)	 /* TLS bytes from the client not yet decrypted */
+#define VALUE_READ  4097
 
 enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
 enum hstate { I_HEAD, I_LENGTH, I_CHUNKED, I_OPAQUE, I_DONE };
@@ -53,15 +55,17 @@ struct pd_icpt {
 	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
 	uint8_t *values[HEZO_SUBST_MAX];
 	struct hezo_mask_value mv[HEZO_MASK_VALUES];
-	uint8_t *basic[HEZO_MASK_VALUES - HEZO_SUBST_MAX]; /* sent and written, one allocation */
-	unsigned nbasic;
-	struct hezo_mask *mask; /* the answers, while a request waits for one (~60 KiB) */
-	size_t nmv;		/* values masked: the secrets', then Basic credentials */
-	uint64_t masked;	/* masks of the answers before the current mask */
-	uint16_t port;		/* the real destination port */
-	bool down_done;		/* an answer ended the connection: nothing more goes down */
+	uint8_t *basic[BASIC_SLOTS];	 /* sent and written, one allocation */
+	uint64_t basic_req[BASIC_SLOTS]; /* the last request (nreq) whose answer may echo it */
+	unsigned nbasic;		 /* slots in use, from the first */
+	struct hezo_mask *mask;		 /* the answers, while a request waits for one (~60 KiB) */
+	size_t nmv;			 /* values masked: the secrets', then Basic credentials */
+	uint64_t masked;		 /* masks of the answers before the current mask */
+	uint16_t port;			 /* the real destination port */
+	bool down_done; /* an answer ended the connection: nothing more goes down */
 	uint64_t bytes_out, bytes_in;
-	unsigned nreq, nsubst;
+	uint64_t nreq;
+	unsigned nsubst;
 	const char *reason;
 };
 
@@ -117,7 +121,7 @@ static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 	SSL_free(k->cs);
 	SSL_free(k->us);
 	icpt_free_values(k);
-	for (size_t i = 0; i < HEZO_MASK_VALUES - HEZO_SUBST_MAX; i++)
+	for (size_t i = 0; i < BASIC_SLOTS; i++)
 		if (k->basic[i]) {
 			OPENSSL_cleanse(k->basic[i],
 					k->mv[k->nsv + i].len + k->mv[k->nsv + i].placeholder_len);
@@ -264,36 +268,121 @@ static int load_values(struct pd_icpt *k)
 	return 0;
 }
 
-/* A Basic credential that took a value: masked back too, the last few of the connection kept. */
-static void add_basic(void *ud, const uint8_t *sent, size_t slen, const uint8_t *written,
-		      size_t wlen)
+/* Requests whose answers are all done: a Basic credential of theirs can give its slot up. */
+static uint64_t answered(const struct pd_icpt *k)
 {
-	struct pd_icpt *k = ud;
-	const size_t extra = HEZO_MASK_VALUES - HEZO_SUBST_MAX;
-	size_t slot = k->nbasic % extra, n = k->nsv + (k->nbasic < extra ? k->nbasic + 1 : extra);
-	struct hezo_mask_value *v = &k->mv[k->nsv + slot];
-	uint8_t *b;
+	return k->nreq - (k->mask ? k->mask->qn : 0);
+}
 
-	if (slen > HEZO_MASK_VALUE_MAX)
+/* The Basic credentials a substituted head made: (sent, written) pairs, pointers into it. */
+struct basic_pairs {
+	size_t n;
+	bool over;
+	const uint8_t *sent[BASIC_SLOTS], *written[BASIC_SLOTS];
+	size_t slen[BASIC_SLOTS], wlen[BASIC_SLOTS];
+};
+
+static void note_basic(void *ud, const uint8_t *sent, size_t slen, const uint8_t *written,
+		       size_t wlen)
+{
+	struct basic_pairs *p = ud;
+
+	/* subst.c refuses such; a credential that cannot be masked must not go in any case. */
+	if (p->n == BASIC_SLOTS || slen > HEZO_MASK_VALUE_MAX) {
+		p->over = true;
 		return;
-	for (size_t i = k->nsv; i < k->nsv + (k->nbasic < extra ? k->nbasic : extra); i++)
-		if (k->mv[i].len == slen && memcmp(k->mv[i].value, sent, slen) == 0)
-			return;
-	b = malloc(slen + wlen);
-	if (!b)
-		return;
-	memcpy(b, sent, slen);
-	memcpy(b + slen, written, wlen);
-	if (k->basic[slot]) {
-		OPENSSL_cleanse(k->basic[slot], v->len + v->placeholder_len);
-		free(k->basic[slot]);
 	}
-	k->basic[slot] = b;
-	*v = (struct hezo_mask_value){(const char *)b + slen, b, slen, wlen};
-	k->nbasic++;
-	k->nmv = n;
+	p->sent[p->n] = sent;
+	p->slen[p->n] = slen;
+	p->written[p->n] = written;
+	p->wlen[p->n] = wlen;
+	p->n++;
+}
+
+/* The slot credential sent[0..slen) is masked from, or -1. */
+static int basic_find(const struct pd_icpt *k, const uint8_t *sent, size_t slen)
+{
+	for (unsigned i = 0; i < k->nbasic; i++) {
+		const struct hezo_mask_value *v = &k->mv[k->nsv + i];
+
+		if (v->len == slen && memcmp(v->value, sent, slen) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * Room for p's credentials: each new one needs a slot that is unused, or whose credential no
+ * answer still due can echo. A slot is never given up earlier: that answer would pass unmasked.
+ */
+static bool basic_room(const struct pd_icpt *k, const struct basic_pairs *p)
+{
+	uint64_t done = answered(k);
+	size_t need = 0, have = BASIC_SLOTS - k->nbasic;
+	bool kept[BASIC_SLOTS] = {false};
+
+	for (size_t i = 0; i < p->n; i++) {
+		int at = basic_find(k, p->sent[i], p->slen[i]);
+
+		if (at < 0)
+			need++;
+		else
+			kept[at] = true; /* it stays, for this request's answer too */
+	}
+	for (unsigned i = 0; i < k->nbasic; i++)
+		if (!kept[i] && k->basic_req[i] <= done)
+			have++;
+	return need <= have;
+}
+
+/* p's credentials masked back on every answer up to request req's (basic_room said yes). */
+static int basic_add(struct pd_icpt *k, const struct basic_pairs *p, uint64_t req)
+{
+	uint64_t done = answered(k);
+
+	/* Those already kept first: they must not be taken for free slots below. */
+	for (size_t i = 0; i < p->n; i++) {
+		int at = basic_find(k, p->sent[i], p->slen[i]);
+
+		if (at >= 0)
+			k->basic_req[at] = req;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		unsigned slot = 0;
+		uint8_t *b;
+
+		if (basic_find(k, p->sent[i], p->slen[i]) >= 0)
+			continue;
+		if (k->nbasic < BASIC_SLOTS) {
+			slot = k->nbasic;
+		} else {
+			while (slot < BASIC_SLOTS && k->basic_req[slot] > done)
+				slot++;
+			if (slot == BASIC_SLOTS)
+				return -ENOSPC;
+		}
+		b = malloc(p->slen[i] + p->wlen[i]);
+		if (!b)
+			return -ENOMEM;
+		memcpy(b, p->sent[i], p->slen[i]);
+		memcpy(b + p->slen[i], p->written[i], p->wlen[i]);
+		if (slot == k->nbasic) {
+			k->nbasic++;
+		} else {
+			OPENSSL_cleanse(k->basic[slot],
+					k->mv[k->nsv + slot].len +
+						k->mv[k->nsv + slot].placeholder_len);
+			free(k->basic[slot]);
+		}
+		k->basic[slot] = b;
+		k->basic_req[slot] = req;
+		k->mv[k->nsv + slot] = (struct hezo_mask_value){(const char *)b + p->slen[i], b,
+								p->slen[i], p->wlen[i]};
+	}
+	k->nmv = k->nsv + k->nbasic;
 	if (k->mask)
-		hezo_mask_values(k->mask, k->mv, n);
+		hezo_mask_values(k->mask, k->mv, k->nmv);
+	return 0;
 }
 
 static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
@@ -417,8 +506,28 @@ static bool take_head(struct pd_icpt *k)
 		answer_and_end(k, 400, "deny", "request head too long once substituted");
 		return false;
 	}
-	if (res.count)
-		hezo_subst_basic_pairs(k->in, req.head_len, out, olen, add_basic, k);
+	if (res.count) {
+		struct basic_pairs p = {0};
+
+		hezo_subst_basic_pairs(k->in, req.head_len, out, olen, note_basic, &p);
+		if (p.over) {
+			OPENSSL_cleanse(out, olen);
+			answer_and_end(k, 400, "deny",
+				       "Basic credentials with values that cannot all be masked");
+			return false;
+		}
+		/* Full of credentials answers may still echo: read this head again when some
+		 * answers are done (the answers come in, so it ends). */
+		if (!basic_room(k, &p)) {
+			OPENSSL_cleanse(out, olen);
+			return true;
+		}
+		if (basic_add(k, &p, k->nreq + 1) < 0) {
+			OPENSSL_cleanse(out, olen);
+			answer_and_end(k, 502, "error", "no room to mask a Basic credential");
+			return false;
+		}
+	}
 	/* Coded answers could hide a value from the masking: ask for none. */
 	if (hezo_subst_identity(out, olen, PEND_MAX - (size_t)(out - k->pend), &olen) < 0) {
 		OPENSSL_cleanse(out, olen);

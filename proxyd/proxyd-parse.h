@@ -245,7 +245,9 @@ struct hezo_subst_result {
 	unsigned count;	  /* substitutions */
 	uint32_t misplaced; /* bit i: secret i is here, but its placeholder sits where it may not go
 			     */
-	const char *why;    /* for misplaced: where (the first one) */
+	const char *why;    /* for misplaced and oversize: where or what (the first one) */
+	uint32_t oversize;  /* bit i: secret i went into a Basic credential over
+			     * HEZO_MASK_VALUE_MAX, too long to be masked back */
 };
 
 /*
@@ -263,8 +265,11 @@ bool hezo_subst_value_ok(const uint8_t *v, size_t len);
  * when the secret takes "query". Anywhere else (method, path, query, field name, another header)
  * the head is refused: -EPROTO with res->misplaced and res->why. A placeholder of a secret that is
  * not here is left as it is when it may pass, else the head is refused: -EACCES with
- * res->refused naming the secrets. Everything else is copied byte for byte. -ENOSPC when out is
- * too small, -EINVAL for more than HEZO_SUBST_MAX secrets. Pure: fuzzed.
+ * res->refused naming the secrets. A Basic credential is substituted in its decoded form only
+ * when a placeholder is there (else as text), and one that would come out longer than
+ * HEZO_MASK_VALUE_MAX is refused: -EPROTO with res->oversize and res->why. Everything else is
+ * copied byte for byte. -ENOSPC when out is too small, -EINVAL for more than HEZO_SUBST_MAX
+ * secrets. Pure: fuzzed.
  */
 int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_secret *s, size_t n,
 		    uint8_t *out, size_t outsz, size_t *outlen, struct hezo_subst_result *res);

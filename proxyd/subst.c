@@ -173,6 +173,39 @@ static void b64_encode(const uint8_t *s, size_t len, struct out *o)
 	}
 }
 
+static void merge(struct hezo_subst_result *res, const struct hezo_subst_result *r)
+{
+	res->used |= r->used;
+	res->refused |= r->refused;
+	res->misplaced |= r->misplaced;
+	res->why = res->why ?: r->why;
+	res->count += r->count;
+}
+
+/*
+ * The re-encoded credentials out[at..len): a placeholder in them is the box's text, written to
+ * be there beside a value it put in the credentials. Refused, not substituted: its value would
+ * sit inside base64 it could be read back from.
+ */
+static void scan_encoded(const struct out *o, size_t at, const struct hezo_subst_secret *v,
+			 size_t n, struct hezo_subst_result *res)
+{
+	for (size_t i = at; i < o->len; i++) {
+		int k = match(o->p + i, o->len - i, v, n);
+
+		if (k < 0)
+			continue;
+		if (v[k].here) {
+			res->misplaced |= 1u << k;
+			res->why = res->why
+					   ?: "a secret's placeholder in the base64 text of Basic "
+					      "credentials that hold a placeholder";
+		} else if (!v[k].pass) {
+			res->refused |= 1u << k;
+		}
+	}
+}
+
 /*
  * A header value: "Basic TOKEN" of an authorization header gets its credentials decoded,
  * substituted and encoded again (only when a placeholder is inside: else it stays byte for byte);
@@ -199,39 +232,42 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 		e--;
 	if (auth && e - t > 6 && strncasecmp((const char *)val + t, "basic ", 6) == 0) {
 		uint8_t dec[BASIC_MAX], sub[BASIC_MAX];
-		size_t s = t + 6;
+		struct hezo_subst_result r2 = {0};
+		size_t s = t + 6, at;
 		long dl;
 
 		while (s < e && val[s] == ' ')
 			s++;
+		put(o, val, s);
+		at = o->len;
 		dl = b64_decode(val + s, e - s, dec, sizeof(dec));
 		if (dl > 0) {
-			struct hezo_subst_result r2 = {0};
 			struct out so = {.p = sub, .size = sizeof(sub)};
 
 			subst_seg(dec, (size_t)dl, AT_VALUE, name, nlen, v, n, &so, &r2);
+			o->full = o->full || so.full;
+			/* Encoded as it is, never substituted again: a placeholder written in the
+			 * new base64 text would give forms of the value (base64 of ":" value) that
+			 * the masking does not know. */
 			if (r2.used || r2.refused || r2.misplaced) {
-				res->used |= r2.used;
-				res->refused |= r2.refused;
-				res->misplaced |= r2.misplaced;
-				res->why = res->why ?: r2.why;
-				res->count += r2.count;
-				if (so.full) {
-					o->full = true;
-					return;
-				}
-				uint8_t enc[BASIC_MAX / 3 * 4 + 8];
-				struct out eo = {.p = enc, .size = sizeof(enc)};
-
-				put(o, val, s);
-				b64_encode(sub, so.len, &eo);
-				/* A placeholder spelled out in the base64 text itself goes too. */
-				subst_seg(enc, eo.len, AT_VALUE, name, nlen, v, n, o, res);
-				o->full = o->full || eo.full;
-				put(o, val + e, vlen - e);
-				return;
+				b64_encode(sub, so.len, o);
+				scan_encoded(o, at, v, n, &r2);
 			}
 		}
+		/* No placeholder in the credentials: the token is the box's text, a placeholder in
+		 * it standing for a value that is the token or a part of it. */
+		if (!(r2.used || r2.refused || r2.misplaced))
+			subst_seg(val + s, e - s, AT_VALUE, name, nlen, v, n, o, &r2);
+		merge(res, &r2);
+		/* The token as sent is masked back whole: one too long to be masked is refused. */
+		if (r2.used && !o->full && o->len - at > HEZO_MASK_VALUE_MAX) {
+			res->oversize |= r2.used;
+			res->why = res->why
+					   ?: "a Basic credential too long to be masked once "
+					      "substituted";
+		}
+		put(o, val + e, vlen - e);
+		return;
 	}
 	subst_seg(val, vlen, AT_VALUE, name, nlen, v, n, o, res);
 }
@@ -288,7 +324,7 @@ int hezo_subst_head(const uint8_t *head, size_t len, const struct hezo_subst_sec
 		first = false;
 		line += ll;
 	}
-	if (res->misplaced)
+	if (res->misplaced || res->oversize)
 		return -EPROTO;
 	if (res->refused)
 		return -EACCES;

@@ -8,7 +8,9 @@
  * no placeholder of a secret that is here survives (but in Host, which is never substituted); the
  * method and the path come out unchanged; a misplaced placeholder (method, path, name, a query
  * that does not take it) is refused, naming only secrets that are here; an output that parses has
- * the input's framing and Host; a refusal names a secret that is not here and may not pass.
+ * the input's framing and Host; a refusal names a secret that is not here and may not pass; every
+ * Basic token that took a value fits the masking, and once each is masked back no base64 form of a
+ * value the box did not write itself is left.
  *
  * Answers (proxyd/mask.c): the next bytes say how many requests wait, which are HEAD or HTTP/1.0
  * and how the upstream's bytes are split into reads; then the upstream's bytes. Invariants: no
@@ -36,6 +38,83 @@ static const char *const val[3] = {"ghp_realtoken", "x?y#z/%41", "p@ss:w0rd"};
 static bool contains(const uint8_t *b, size_t len, const char *s)
 {
 	return memmem(b, len, s, strlen(s)) != NULL;
+}
+
+/* The Basic tokens a head's substitution changed, as hezo_subst_basic_pairs hands them. */
+struct pairs {
+	const uint8_t *out;
+	size_t n, at[256], slen[256];
+	const uint8_t *written[256];
+	size_t wlen[256];
+	bool over;
+};
+
+static void pair(void *ud, const uint8_t *sent, size_t slen, const uint8_t *written, size_t wlen)
+{
+	struct pairs *p = ud;
+
+	/* Each must fit the masking, or it would go back to the box as it went up. */
+	if (slen > HEZO_MASK_VALUE_MAX)
+		abort();
+	if (p->n == 256) {
+		p->over = true;
+		return;
+	}
+	p->at[p->n] = (size_t)(sent - p->out);
+	p->slen[p->n] = slen;
+	p->written[p->n] = written;
+	p->wlen[p->n] = wlen;
+	p->n++;
+}
+
+static const char b64c[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The base64 characters that depend on v alone when v starts j bytes into the encoded text. */
+static size_t b64_form(const char *v, size_t j, char *f)
+{
+	uint8_t in[64] = {0};
+	size_t len = strlen(v), n = j + len, c0 = (8 * j + 5) / 6, c1 = 8 * n / 6, o = 0;
+
+	memcpy(in + j, v, len);
+	for (size_t c = c0; c < c1; c++) {
+		size_t bit = 6 * c;
+		unsigned w = (unsigned)in[bit / 8] << 8 | in[bit / 8 + 1];
+
+		f[o++] = b64c[w >> (10 - bit % 8) & 63];
+	}
+	f[o] = '\0';
+	return o;
+}
+
+/*
+ * The head as the masking gives it back: each changed Basic token as the box wrote it. No form of
+ * a value proxyd built in base64 may remain (one the box wrote itself is its own).
+ */
+static void check_basic_forms(const uint8_t *in, size_t inlen, const uint8_t *out, size_t olen,
+			      const struct hezo_subst_secret *s)
+{
+	static uint8_t view[6 * 16384];
+	struct pairs p = {.out = out};
+	size_t v = 0, from = 0;
+	char f[128];
+
+	hezo_subst_basic_pairs(in, inlen, out, olen, pair, &p);
+	if (p.over)
+		return;
+	for (size_t i = 0; i < p.n; i++) {
+		memcpy(view + v, out + from, p.at[i] - from);
+		v += p.at[i] - from;
+		memcpy(view + v, p.written[i], p.wlen[i]);
+		v += p.wlen[i];
+		from = p.at[i] + p.slen[i];
+	}
+	memcpy(view + v, out + from, olen - from);
+	v += olen - from;
+	for (int i = 0; i < 3; i++)
+		for (size_t j = 0; s[i].here && j < 3; j++)
+			if (b64_form(val[i], j, f) >= 4 && memmem(view, v, f, strlen(f)) &&
+			    !memmem(in, inlen, f, strlen(f)))
+				abort();
 }
 
 static int request(const uint8_t *data, size_t size)
@@ -67,7 +146,7 @@ static int request(const uint8_t *data, size_t size)
 		for (int i = 0; i < 3; i++)
 			if ((res.misplaced >> i & 1) && !s[i].here)
 				abort();
-		if (!res.misplaced || !res.why)
+		if (!(res.misplaced || res.oversize) || !res.why)
 			abort();
 		return 0;
 	}
@@ -81,6 +160,8 @@ static int request(const uint8_t *data, size_t size)
 	}
 	if (r != 0)
 		abort(); /* out is three times the head: no -ENOSPC */
+	if (res.used)
+		check_basic_forms(data, a.head_len, out, olen, s);
 	if (!res.used && (olen != a.head_len || memcmp(out, data, olen) != 0))
 		abort();
 	/* Host is never substituted (it was matched with the SNI): a name holding a placeholder

@@ -82,13 +82,17 @@ VALUE2="two_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 VTOK="tok_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 VQ="qtk_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 VK8="k8_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+# A long value (101 characters, as many API keys): its placeholder pads a Basic credential.
+VLONG="long_$(head -c 120 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 96)"
 mkdir -m 0700 "$E/secrets"
 printf '%s\n' "$VALUE" >"$E/secrets/gh"
 printf '%s' "$VALUE2" >"$E/secrets/two"
 printf '%s' "$VTOK" >"$E/secrets/tok"
 printf '%s' "$VQ" >"$E/secrets/q"
 printf '%s' "$VK8" >"$E/secrets/k8"
-chmod 0600 "$E/secrets/gh" "$E/secrets/two" "$E/secrets/tok" "$E/secrets/q" "$E/secrets/k8"
+printf '%s' "$VLONG" >"$E/secrets/long"
+chmod 0600 "$E/secrets/gh" "$E/secrets/two" "$E/secrets/tok" "$E/secrets/q" "$E/secrets/k8" \
+	"$E/secrets/long"
 hezo_write_policy bundle ".egress = {mode: \"proxy\",
 		allow: [\"api.test\", \"other.test\", \"plain.test\", \"git.test\", \"untrusted.test\",
 			\"sec.test\", \"sec.test:8443\", \"httpd.test\"],
@@ -98,7 +102,8 @@ hezo_write_policy bundle ".egress = {mode: \"proxy\",
 		TWO: {hosts: [\"other.test\"], file: \"$E/secrets/two\", otherHosts: \"pass\"},
 		TOK: {hosts: [\"sec.test\", \"httpd.test\"], file: \"$E/secrets/tok\"},
 		QTOK: {hosts: [\"httpd.test\"], file: \"$E/secrets/q\", in: [\"header\", \"query\"]},
-		KEY8: {hosts: [\"sec.test:8443\"], file: \"$E/secrets/k8\", headers: [\"X-Api-Key\"]}}
+		KEY8: {hosts: [\"sec.test:8443\"], file: \"$E/secrets/k8\", headers: [\"X-Api-Key\"]},
+		LONGK: {hosts: [\"sec.test\"], file: \"$E/secrets/long\"}}
 	| if .backends.runsc then .backends.runsc.network = \"host\" else . end"
 
 # ---- a rootfs with Debian's curl and git and their libraries ----
@@ -177,7 +182,7 @@ expect_match "$OUT" "x=hzph[a-z0-9]{40} " "[plain.test] ... and the placeholder 
 # ---- issue 27: no value comes back into the box; placeholders only in header values; ports ----
 # nv NAME: none of the values in $OUT (every byte the box printed, heads included).
 nv() {
-	expect_eq "$(grep -cF -e "$VALUE" -e "$VALUE2" -e "$VTOK" -e "$VQ" -e "$VK8" <<<"$OUT")" 0 "$1"
+	expect_eq "$(grep -cF -e "$VALUE" -e "$VALUE2" -e "$VTOK" -e "$VQ" -e "$VK8" -e "$VLONG" <<<"$OUT")" 0 "$1"
 }
 CI="$CURL -i"
 : >echo.log
@@ -204,6 +209,37 @@ REQ='GET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: %s\r\n\r\nGET /chunked HTTP
 box pipeline "printf '$REQ' \"\$TOK\" \"\$TOK\" \"\$TOK\" \"\$TOK\" | timeout 15 openssl s_client -quiet -connect sec.test:443 -servername sec.test -CAfile /etc/ssl/certs/ca-certificates.crt 2>/dev/null"
 expect_eq "$(grep -c '^HTTP/1.1 200 OK hzph' <<<"$OUT")" 4 "[echo] four pipelined requests: four answers" || diag "$OUT"
 nv "[echo] pipelined: no value in any byte the box receives"
+# Basic credentials that took a value are masked back until every answer that may echo them is
+# done: six pipelined, written apart so proxyd reads them head by head, toward a slow upstream
+# (red team F1: a fifth pushed the first off a four-slot list while its answer was due).
+SC='timeout 15 openssl s_client -quiet -connect sec.test:443 -servername sec.test -CAfile /etc/ssl/certs/ca-certificates.crt 2>/dev/null'
+box basic6 '(for i in 1 2 3 4 5 6; do a=$(printf "u$i:%s" "$TOK" | base64 | tr -d "\n"); c=""; [ $i = 6 ] && c="Connection: close\r\n"; printf "GET /slow$i HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: x\r\nAuthorization: Basic $a\r\n$c\r\n"; sleep 0.03; done; sleep 4) | '"$SC"
+expect_eq "$(grep -c '^HTTP/1.1 200' <<<"$OUT")" 6 "[basic] six pipelined Basic credentials toward a slow upstream: six answers" || diag "$OUT"
+seen=0
+for i in 1 2 3 4 5 6; do
+	grep -qF "$(printf "u$i:%s" "$VTOK" | base64 -w0)" <<<"$OUT" && seen=$((seen + 1))
+done
+expect_eq "$seen" 0 "[basic] ... none brings base64(user:value) back to the box" || diag "$OUT"
+nv "[basic] ... no value in any byte the box receives"
+# Five Basic credentials with values in one head: more than are masked at once, so refused.
+box basic5 'H=""; for i in 1 2 3 4 5; do H="${H}Authorization: Basic $(printf "u$i:%s" "$TOK" | base64 | tr -d "\n")\r\n"; done; printf "GET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: x\r\n${H}Connection: close\r\n\r\n" | '"$SC"
+expect_match "$OUT" "cannot all be masked" "[basic] five Basic credentials with values in one head: refused naming it" || diag "$OUT"
+seen=0
+for i in 1 2 3 4 5; do
+	grep -qF "$(printf "u$i:%s" "$VTOK" | base64 -w0)" <<<"$OUT" && seen=$((seen + 1))
+done
+expect_eq "$seen" 0 "[basic] ... none brings base64(user:value) back to the box" || diag "$OUT"
+# A Basic credential padded with a long value's placeholder past what the masking holds, with
+# base64(":" placeholder) written in its text (red team F2, F2b): refused, never half masked.
+: >echo.log
+for k in LONGK TOK; do
+	box "basicpad-$k" 'T=""; i=0; while [ $i -lt 130 ]; do T="$T$LONGK"; i=$((i+1)); done; T="$T$(printf ":%s" "$'"$k"'" | base64 | tr -d "\n")"; printf "GET /e HTTP/1.1\r\nHost: sec.test\r\nX-Api-Key: x\r\nAuthorization: Basic $T\r\nConnection: close\r\n\r\n" | '"$SC"
+	[ "$k" = LONGK ] && v=$VLONG || v=$VTOK
+	expect_match "$OUT" "HTTP/1.1 400" "[basic] $k behind 130 LONGK placeholders: 400" || diag "$(head -c 600 <<<"$OUT")"
+	expect_eq "$(grep -cF -e "$(printf ':%s' "$v" | base64 -w0)" -e "$(printf '%s' "$v" | base64 -w0)" <<<"$OUT")" 0 "[basic] ... no base64 of :value or value comes back" || diag "$(head -c 600 <<<"$OUT")"
+	nv "[basic] ... no value in any byte the box receives"
+done
+expect_eq "$(grep -c "$VLONG\|$VTOK" echo.log)" 0 "[basic] ... and the upstream got neither value"
 : >echo.log
 box method "$CI -w ' code=%{http_code}' -X \"\$TOK\" https://sec.test/"
 expect_match "$OUT" "code=400" "[place] placeholder as the method: 400" || diag "$OUT"

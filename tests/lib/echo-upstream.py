@@ -1,14 +1,17 @@
 # A test HTTPS upstream that hands every request back (issue 27's tests): the value of X-Api-Key
 # (or Authorization) in the status line's reason, in X-Echo and in a Location, and the request's
 # head and body as the answer's body; /chunked answers in 5-byte chunks (a value split across
-# them), /gzip compresses when the request accepts gzip, /gzip-always whatever it accepts. Logs
+# them), /gzip compresses when the request accepts gzip, /gzip-always whatever it accepts, /slow
+# answers after 300 ms (an API's latency: pipelined requests pile up behind it). Logs
 # "port=P key=K auth=A" per request to LOG. Usage: echo-upstream.py LOG ADDRESS CERT KEY PORT...
-import gzip, os, socketserver, ssl, sys, threading, http.server
+import gzip, os, socketserver, ssl, sys, threading, time, http.server
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from upstream_http import read_body
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def answer(self):
+        if self.path.startswith("/slow"):
+            time.sleep(0.3)
         body = read_body(self)
         key = self.headers.get("X-Api-Key") or self.headers.get("Authorization") or ""
         with open(sys.argv[1], "a") as f:

@@ -205,6 +205,55 @@ static void test_basic(void **state)
 			    "dXNlcjpwdw==\r\n\r\n");
 }
 
+/* F2b: a placeholder written in the base64 text beside credentials that hold one is refused, never
+ * substituted: base64(":" value) would go up and come back past the masking. */
+static void test_basic_encoded_placeholder(void **state)
+{
+	struct hezo_subst_result res;
+
+	/* PA, then base64(":" PA): decoded, a placeholder; encoded again, PA spelled out. */
+	sub("GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic " PA
+	    "Omh6cGgwMTIzNDU2Nzg5YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXowMTIz\r\n\r\n",
+	    -EPROTO, &res);
+	assert_int_equal(res.misplaced, 1);
+	assert_non_null(strstr(res.why, "base64 text of Basic credentials"));
+	/* The token alone a placeholder (the secret is the whole token): substituted as text. */
+	assert_string_equal(
+		sub("GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic " PA "\r\n\r\n", 0,
+		    &res),
+		"GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic ghp_VALUE\r\n\r\n");
+	assert_int_equal(res.count, 1);
+}
+
+/* F2: a Basic token longer than the masking holds once substituted is refused, not sent. */
+static void test_basic_oversize(void **state)
+{
+	static uint8_t value[4096], out[65536];
+	static char head[4096];
+	struct hezo_subst_secret one[1] = {
+		{PA, value, sizeof(value), true, false, true, false, NULL, 0},
+	};
+	struct hezo_subst_result res;
+	size_t olen, o;
+
+	memset(value, 'v', sizeof(value));
+	/* Three copies: 12288 bytes, what the masking holds; four: more. */
+	for (int copies = 3; copies <= 4; copies++) {
+		o = (size_t)snprintf(head, sizeof(head),
+				     "GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic ");
+		for (int i = 0; i < copies; i++)
+			o += (size_t)snprintf(head + o, sizeof(head) - o, "%s", PA);
+		o += (size_t)snprintf(head + o, sizeof(head) - o, "\r\n\r\n");
+		assert_int_equal(hezo_subst_head((const uint8_t *)head, o, one, 1, out, sizeof(out),
+						 &olen, &res),
+				 copies == 3 ? 0 : -EPROTO);
+		if (copies == 4) {
+			assert_int_equal(res.oversize, 1);
+			assert_non_null(strstr(res.why, "too long to be masked"));
+		}
+	}
+}
+
 static void test_refused_and_pass(void **state)
 {
 	struct hezo_subst_result res;
@@ -235,6 +284,8 @@ int main(void)
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_mask),
 		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_basic_encoded_placeholder),
+		cmocka_unit_test(test_basic_oversize),
 		cmocka_unit_test(test_refused_and_pass),
 	};
 
