@@ -344,6 +344,8 @@ void hezo_mask_values(struct hezo_mask *m, const struct hezo_mask_value *v, size
 int hezo_mask_request(struct hezo_mask *m, bool head, bool http10);
 /* Is some answer awaited or under way? */
 bool hezo_mask_busy(const struct hezo_mask *m);
+/* Did an answer switch protocols (101)? What follows it is masked as a stream. */
+bool hezo_mask_switched(const struct hezo_mask *m);
 /*
  * Bytes from the upstream: each answer's head is read whole, then passed with every value
  * replaced by its placeholder and, when it has a body, its framing redone: chunked toward an

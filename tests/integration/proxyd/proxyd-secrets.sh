@@ -205,6 +205,39 @@ PY
 out=$(ip netns exec hzs-c1 python3 ws.py "$BUNDLE" "$PH" 2>&1)
 expect_match "$out" "101 .* echo:raw $PH" "WebSocket: 101, then bytes relayed raw (placeholder not touched after the upgrade)"
 expect_match "$(grep upgraded up.log)" "auth=Bearer $VALUE upgraded" "WebSocket: the upgrade request was substituted"
+# ---- requests judged one by one inside TLS too (red team F4) ----
+# A raw client: the escaped bytes of ARGV[2] in one write, then everything until the close.
+cat >raw.py <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("api.test", 443), timeout=5), server_hostname="api.test")
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+out = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+except (OSError, socket.timeout):
+    pass
+print(out.decode("latin-1"))
+PY
+raw() { ip netns exec hzs-c1 python3 raw.py "$BUNDLE" "$1" 2>&1; }
+: >up.log
+out=$(raw 'GET /up-declined HTTP/1.1\r\nHost: api.test\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\nGET /e HTTP/1.1\r\nHost: other.test\r\nX-Token: smuggled-up\r\nConnection: close\r\n\r\n')
+expect_match "$out" "HTTP/1.1 200.*403 Forbidden.*Host does not match the TLS server name" "an Upgrade the upstream declines (200): the next request is judged, another Host gets 403"
+expect_eq "$(grep -c 'smuggled-up' up.log)" 0 "... and the upstream never got it"
+: >up.log
+out=$(raw "GET /up-declined2 HTTP/1.1\r\nHost: api.test\r\nUpgrade: foo\r\n\r\nGET /after-up/$PH HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+expect_match "$out" "HTTP/1.1 200.*HTTP/1.1 40[03] .*placeholder" "after a declined Upgrade a placeholder where none may go is refused again (not relayed raw)"
+expect_eq "$(grep -c after-up up.log)" 0 "... and the upstream never got it"
+: >up.log
+out=$(raw 'GET /get-body HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n\r\nhello')
+expect_match "$out" "400 Bad Request.*a body on a GET" "a GET with a body inside TLS: 400, as over plain HTTP"
+out=$(raw 'DELETE /del-body HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n')
+expect_match "$out" "400 Bad Request.*a body on a GET" "a DELETE with a chunked body inside TLS: 400"
+expect_eq "$(cat up.log)" "" "... and the upstream got neither"
 # ---- git over HTTPS sends x-access-token:<token> as Basic ----
 ip netns exec hzs-c1 env GIT_SSL_CAINFO="$BUNDLE" GIT_TERMINAL_PROMPT=0 HOME="$T" timeout 10 \
 	git -c credential.helper= ls-remote "https://x-access-token:$PH@git.test/repo.git" >/dev/null 2>&1
