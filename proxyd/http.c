@@ -420,14 +420,19 @@ int hezo_http_track(struct hezo_http_track *t, const uint8_t *buf, size_t len, s
 		*used = req->head_len;
 		if (req->bodyless && (req->body == HEZO_HTTP_BODY_CHUNKED || req->length > 0))
 			return -EBADMSG;
-		if (req->upgrade) {
-			t->st = HEZO_HTTP_T_HOLD;
-		} else if (req->body == HEZO_HTTP_BODY_LENGTH && req->length > 0) {
+		/* The body is followed first, whatever Upgrade says: holding at the end of the head
+		 * would leave the body to be read as the next head when the server does not switch.
+		 * Only a body-less Upgrade holds; one with a body is followed as an ordinary
+		 * request, and a server switching after it gets the client's next bytes judged
+		 * (and refused) as a request. */
+		if (req->body == HEZO_HTTP_BODY_LENGTH && req->length > 0) {
 			t->left = req->length;
 			t->st = HEZO_HTTP_T_LENGTH;
 		} else if (req->body == HEZO_HTTP_BODY_CHUNKED) {
 			hezo_http_chunked_init(&t->ch);
 			t->st = HEZO_HTTP_T_CHUNKED;
+		} else if (req->upgrade) {
+			t->st = HEZO_HTTP_T_HOLD;
 		}
 		return 1;
 	case HEZO_HTTP_T_LENGTH:

@@ -2,9 +2,10 @@
  * TLS interception of a connection whose SNI names a host of one of its container's secrets
  * (issue 17). The relay hands the client socket over with the ClientHello it read; proxyd ends
  * the client's TLS with a leaf of its CA, opens its own verified TLS to the upstream, and then
- * follows the HTTP/1.1 requests (http.c) one by one: Host must be the SNI and its port the
- * connection's, placeholders become values (subst.c) in header values only, bodies pass as they
- * are with their framing followed; the answers come back with every value masked (mask.c).
+ * follows the HTTP/1.1 requests (http.c's tracker, as plain HTTP) one by one: Host must be the
+ * SNI and its port the connection's, placeholders become values (subst.c) in header values only,
+ * bodies pass as they are with their framing followed; the answers come back with every value
+ * masked (mask.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,6 @@
 #define VALUE_READ  4097
 
 enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
-enum hstate { I_HEAD, I_LENGTH, I_CHUNKED, I_OPAQUE, I_DONE };
 
 struct pd_icpt {
 	struct pd_icpt *next, **pprev;
@@ -47,9 +47,8 @@ struct pd_icpt {
 	bool c_eof, c_closed, u_eof, u_shut, u_want_write;
 	uint8_t *in, *pend;
 	size_t inlen, pendoff, pendlen;
-	enum hstate hs;
-	uint64_t left;
-	struct hezo_http_chunked ch;
+	struct hezo_http_track tr; /* where the client's next request head is */
+	bool opaque;		   /* a 101 answered a held Upgrade: the rest passes unread */
 	bool loaded;
 	size_t nsv;
 	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
@@ -447,13 +446,22 @@ static bool take_head(struct pd_icpt *k)
 	struct hezo_subst_result res;
 	char host[HEZO_NAME_MAX];
 	uint8_t *out;
-	size_t olen;
+	size_t olen, used;
 	int r;
 
 	/* As many requests wait for their answers as the masking follows: the next waits too. */
 	if (k->mask && k->mask->qn == HEZO_MASK_QUEUE)
 		return true;
-	r = hezo_http_parse_request(k->in, k->inlen, &req);
+	/* The plain-HTTP rules: a body on a method that takes none is refused (a server may read
+	 * it as another request), and only a body-less Upgrade waits for its answer. */
+	r = hezo_http_track(&k->tr, k->in, k->inlen, &used, &req);
+	if (r == -EBADMSG) {
+		answer_and_end(
+			k, 400, "deny",
+			"a body on a GET, HEAD, OPTIONS, TRACE or DELETE request (a server may "
+			"read it as another request)");
+		return false;
+	}
 	if (r == -EAGAIN) {
 		if (k->inlen == IN_MAX) {
 			answer_and_end(k, 400, "deny", "request head over 16 KiB");
@@ -550,19 +558,7 @@ static bool take_head(struct pd_icpt *k)
 	(void)hezo_mask_request(k->mask, req.method_len == 4 && memcmp(k->in, "HEAD", 4) == 0,
 				req.minor == 0);
 	k->pendlen += olen;
-	consume(k, req.head_len);
-	if (req.body == HEZO_HTTP_BODY_LENGTH && req.length > 0) {
-		k->hs = I_LENGTH;
-		k->left = req.length;
-	} else if (req.body == HEZO_HTTP_BODY_CHUNKED) {
-		k->hs = I_CHUNKED;
-		hezo_http_chunked_init(&k->ch);
-	} else {
-		k->hs = I_HEAD;
-	}
-	/* A WebSocket (or other) upgrade: substituted in this head, the bytes after it raw. */
-	if (req.upgrade && k->hs == I_HEAD)
-		k->hs = I_OPAQUE;
+	consume(k, used);
 	return true;
 }
 
@@ -570,11 +566,18 @@ static bool take_head(struct pd_icpt *k)
 static bool feed_up(struct pd_icpt *k)
 {
 	while (k->inlen > 0 && k->pendlen < PEND_MAX / 2) {
-		size_t n, used;
+		struct hezo_http_request req;
+		size_t n;
 		int r;
 
-		switch (k->hs) {
-		case I_HEAD:
+		if (k->opaque) {
+			if (!pend_add(k, k->in, k->inlen))
+				return true;
+			consume(k, k->inlen);
+			continue;
+		}
+		switch (k->tr.st) {
+		case HEZO_HTTP_T_HEAD:
 			if (k->pendlen > 0)
 				return true; /* a head needs room for its values: wait */
 			n = k->inlen;
@@ -583,22 +586,21 @@ static bool feed_up(struct pd_icpt *k)
 			if (k->inlen == n)
 				return true; /* incomplete */
 			break;
-		case I_LENGTH:
-			n = k->inlen < k->left ? k->inlen : (size_t)k->left;
+		case HEZO_HTTP_T_LENGTH:
+			n = k->inlen < hezo_http_track_body_left(&k->tr)
+				    ? k->inlen
+				    : (size_t)hezo_http_track_body_left(&k->tr);
 			if (!pend_add(k, k->in, n))
 				return true;
 			consume(k, n);
-			k->left -= n;
-			if (k->left == 0)
-				k->hs = I_HEAD;
+			hezo_http_track_skip(&k->tr, n);
 			break;
-		case I_CHUNKED:
-			r = hezo_http_chunked_scan(&k->ch, k->in, k->inlen, &used);
+		case HEZO_HTTP_T_CHUNKED:
+			r = hezo_http_track(&k->tr, k->in, k->inlen, &n, &req);
 			if (r < 0) {
 				answer_and_end(k, 400, "deny", "bad chunked framing");
 				return false;
 			}
-			n = r == 1 ? used : k->inlen;
 			if (!pend_add(k, k->in, n)) {
 				/* Scanned but not moved: scan again from a fresh state is wrong, so
 				 * refuse rather than misframe (pend holds at least half its room).
@@ -607,17 +609,9 @@ static bool feed_up(struct pd_icpt *k)
 				return false;
 			}
 			consume(k, n);
-			if (r == 1)
-				k->hs = I_HEAD;
 			break;
-		case I_OPAQUE:
-			if (!pend_add(k, k->in, k->inlen))
-				return true;
-			consume(k, k->inlen);
-			break;
-		case I_DONE:
-			consume(k, k->inlen);
-			break;
+		default:
+			return true; /* a held Upgrade: its answer decides what comes next */
 		}
 	}
 	return true;
@@ -646,6 +640,32 @@ static int flush_up(struct pd_icpt *k)
 	}
 	k->pendoff = 0;
 	return 0;
+}
+
+/*
+ * A held Upgrade: once its answer is in, a 101 makes the rest of the client's bytes opaque (as
+ * plain HTTP does, nothing after it is judged); any other answer means the next bytes are a
+ * request head. 1: no longer held, 0: still waiting, -1: the connection has ended.
+ */
+static int upgrade_answered(struct pd_icpt *k)
+{
+	if (k->opaque || k->tr.st != HEZO_HTTP_T_HOLD)
+		return 0;
+	if (k->mask && hezo_mask_switched(k->mask)) {
+		/* Every request before the Upgrade took no upgrade: a 101 while it still waits
+		 * answered one of those. */
+		if (k->mask->qn > 0) {
+			end(k, "deny",
+			    "upstream switched protocols for a request that did not ask to");
+			return -1;
+		}
+		k->opaque = true;
+		return 1;
+	}
+	if (k->mask && hezo_mask_busy(k->mask))
+		return 0;
+	hezo_http_track_resume(&k->tr);
+	return 1;
 }
 
 static void interest(struct pd_icpt *k)
@@ -812,7 +832,7 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			return;
 		}
 		/* client -> upstream */
-		while (k->pendlen == 0 && k->inlen < IN_MAX && k->hs != I_DONE) {
+		while (k->pendlen == 0 && k->inlen < IN_MAX) {
 			int n;
 
 			if (!k->in && !(k->in = malloc(IN_MAX))) {
@@ -848,7 +868,9 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			end(k, "allow", "upstream write failed");
 			return;
 		}
-		if (k->c_closed && k->pendlen == 0 && !k->u_shut) {
+		/* Requests held behind an Upgrade still go once its answer is in. */
+		if (k->c_closed && k->pendlen == 0 && !k->u_shut &&
+		    !(k->inlen > 0 && !k->opaque && k->tr.st == HEZO_HTTP_T_HOLD)) {
 			SSL_shutdown(k->us);
 			shutdown(k->uw.fd, SHUT_WR);
 			k->u_shut = true;
@@ -887,6 +909,11 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			if (r == 1)
 				k->down_done = true;
 		}
+		r = upgrade_answered(k);
+		if (r < 0)
+			return;
+		if (r > 0)
+			progress = true;
 		if (flush_client(k) < 0) {
 			end(k, "allow", "client write failed");
 			return;
@@ -965,6 +992,7 @@ void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, si
 		return;
 	}
 	k->c = c;
+	hezo_http_track_init(&k->tr);
 	k->t.src = *src;
 	k->t.dst = *dst;
 	k->port = ntohs(dst->ss_family == AF_INET ? ((const struct sockaddr_in *)dst)->sin_port

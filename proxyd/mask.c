@@ -59,6 +59,11 @@ bool hezo_mask_busy(const struct hezo_mask *m)
 	return m->qn > 0 || m->st != S_HEAD || m->headlen > 0;
 }
 
+bool hezo_mask_switched(const struct hezo_mask *m)
+{
+	return m->st == S_RAW;
+}
+
 static void stage_flush(struct hezo_mask *m)
 {
 	uint8_t *data = m->stage + HEZO_MASK_STAGE_PRE;

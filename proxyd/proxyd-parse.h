@@ -182,14 +182,15 @@ void hezo_http_chunked_skip(struct hezo_http_chunked *c, uint64_t n);
 /*
  * A client's stream of plain-HTTP requests as proxyd follows it: where each request head starts,
  * so every head is judged and no body byte is ever read as one. Request framing depends on the
- * request alone (RFC 9112 6.3), except after an Upgrade head, where the answer decides
- * (HEZO_HTTP_T_HOLD until the caller resumes or leaves the stream).
+ * request alone (RFC 9112 6.3), except after an Upgrade head without a body, where the answer
+ * decides (HEZO_HTTP_T_HOLD until the caller resumes or leaves the stream). An Upgrade head with a
+ * body is followed as any other request: its body is never read as a head.
  */
 enum hezo_http_track_state {
 	HEZO_HTTP_T_HEAD,    /* the next request head is due */
 	HEZO_HTTP_T_LENGTH,  /* a Content-Length body: left bytes */
 	HEZO_HTTP_T_CHUNKED, /* a chunked body: ch follows it */
-	HEZO_HTTP_T_HOLD,    /* an Upgrade head went: nothing is consumed until resumed */
+	HEZO_HTTP_T_HOLD,    /* a body-less Upgrade head went: nothing is consumed until resumed */
 };
 
 struct hezo_http_track {
@@ -204,7 +205,7 @@ void hezo_http_track_init(struct hezo_http_track *t);
 /*
  * Step over the bytes buf[0..len) that come next on the stream.
  * 1: a request head of *used bytes, *req filled: the caller judges it; the tracker now expects
- *    its body, the next head, or holds (an Upgrade).
+ *    its body, the next head, or holds (an Upgrade without a body).
  * 0: *used bytes (maybe all len, maybe none when holding) are body; call again for the rest.
  * -EAGAIN: a head not complete yet. -EINVAL: a head hezo_http_parse_request refuses.
  * -EBADMSG: a head with a body (Content-Length above 0, or Transfer-Encoding) on a method that
@@ -348,6 +349,8 @@ void hezo_mask_values(struct hezo_mask *m, const struct hezo_mask_value *v, size
 int hezo_mask_request(struct hezo_mask *m, bool head, bool http10);
 /* Is some answer awaited or under way? */
 bool hezo_mask_busy(const struct hezo_mask *m);
+/* Did an answer switch protocols (101)? What follows it is masked as a stream. */
+bool hezo_mask_switched(const struct hezo_mask *m);
 /*
  * Bytes from the upstream: each answer's head is read whole, then passed with every value
  * replaced by its placeholder and, when it has a body, its framing redone: chunked toward an

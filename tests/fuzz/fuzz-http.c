@@ -5,7 +5,8 @@
  * whether the bytes come at once or split at any point; the stream tracker finds the same request
  * heads, and stops at the same byte for the same reason, whether the stream comes at once, in two
  * pieces, or with body bytes skipped unscanned (spliced) as the relay does, and no head it passes
- * carries a body on a method that takes none.
+ * carries a body on a method that takes none; it holds only right after a body-less Upgrade head,
+ * so resuming there (a non-101 answer) never lets a body be judged as a head.
  *
  * Build and run by hand from the top of the checkout:
  *   clang-14 -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE -Ibase -Ispec -Iegress
@@ -135,7 +136,8 @@ struct walk {
  * only looked at in full; with splice, body bytes the tracker says need no look are skipped.
  * Stops at the first error, or where the bytes run out.
  */
-static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, struct walk *w)
+static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, bool resume,
+		 struct walk *w)
 {
 	struct hezo_http_track t;
 	size_t pos = 0, arrived = cut;
@@ -159,6 +161,10 @@ static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, stru
 			pos += skip;
 			continue;
 		}
+		if (t.st == HEZO_HTTP_T_HOLD && resume) {
+			hezo_http_track_resume(&t);
+			continue;
+		}
 		if (avail == 0 || t.st == HEZO_HTTP_T_HOLD) {
 			w->r = 0;
 			break;
@@ -172,6 +178,10 @@ static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, stru
 			abort();
 		if (r == 1) {
 			if (req.bodyless && (req.body == HEZO_HTTP_BODY_CHUNKED || req.length > 0))
+				abort();
+			/* A hold with a body still to come would resume inside that body. */
+			if (t.st == HEZO_HTTP_T_HOLD &&
+			    (!req.upgrade || req.body == HEZO_HTTP_BODY_CHUNKED || req.length > 0))
 				abort();
 			if (w->nheads < TRACK_HEADS)
 				w->heads[w->nheads] = pos;
@@ -188,14 +198,23 @@ static void walk(const uint8_t *data, size_t size, size_t cut, bool splice, stru
 
 static void check_track(const uint8_t *data, size_t size)
 {
-	struct walk a, b, c;
+	struct walk a, b, c, d, e;
 	size_t cut;
 
 	if (!take_cut(&data, &size, &cut))
 		return;
-	walk(data, size, size, false, &a);
-	walk(data, size, cut, false, &b);
-	walk(data, size, cut, true, &c);
+	walk(data, size, size, false, false, &a);
+	walk(data, size, cut, false, false, &b);
+	walk(data, size, cut, true, false, &c);
+	/* Resumed at every hold: the same heads however the bytes came, and those before the
+	 * first hold are the heads found without resuming. */
+	walk(data, size, size, false, true, &d);
+	walk(data, size, cut, true, true, &e);
+	if (d.r != e.r || d.nheads != e.nheads || memcmp(d.heads, e.heads, sizeof(d.heads)) != 0 ||
+	    d.nheads < a.nheads ||
+	    memcmp(d.heads, a.heads,
+		   sizeof(size_t) * (a.nheads < TRACK_HEADS ? a.nheads : TRACK_HEADS)) != 0)
+		abort();
 	/* A bad chunk stops the walk inside a body: how much of that body went before it depends
 	 * on how the bytes came, which heads were found does not. */
 	if (a.r != b.r || a.r != c.r || a.nheads != b.nheads || a.nheads != c.nheads ||

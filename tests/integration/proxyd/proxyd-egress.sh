@@ -353,6 +353,17 @@ check "c1: an Upgrade the server declines keeps every later request checked" \
 	bash -c "$(declare -f hc); T=$T; out=\$(hc 'GET /ws-declined HTTP/1.1\r\nHost: cdn.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n' \
 		'GET /after-declined HTTP/1.1\r\nHost: other.test\r\n\r\n') && echo \"\$out\" | grep -q 'host=cdn.test' &&
 		echo \"\$out\" | grep -q '^HTTP/1.1 403' && ! grep -q 'after-declined' $T/upstream.log"
+# An Upgrade request with a body (red team F3), to a server that answers as soon as the head is
+# read and reads the body after (/early): the body passes as the body, and the request after it
+# is judged whatever the answer, never the body's own bytes.
+check "c1: an Upgrade with a body the server declines: the request hidden past its body is judged (403)" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /early-up HTTP/1.1\r\nHost: cdn.test\r\nUpgrade: foo\r\nConnection: Upgrade\r\nContent-Length: 63\r\n\r\nPOST /inner-f3 HTTP/1.1\r\nHost: cdn.test\r\nContent-Length: 45\r\n\r\nGET /hidden-f3 HTTP/1.1\r\nHost: other.test\r\n\r\n') &&
+		echo \"\$out\" | grep -q 'host=cdn.test' && echo \"\$out\" | grep -q '^HTTP/1.1 403' &&
+		grep -q '\"POST /early-up HTTP/1.1\" body=63' $T/upstream.log && ! grep -q 'hidden-f3\|inner-f3' $T/upstream.log"
+check "c1: an Upgrade with a body the server declines: the next request is served" \
+	bash -c "$(declare -f hc); T=$T; out=\$(hc 'POST /early-up2 HTTP/1.1\r\nHost: cdn.test\r\nUpgrade: foo\r\nConnection: Upgrade\r\nContent-Length: 5\r\n\r\nhello' \
+		'GET /after-up-body HTTP/1.1\r\nHost: cdn.test\r\n\r\n') && [ \$(echo \"\$out\" | grep -c 'host=cdn.test') = 2 ] &&
+		grep -q '\"POST /early-up2 HTTP/1.1\" body=5' $T/upstream.log && grep -q '\"GET /after-up-body HTTP/1.1\"' $T/upstream.log"
 # Every request head judged is a netlog line of its own ("proto":"http"), allowed or not.
 sleep 0.2
 check "netlog: each request of the keep-alive connection is a line, the second one too" \

@@ -134,40 +134,36 @@ check "bundle = host roots + proxyd's CA" bash -c "grep -c 'BEGIN CERT' '$BUNDLE
 	tail -n 20 '$BUNDLE' | grep -q 'END CERT' && cmp -s <(openssl x509 -in '$T/state/tls/ca.crt') <(awk '/BEGIN/{b=\"\"} {b=b \$0 \"\\n\"} END{printf \"%s\", b}' '$BUNDLE')"
 
 C=(ip netns exec hzs-c1 curl -sS --max-time 8 --cacert "$BUNDLE")
-# What the upstream received (its log), not what the box got back: answers toward the box carry
-# the placeholder again wherever the upstream echoed a value (issue 27).
-req() {
-	: >up.log
-	"${C[@]}" "$@" >"$T/answer" 2>&1
-	cat up.log
-}
+# The upstream logs what it got; its echo comes back to the box masked (the value as its
+# placeholder), so what went up is read from its log.
+uplog() { grep -F "$1" up.log; }
 # ---- substitution: header, query, Basic ----
-out=$(req -H "X-Token: $PH" https://api.test/h)
-expect_match "$out" "x=$VALUE " "header: the upstream gets the value in X-Token"
-expect_match "$(cat "$T/answer")" "x=$PH " "header: the echoed value comes back to the box as the placeholder"
-out=$(req "https://api.test/q?token=$PH&a=1")
-expect_match "$out" "GET /q\\?token=$VALUE&a=1 HTTP/1.1" "query string: the upstream gets the value"
-out=$(req -u "x-access-token:$PH" https://api.test/basic)
+out=$("${C[@]}" -H "X-Token: $PH" https://api.test/h 2>&1)
+expect_match "$(uplog 'GET /h ')" "x=$VALUE " "header: the upstream gets the value in X-Token"
+expect_match "$out" "x=$PH " "... and its echo comes back to the box masked"
+out=$("${C[@]}" "https://api.test/q?token=$PH&a=1" 2>&1)
+expect_match "$(uplog 'GET /q?')" "GET /q\\?token=$VALUE&a=1 HTTP/1.1" "query string: the upstream gets the value"
+out=$("${C[@]}" -u "x-access-token:$PH" https://api.test/basic 2>&1)
 want=$(printf 'x-access-token:%s' "$VALUE" | base64 -w0)
-expect_match "$out" "auth=Basic $want " "Basic auth: decoded, replaced, encoded (git's x-access-token form)"
-out=$(req -H "Authorization: Bearer $PH" https://api.test/bearer)
-expect_match "$out" "auth=Bearer $VALUE " "Bearer: replaced"
+expect_match "$(uplog 'GET /basic ')" "auth=Basic $want " "Basic auth: decoded, replaced, encoded (git's x-access-token form)"
+out=$("${C[@]}" -H "Authorization: Bearer $PH" https://api.test/bearer 2>&1)
+expect_match "$(uplog 'GET /bearer ')" "auth=Bearer $VALUE " "Bearer: replaced"
 # ---- keep-alive: the second request on one connection is substituted too ----
-out=$(req -H "X-Token: $PH" https://api.test/k1 https://api.test/k2)
+out=$("${C[@]}" -H "X-Token: $PH" https://api.test/k1 https://api.test/k2 2>&1)
 p1=$(sed -n 's/^peer=\([0-9]*\) GET \/k1 .*/\1/p' <<<"$out")
 p2=$(sed -n 's/^peer=\([0-9]*\) GET \/k2 .*/\1/p' <<<"$out")
-expect_eq "$(grep -c "x=$VALUE " <<<"$out")" 2 "keep-alive: both requests substituted"
+expect_eq "$(grep -E 'GET /k[12] ' up.log | grep -c "x=$VALUE ")" 2 "keep-alive: both requests substituted"
 expect_eq "$p1" "$p2" "keep-alive: one upstream connection for both (peer port $p1)"
 # ---- bodies: byte-identical, chunked and Content-Length, gzip ----
 head -c 300000 /dev/urandom >body.bin
 gzip -c body.bin >body.gz
 sha_gz=$(sha256sum <body.gz | cut -d' ' -f1)
-out=$(req -H "X-Token: $PH" -H "Content-Encoding: gzip" --data-binary @body.gz https://api.test/gz)
-expect_match "$out" "x=$VALUE body=$(stat -c %s body.gz) sha=$sha_gz" "a gzip body arrives byte-identical (Content-Length)"
-out=$(req -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/ch)
-expect_match "$out" "x=$VALUE body=300000 sha=$(sha256sum <body.bin | cut -d' ' -f1)" "a chunked body arrives byte-identical"
-out=$(req -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/c1 https://api.test/c2)
-expect_eq "$(grep -c "x=$VALUE body=300000" <<<"$out")" 2 "keep-alive after a chunked body: next request followed and substituted"
+out=$("${C[@]}" -H "X-Token: $PH" -H "Content-Encoding: gzip" --data-binary @body.gz https://api.test/gz 2>&1)
+expect_match "$(uplog 'POST /gz ')" "x=$VALUE body=$(stat -c %s body.gz) sha=$sha_gz" "a gzip body arrives byte-identical (Content-Length)"
+out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/ch 2>&1)
+expect_match "$(uplog 'POST /ch ')" "x=$VALUE body=300000 sha=$(sha256sum <body.bin | cut -d' ' -f1)" "a chunked body arrives byte-identical"
+out=$("${C[@]}" -H "X-Token: $PH" -H "Transfer-Encoding: chunked" --data-binary @body.bin https://api.test/c1 https://api.test/c2 2>&1)
+expect_eq "$(grep -E 'POST /c[12] ' up.log | grep -c "x=$VALUE body=300000")" 2 "keep-alive after a chunked body: next request followed and substituted"
 # ---- refusals ----
 : >up.log
 out=$("${C[@]}" -w '%{http_code}' -H "X-Token: $PH" https://other.test/x 2>&1)
@@ -175,8 +171,8 @@ expect_match "$out" "a secret's placeholder toward a host the secret does not na
 expect_eq "$(cat up.log)" "" "... and the upstream got nothing"
 out=$("${C[@]}" -H "X-Token: $PH2" https://api.test/pass 2>&1)
 expect_match "$out" "x=$PH2 " "TWO (otherHosts pass) toward api.test: passed unchanged"
-out=$(req -H "X-Token: $PH2" https://other.test/two)
-expect_match "$out" "x=$VALUE2 " "TWO toward its own host other.test: substituted"
+out=$("${C[@]}" -H "X-Token: $PH2" https://other.test/two 2>&1)
+expect_match "$(uplog 'GET /two ')" "x=$VALUE2 " "TWO toward its own host other.test: substituted"
 out=$("${C[@]}" -w '%{http_code}' -H "Host: other.test" -H "X-Token: $PH" https://api.test/ 2>&1)
 expect_match "$out" "Host does not match the TLS server name.*403$" "Host different from SNI: 403"
 : >up.log
@@ -213,6 +209,39 @@ PY
 out=$(ip netns exec hzs-c1 python3 ws.py "$BUNDLE" "$PH" 2>&1)
 expect_match "$out" "101 .* echo:raw $PH" "WebSocket: 101, then bytes relayed raw (placeholder not touched after the upgrade)"
 expect_match "$(grep upgraded up.log)" "auth=Bearer $VALUE upgraded" "WebSocket: the upgrade request was substituted"
+# ---- requests judged one by one inside TLS too (red team F4) ----
+# A raw client: the escaped bytes of ARGV[2] in one write, then everything until the close.
+cat >raw.py <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("api.test", 443), timeout=5), server_hostname="api.test")
+s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
+out = b""
+try:
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+except (OSError, socket.timeout):
+    pass
+print(out.decode("latin-1"))
+PY
+raw() { ip netns exec hzs-c1 python3 raw.py "$BUNDLE" "$1" 2>&1; }
+: >up.log
+out=$(raw 'GET /up-declined HTTP/1.1\r\nHost: api.test\r\nUpgrade: foo\r\nConnection: Upgrade\r\n\r\nGET /e HTTP/1.1\r\nHost: other.test\r\nX-Token: smuggled-up\r\nConnection: close\r\n\r\n')
+expect_match "$out" "HTTP/1.1 200.*403 Forbidden.*Host does not match the TLS server name" "an Upgrade the upstream declines (200): the next request is judged, another Host gets 403"
+expect_eq "$(grep -c 'smuggled-up' up.log)" 0 "... and the upstream never got it"
+: >up.log
+out=$(raw "GET /up-declined2 HTTP/1.1\r\nHost: api.test\r\nUpgrade: foo\r\n\r\nGET /after-up/$PH HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n")
+expect_match "$out" "HTTP/1.1 200.*HTTP/1.1 40[03] .*placeholder" "after a declined Upgrade a placeholder where none may go is refused again (not relayed raw)"
+expect_eq "$(grep -c after-up up.log)" 0 "... and the upstream never got it"
+: >up.log
+out=$(raw 'GET /get-body HTTP/1.1\r\nHost: api.test\r\nContent-Length: 5\r\n\r\nhello')
+expect_match "$out" "400 Bad Request.*a body on a GET" "a GET with a body inside TLS: 400, as over plain HTTP"
+out=$(raw 'DELETE /del-body HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n')
+expect_match "$out" "400 Bad Request.*a body on a GET" "a DELETE with a chunked body inside TLS: 400"
+expect_eq "$(cat up.log)" "" "... and the upstream got neither"
 # ---- git over HTTPS sends x-access-token:<token> as Basic ----
 ip netns exec hzs-c1 env GIT_SSL_CAINFO="$BUNDLE" GIT_TERMINAL_PROMPT=0 HOME="$T" timeout 10 \
 	git -c credential.helper= ls-remote "https://x-access-token:$PH@git.test/repo.git" >/dev/null 2>&1
@@ -252,11 +281,11 @@ if start_proxyd; then ok "proxyd restarts"; else not_ok "proxyd restarts"; fi
 expect_eq "$(sha256sum <"$T/state/tls/ca.crt")" "$sum" "restart: the same CA"
 # proxyd takes the registration back from its state file; the first request may come before.
 for _ in $(seq 40); do
-	out=$(req -H "X-Token: $PH" https://api.test/again)
-	[[ $out =~ x=$VALUE\  ]] && break
+	out=$("${C[@]}" -H "X-Token: $PH" https://api.test/again 2>&1)
+	[[ $(uplog 'GET /again ') =~ x=$VALUE\  ]] && break
 	sleep 0.25
 done
-expect_match "$out" "x=$VALUE " "restart: the container's secret still substituted"
+expect_match "$(uplog 'GET /again ')" "x=$VALUE " "restart: the container's secret still substituted"
 echo "1..$n"
 [ $failed -eq 0 ] && exit 0
 echo "# $failed of $n failed"

@@ -922,6 +922,59 @@ static void test_http_track_refusals(void **state)
 	assert_int_equal(track_str(&t, "xyz\r\n", &used, &req), -EINVAL);
 }
 
+/*
+ * An Upgrade request with a body (red team F3): the body is followed before anything waits for
+ * the answer, so what the body holds is never read as a head, and the request after it is judged
+ * whether or not the server switched. A body-less Upgrade holds; after a non-101 answer the next
+ * bytes are the next request's head.
+ */
+static void test_http_track_upgrade(void **state)
+{
+	static const char with_body[] =
+		"POST / HTTP/1.1\r\nHost: ok.test\r\nUpgrade: foo\r\nConnection: Upgrade\r\n"
+		"Content-Length: 59\r\n\r\n"
+		"POST /inner HTTP/1.1\r\nHost: ok.test\r\nContent-Length: 48\r\n\r\n"
+		"GET /smuggled HTTP/1.1\r\nHost: forbidden.test\r\n\r\n";
+	static const char chunked[] = "POST / HTTP/1.1\r\nHost: ok.test\r\nUpgrade: foo\r\n"
+				      "Transfer-Encoding: chunked\r\n\r\n"
+				      "23\r\nGET /in HTTP/1.1\r\nHost: in.test\r\n\r\n\r\n0\r\n\r\n"
+				      "GET /next HTTP/1.1\r\nHost: next.test\r\n\r\n";
+	static const char bodyless[] = "GET /ws HTTP/1.1\r\nHost: ok.test\r\nUpgrade: websocket\r\n"
+				       "Content-Length: 0\r\n\r\n"
+				       "GET /x HTTP/1.1\r\nHost: forbidden.test\r\n\r\n";
+	struct hezo_http_track t;
+	struct hezo_http_request req;
+	char got[256];
+	size_t used;
+
+	for (size_t step = 1; step <= sizeof(with_body); step++) {
+		assert_int_equal(track_walk(with_body, step, got, sizeof(got)), 0);
+		assert_string_equal(got, "POST ok.test GET forbidden.test ");
+		assert_int_equal(track_walk(chunked, step, got, sizeof(got)), 0);
+		assert_string_equal(got, "POST ok.test GET next.test ");
+		assert_int_equal(track_walk(bodyless, step, got, sizeof(got)), 0);
+		assert_string_equal(got, "GET ok.test GET forbidden.test ");
+	}
+	/* with a body: no hold at the head, nor at the body's end */
+	hezo_http_track_init(&t);
+	assert_int_equal(track_str(&t, with_body, &used, &req), 1);
+	assert_true(req.upgrade);
+	assert_int_equal(t.st, HEZO_HTTP_T_LENGTH);
+	assert_int_equal(hezo_http_track(&t, (const uint8_t *)with_body + used, 59, &used, &req),
+			 0);
+	assert_int_equal(used, 59);
+	assert_int_equal(t.st, HEZO_HTTP_T_HEAD);
+	/* body-less: held right after its head, nothing taken until resumed (a non-101) */
+	hezo_http_track_init(&t);
+	assert_int_equal(track_str(&t, bodyless, &used, &req), 1);
+	assert_int_equal(t.st, HEZO_HTTP_T_HOLD);
+	assert_int_equal(track_str(&t, bodyless + used, &used, &req), 0);
+	assert_int_equal(used, 0);
+	hezo_http_track_resume(&t);
+	assert_int_equal(track_str(&t, strstr(bodyless, "GET /x"), &used, &req), 1);
+	assert_string_equal(req.host, "forbidden.test");
+}
+
 /* ---- names, allow-lists, CIDRs ---- */
 
 static void test_name_normalize(void **state)
@@ -1281,6 +1334,7 @@ int main(void)
 		cmocka_unit_test(test_http_track_pipelined),
 		cmocka_unit_test(test_http_track_chunked),
 		cmocka_unit_test(test_http_track_refusals),
+		cmocka_unit_test(test_http_track_upgrade),
 		cmocka_unit_test(test_name_normalize),
 		cmocka_unit_test(test_allow_matching),
 		cmocka_unit_test(test_allow_refusals),

@@ -182,6 +182,24 @@ static void test_mask(void **state)
 			 -EPROTO);
 }
 
+/* What intercept.c reads to end a held Upgrade: a 101 switches, any other answer does not. */
+static void test_mask_switched(void **state)
+{
+	static struct hezo_mask m;
+	const char *a = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+	hezo_mask_init(&m, mv, 1, collect, NULL);
+	assert_int_equal(hezo_mask_request(&m, false, false), 0);
+	assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)a, strlen(a)), 0);
+	assert_false(hezo_mask_switched(&m));
+	assert_false(hezo_mask_busy(&m));
+	a = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\nraw";
+	assert_int_equal(hezo_mask_request(&m, false, false), 0);
+	assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)a, strlen(a)), 0);
+	assert_true(hezo_mask_switched(&m));
+	assert_int_equal(m.qn, 0);
+}
+
 static void test_basic(void **state)
 {
 	struct hezo_subst_result res;
@@ -283,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_misplaced),
 		cmocka_unit_test(test_identity),
 		cmocka_unit_test(test_mask),
+		cmocka_unit_test(test_mask_switched),
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_basic_encoded_placeholder),
 		cmocka_unit_test(test_basic_oversize),
