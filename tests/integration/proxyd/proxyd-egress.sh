@@ -205,7 +205,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..85"
+echo "1..87"
 # What this script leans on: the restart rows resolve through the namespaces' resolv.conf
 # (timeout 2 s, 2 attempts), so proxyd must answer within that once its control socket is back.
 echo "# assumes: $(ulimit -n) open files (soft), $(nproc) CPUs; resolv.conf in hzp-c1: $(tr '\n' ' ' </etc/netns/hzp-c1/resolv.conf)"
