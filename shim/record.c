@@ -116,7 +116,10 @@ static bool canon_root(const char *root, char *out, size_t size)
 /*
  * Each directory on the way to canon that exists (with make: made first, 0711 as runc makes it,
  * when it does not) is a directory only root may change: not a symlink, root's, and not
- * writable by others unless sticky. Returns -EPERM naming the first that is not.
+ * writable by others unless sticky. The root itself may not be writable by others even when
+ * sticky: the backend trusts whatever file bears a container's name there, and a sticky bit only
+ * keeps others from renaming entries that exist, not from creating a name the backend has freed.
+ * Returns -EPERM naming the first that is not.
  */
 static int root_walk(const char *spelled, char *canon, bool make, struct hezo_error **err)
 {
@@ -150,6 +153,16 @@ static int root_walk(const char *spelled, char *canon, bool make, struct hezo_er
 					       : (st.st_uid != 0 && st.st_uid != geteuid())
 						       ? "owned by another user"
 						       : "writable by others");
+			*s = c;
+			return e;
+		}
+		if (c == '\0' && (st.st_mode & 022)) {
+			int e = hezo_error_set(
+				err, EPERM,
+				"--root %s: %s is writable by others (mode %04o), so "
+				"another user could plant the state files the backend "
+				"reads there",
+				spelled, canon, (unsigned)(st.st_mode & 07777));
 			*s = c;
 			return e;
 		}

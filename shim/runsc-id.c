@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "hezo-file.h"
+#include "hezo-spec.h"
 #include "shim.h"
 
 /*
@@ -60,6 +62,75 @@ static size_t climb(const struct shim_ctx *ctx, const struct shim_target *t)
 	return n;
 }
 
+/* Owned by root (or the uid runsc runs as, ours) and written by no one else. */
+static bool trusted(const struct stat *st)
+{
+	return (st->st_uid == 0 || st->st_uid == geteuid()) && !(st->st_mode & 022);
+}
+
+/*
+ * runsc trusts whatever file is at ROOT/ID_sandbox:ID.state: the sandbox's pid and control socket
+ * it names are where exec, kill and pause go. So the file must be runsc's own: a regular file
+ * (a symlink to another container's state would be followed), in a root and with an owner and
+ * mode only root could have made, naming this container and its sandbox (a copy of another
+ * container's file would not). -ENOENT when there is none: the container does not exist.
+ */
+static int state_file_check(const char *root, const char *id, const char *marker,
+			    struct hezo_error **err)
+{
+	_cleanup_close_ int rfd = -1, fd = -1;
+	_cleanup_json_ struct hezo_json *st_json = NULL;
+	_cleanup_free_ char *buf = NULL;
+	const char *fid, *sid;
+	struct stat st;
+	size_t len;
+	int r;
+
+	rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd >= 0)
+		fd = openat(rfd, marker, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (rfd < 0 || fd < 0) {
+		if (errno == ENOENT)
+			return hezo_error_set(err, ENOENT, "container \"%s\" does not exist", id);
+		if (errno == ELOOP)
+			return hezo_error_set(
+				err, EPERM,
+				"container %s: %s/%s is a symlink, not runsc's state file", id,
+				root, marker);
+		return hezo_error_set_errno(err, errno, "container %s: runsc's state file %s/%s",
+					    id, root, marker);
+	}
+	if (fstat(rfd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "container %s: --root %s", id, root);
+	if (!trusted(&st))
+		return hezo_error_set(err, EPERM,
+				      "container %s: runsc's root %s is owned by uid %u with mode "
+				      "%04o: another user could have made its state file",
+				      id, root, (unsigned)st.st_uid,
+				      (unsigned)(st.st_mode & 07777));
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "container %s: %s/%s", id, root, marker);
+	if (!S_ISREG(st.st_mode) || !trusted(&st))
+		return hezo_error_set(err, EPERM,
+				      "container %s: %s/%s is not runsc's state file (%s, uid %u, "
+				      "mode %04o)",
+				      id, root, marker,
+				      S_ISREG(st.st_mode) ? "regular" : "not regular",
+				      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	r = hezo_read_fd(fd, HEZO_SPEC_MAX_SIZE + SHIM_RECORD_MAX, &buf, &len, err);
+	r = r ?: hezo_json_parse(buf, len, &st_json, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container %s: runsc's state file %s/%s", id, root,
+					 marker);
+	fid = hezo_json_string(hezo_json_get(st_json, "id"));
+	sid = hezo_json_string(hezo_json_get(hezo_json_get(st_json, "sandbox"), "id"));
+	if (!fid || !sid || strcmp(fid, id) != 0 || strcmp(sid, id) != 0)
+		return hezo_error_set(err, EPERM,
+				      "container %s: %s/%s names another container, not this one",
+				      id, root, marker);
+	return 0;
+}
+
 int shim_runsc_name(const struct shim_ctx *ctx, const struct shim_target *t, const char *id,
 		    char **out, struct hezo_error **err)
 {
@@ -67,23 +138,21 @@ int shim_runsc_name(const struct shim_ctx *ctx, const struct shim_target *t, con
 	char priv[PATH_MAX], marker[2 * SHIM_ID_MAX + 32];
 	size_t ups, len, o = 0;
 	char *s;
+	int r;
 
 	*out = NULL;
 	if (!hezo_id_valid(id))
 		return hezo_error_set(err, EINVAL, "invalid container id \"%s\"", id);
 	/*
 	 * runsc takes the lock file of the name it resolved before it finds the state file missing,
-	 * and leaves it: a container that is gone is answered here. (No check: runsc's own load
-	 * below decides.) The shim makes no runsc container in another's sandbox (pod app
-	 * containers are refused), so the sandbox's ID is the container's.
+	 * and leaves it: a container that is gone is answered here, and a file that is not runsc's
+	 * own is refused before runsc could load it. The shim makes no runsc container in another's
+	 * sandbox (pod app containers are refused), so the sandbox's ID is the container's.
 	 */
 	snprintf(marker, sizeof(marker), "%s_sandbox:%s.state", id, id);
-	if ((size_t)snprintf(priv, sizeof(priv), "%s/%s",
-			     ctx->g.root ?: shim_backend_default_root("runsc"),
-			     marker) >= sizeof(priv))
-		return hezo_error_set(err, ENAMETOOLONG, "container %s: --root too long", id);
-	if (access(priv, F_OK) < 0 && errno == ENOENT)
-		return hezo_error_set(err, ENOENT, "container \"%s\" does not exist", id);
+	r = state_file_check(ctx->g.root ?: shim_backend_default_root("runsc"), id, marker, err);
+	if (r < 0)
+		return r;
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_CREATE, priv, sizeof(priv), err);
 	if (pfd < 0)
 		return hezo_error_prefix(err, "container %s: runsc's name for it", id);
