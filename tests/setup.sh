@@ -28,7 +28,7 @@ PACKAGES=(
 	# backends and engines
 	runc crun docker.io containerd podman docker-compose
 	# network, images, test tools
-	nftables iproute2 dnsmasq busybox-static jq openssl curl util-linux procps python3 valgrind
+	nftables iproute2 dnsmasq busybox-static debootstrap jq openssl curl util-linux procps python3 valgrind
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
 	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
