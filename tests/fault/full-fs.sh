@@ -11,6 +11,7 @@ set -uo pipefail
 hezo_require_root
 hezo_require_tools jq runc cmp timeout mount umount dd
 fault_setup fullfs
+fault_cgroup_cleanup hezo-fullfs-stderr hezo-fullfs-json hezo-fullfs-after
 tap_plan 15
 
 MNT=$FW/mnt

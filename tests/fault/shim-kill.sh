@@ -17,6 +17,7 @@ hezo_require_tools jq runc cmp timeout
 # shellcheck disable=SC2034 # read by fault_setup
 HEZO_TEST_DIR=${FAULT_KILL_DIR:-/var/tmp/hezo-test}
 fault_setup kill
+fault_cgroup_cleanup hezo-kill
 tap_plan 6
 
 B=$FW/bundle
