@@ -61,3 +61,11 @@ hezo_netns_link_client()
 		ip -n "$ns" addr add "$prefix.1/24" dev c0 &&
 		ip -n "$ns" link set c0 up
 }
+
+# hezo_netns_exclusive: tests that make namespaces, links and host addresses under fixed names
+# (hzp-*, 10.201.0.1 on the host...) call this first: it waits for any other such test on the
+# machine (another checkout's, a second terminal's) and holds the lock until the script exits.
+hezo_netns_exclusive()
+{
+	exec 8>/run/hezo-netns-tests.lock && flock 8
+}

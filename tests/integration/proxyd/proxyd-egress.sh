@@ -13,6 +13,9 @@ NETLOG=${HEZO_NETLOG_TOOL:-$(dirname "$0")/../../../build/proxyd/hezo-netlog-tes
 LIB=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../lib" && pwd)
 # shellcheck source=tests/lib/proxyd.sh
 . "$LIB/proxyd.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$LIB/netns.sh"
+hezo_netns_exclusive
 
 skip_all() {
 	echo "1..0 # SKIP $1"

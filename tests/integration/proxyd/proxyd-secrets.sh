@@ -12,6 +12,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../../lib/tls.sh"
 # shellcheck source=tests/lib/proxyd.sh
 . "$HERE/../../lib/proxyd.sh"
+hezo_netns_exclusive
 
 PROXYD=$(realpath -m "${HEZO_PROXYD:-$(dirname "$0")/../../../build/proxyd/hezo-proxyd}")
 
