@@ -262,7 +262,9 @@ static const struct shim_flag update_flags[] = {
 
 static const struct shim_flag kill_flags[] = {B("all", 'a'), END};
 static const struct shim_flag delete_flags[] = {B("force", 'f'), END};
-static const struct shim_flag ps_flags[] = {V("format", 'f'), END};
+/* -q, --no-trunc and --json are for the list of every box (no ID): runc's ps has none of them. */
+static const struct shim_flag ps_flags[] = {V("format", 'f'), B("quiet", 'q'), B("no-trunc", 0),
+					    B("json", 0), END};
 static const struct shim_flag list_flags[] = {V("format", 'f'), B("quiet", 'q'), END};
 static const struct shim_flag events_flags[] = {V("interval", 0), B("stats", 0), END};
 static const struct shim_flag no_flags[] = {END};

@@ -210,9 +210,25 @@ int shim_cmd_ps(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_err
 	const char *fmt = shim_args_get(&v->args, "format");
 	int r;
 
-	/* No container: hezo-shim's own list of every box (ps.c). */
-	if (v->argc == 0 || (v->argc == 1 && strcmp(v->argv[0], "--json") == 0))
-		return shim_cmd_ps_all(ctx, v->argc == 1, err);
+	bool quiet = shim_args_bool(&v->args, "quiet"),
+	     no_trunc = shim_args_bool(&v->args, "no-trunc"),
+	     json = shim_args_bool(&v->args, "json");
+	enum shim_ps_form form = SHIM_PS_TABLE;
+
+	/* No container: hezo-shim's own list of every box (ps.c), docker ps's flags. */
+	if (!v->id) {
+		if (json || (fmt && strcmp(fmt, "json") == 0))
+			form = SHIM_PS_JSON;
+		else if (fmt && strcmp(fmt, "table") != 0)
+			return hezo_error_set(err, EINVAL, "ps: --format %s: table or json", fmt);
+		if (quiet)
+			form = form == SHIM_PS_JSON ? form : SHIM_PS_QUIET;
+		return shim_cmd_ps_all(ctx, form, no_trunc, err);
+	}
+	if (quiet || no_trunc || json)
+		return hezo_error_set(err, EINVAL,
+				      "ps %s: -q, --no-trunc and --json list every box: give no ID",
+				      v->id);
 	r = runsc_container(ctx, v->id, &t, &rec, err);
 	/*
 	 * runsc's JSON lists PIDs inside the sandbox; engines (docker top) look them up among the

@@ -1,6 +1,7 @@
 /*
- * `hezo-shim ps [--json]` (no container ID): every live box, from the records, the cgroups and
- * proxyd's stats, with the admission state. With an ID, ps is runc's verb (lifecycle.c).
+ * `hezo-shim ps [-q] [--no-trunc] [--format table|json]` (no container ID): every live box,
+ * from the records, the cgroups and proxyd's stats, with the admission state. With an ID, ps is
+ * runc's verb (lifecycle.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -212,59 +213,97 @@ static int ps_one(void *data, const char *key, struct hezo_json *rec)
 	return r;
 }
 
-static void human(char *buf, size_t size, const struct hezo_json *v, bool bytes)
+/* A byte count in at most 5 characters: 980K, 9.5M, 300M, 1.5G; "-" unreadable, "max" none. */
+static void human_bytes(char *buf, size_t size, const struct hezo_json *v)
+{
+	int64_t n;
+	double m;
+
+	if (hezo_json_get_int64(v, &n) < 0 || n < 0) {
+		snprintf(buf, size, "-");
+		return;
+	}
+	if (n >= (int64_t)1 << 50) {
+		snprintf(buf, size, "max");
+		return;
+	}
+	m = (double)n / (1 << 20);
+	if (n < 1000 * 1024)
+		snprintf(buf, size, "%" PRId64 "K", (n + 1023) / 1024);
+	else if (m < 9.95)
+		snprintf(buf, size, "%.1fM", m);
+	else if (m < 999.5)
+		snprintf(buf, size, "%.0fM", m);
+	else
+		snprintf(buf, size, "%.1fG", m / 1024);
+}
+
+static void human_count(char *buf, size_t size, const struct hezo_json *v)
 {
 	int64_t n;
 
 	if (hezo_json_get_int64(v, &n) < 0 || n < 0)
 		snprintf(buf, size, "-");
-	else if (bytes && n >= (int64_t)1 << 50)
-		snprintf(buf, size, "max");
-	else if (bytes)
-		snprintf(buf, size, "%.1fM", (double)n / (1 << 20));
 	else
 		snprintf(buf, size, "%" PRId64, n);
 }
 
-static void print_table(const struct hezo_json *doc)
+/* An age as docker ps words it, short: 45s, 12m, 3h, 9d. */
+static void human_age(char *buf, size_t size, const struct hezo_json *v)
+{
+	int64_t s;
+
+	if (hezo_json_get_int64(v, &s) < 0 || s < 0)
+		snprintf(buf, size, "-");
+	else if (s < 60)
+		snprintf(buf, size, "%" PRId64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, size, "%" PRId64 "m", s / 60);
+	else if (s < 86400)
+		snprintf(buf, size, "%" PRId64 "h", s / 3600);
+	else
+		snprintf(buf, size, "%" PRId64 "d", s / 86400);
+}
+
+/*
+ * One row per box in 80 columns, as docker ps shows containers: the ID cut to 12 characters unless
+ * no_trunc. The engine, DNS answers and admission state are in --format json.
+ */
+static void print_table(const struct hezo_json *doc, bool no_trunc)
 {
 	const struct hezo_json *adm = hezo_json_get(doc, "admission");
 	const struct hezo_json *boxes = hezo_json_get(doc, "boxes");
 	int64_t active = 0, waiting = 0, limit = 0;
+	int idw = no_trunc ? 64 : 12;
 
 	hezo_json_get_int64(hezo_json_get(adm, "active"), &active);
 	hezo_json_get_int64(hezo_json_get(adm, "waiting"), &waiting);
 	hezo_json_get_int64(hezo_json_get(adm, "limit"), &limit);
-	printf("%-24s %-10s %-12s %-6s %-6s %15s %11s %8s %8s %6s %6s %-8s\n", "ID", "ENGINE",
-	       "PROJECT", "BACKEND", "EGRESS", "MEMORY", "PIDS", "CPU(s)", "UP(s)", "CONNS", "DNS",
-	       "ADMIT");
+	printf("%-*s  %-10s %-7s %-6s %-11s %-9s %6s %5s %5s\n", idw, "CONTAINER ID", "PROJECT",
+	       "BACKEND", "EGRESS", "MEMORY", "PIDS", "CPU", "UP", "CONNS");
 	HEZO_JSON_FOREACH (i, boxes) {
 		const struct hezo_json *b = boxes->items[i];
 		const struct hezo_json *st = hezo_json_get(b, "proxyd");
-		char mu[32], mc[32], pu[32], pc[32], cpu[32], up[32], cn[32], dn[32], mem[80],
-			pid[80];
+		char mu[16], mc[16], pu[24], pc[24], cpu[32], up[16], cn[24], mem[40], pid[56];
 		int64_t us = -1;
 
-		human(mu, sizeof(mu), hezo_json_get(b, "memoryBytes"), true);
-		human(mc, sizeof(mc), hezo_json_get(b, "memoryCap"), true);
-		human(pu, sizeof(pu), hezo_json_get(b, "pids"), false);
-		human(pc, sizeof(pc), hezo_json_get(b, "pidsCap"), false);
-		human(up, sizeof(up), hezo_json_get(b, "uptimeSeconds"), false);
-		human(cn, sizeof(cn), hezo_json_get(st, "connsAccepted"), false);
-		human(dn, sizeof(dn), hezo_json_get(st, "dnsQueries"), false);
+		human_bytes(mu, sizeof(mu), hezo_json_get(b, "memoryBytes"));
+		human_bytes(mc, sizeof(mc), hezo_json_get(b, "memoryCap"));
+		human_count(pu, sizeof(pu), hezo_json_get(b, "pids"));
+		human_count(pc, sizeof(pc), hezo_json_get(b, "pidsCap"));
+		human_age(up, sizeof(up), hezo_json_get(b, "uptimeSeconds"));
+		human_count(cn, sizeof(cn), hezo_json_get(st, "connsAccepted"));
 		if (hezo_json_get_int64(hezo_json_get(b, "cpuMicros"), &us) == 0)
-			snprintf(cpu, sizeof(cpu), "%.2f", (double)us / 1e6);
+			snprintf(cpu, sizeof(cpu), "%.1fs", (double)us / 1e6);
 		else
 			snprintf(cpu, sizeof(cpu), "-");
 		snprintf(mem, sizeof(mem), "%s/%s", mu, mc);
 		snprintf(pid, sizeof(pid), "%s/%s", pu, pc);
-		printf("%-24.64s %-10s %-12.32s %-6s %-6s %15s %11s %8s %8s %6s %6s %-8s\n",
+		printf("%-*.*s  %-10.10s %-7.7s %-6.6s %-11s %-9s %6s %5s %5s\n", idw, idw,
 		       hezo_json_string(hezo_json_get(b, "id")),
-		       hezo_json_string(hezo_json_get(b, "engine")) ?: "-",
 		       hezo_json_string(hezo_json_get(b, "project")) ?: "-",
 		       hezo_json_string(hezo_json_get(b, "backend")) ?: "-",
-		       hezo_json_string(hezo_json_get(b, "egress")) ?: "-", mem, pid, cpu, up, cn,
-		       dn, hezo_json_string(hezo_json_get(b, "admission")) ?: "-");
+		       hezo_json_string(hezo_json_get(b, "egress")) ?: "-", mem, pid, cpu, up, cn);
 	}
 	if (limit > 0)
 		printf("admission: %" PRId64 " active, %" PRId64 " waiting, limit %" PRId64
@@ -273,6 +312,16 @@ static void print_table(const struct hezo_json *doc)
 	else
 		printf("admission: %" PRId64 " active, %" PRId64 " waiting, no limit\n", active,
 		       waiting);
+}
+
+/* Only the IDs, one per line (docker ps -q). */
+static void print_ids(const struct hezo_json *doc, bool no_trunc)
+{
+	const struct hezo_json *boxes = hezo_json_get(doc, "boxes");
+
+	HEZO_JSON_FOREACH (i, boxes)
+		printf("%.*s\n", no_trunc ? 64 : 12,
+		       hezo_json_string(hezo_json_get(boxes->items[i], "id")) ?: "-");
 }
 
 /* The admission limit as a create would compute it for a box with the policy's memory cap. */
@@ -325,7 +374,8 @@ int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err)
 	return 0;
 }
 
-int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err)
+int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
+		    struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object(), *stats = NULL;
 	struct ps_walk w = {.ctx = ctx};
@@ -346,10 +396,11 @@ int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err)
 	if (r < 0)
 		return hezo_error_set(err, -r, "ps: state directory %s: %s", ctx->state_dir,
 				      strerror(-r));
-	if (!json) {
-		print_table(doc);
-		return fflush(stdout) == 0 ? 0
-					   : hezo_error_set(err, EIO, "ps: cannot write to stdout");
-	}
-	return shim_ps_print_json(doc, err);
+	if (form == SHIM_PS_JSON)
+		return shim_ps_print_json(doc, err);
+	if (form == SHIM_PS_QUIET)
+		print_ids(doc, no_trunc);
+	else
+		print_table(doc, no_trunc);
+	return fflush(stdout) == 0 ? 0 : hezo_error_set(err, EIO, "ps: cannot write to stdout");
 }

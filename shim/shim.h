@@ -604,7 +604,9 @@ int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 int shim_cmd_ps(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 /* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
-int shim_cmd_ps_all(struct shim_ctx *ctx, bool json, struct hezo_error **err);
+enum shim_ps_form { SHIM_PS_TABLE, SHIM_PS_JSON, SHIM_PS_QUIET };
+int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
+		    struct hezo_error **err);
 /* doc and a newline on stdout ("ps: cannot write to stdout" when it cannot be). */
 int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err);
 int shim_cmd_features(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);

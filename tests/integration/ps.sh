@@ -72,9 +72,11 @@ expect_eq "$(jq -r .engine <<<"$(box "$doc" "${IDS[0]}")")" oci "[bundle] engine
 expect_eq "$(jq -c '.admission | [.active, .waiting, .limit]' <<<"$doc")" "[2,0,7]" "[bundle] admission: 2 active, 0 waiting, limit 7"
 table=$(hezo_shim ps 2>&1)
 diag "$table"
-expect_match "$(head -n 1 <<<"$table")" '^ID +ENGINE +PROJECT +BACKEND +EGRESS +MEMORY +PIDS +CPU\(s\) +UP\(s\) +CONNS +DNS +ADMIT' \
+expect_match "$(head -n 1 <<<"$table")" '^CONTAINER ID +PROJECT +BACKEND +EGRESS +MEMORY +PIDS +CPU +UP +CONNS$' \
 	"[bundle] the table's header"
-expect_match "$table" "^${IDS[1]} +oci " "[bundle] the table lists the second box"
+expect_match "$table" "^${IDS[1]:0:12} +- +$HEZO_TEST_BACKEND " "[bundle] the table lists the second box"
+expect_eq "$(hezo_shim ps --format json 2>&1 | jq -c '[.boxes[].id] | sort')" "$(jq -c '[.boxes[].id] | sort' <<<"$doc")" \
+	"[bundle] ps --format json is ps --json"
 expect_match "$(tail -n 1 <<<"$table")" '^admission: 2 active, 0 waiting, limit 7 \(maxActive 7 from policy\)$' \
 	"[bundle] the table's admission line"
 hezo_shim --root "$ROOT" kill "${IDS[1]}" KILL >/dev/null 2>&1
@@ -109,6 +111,15 @@ cgroup_figures docker "$cid" "$cg" unlimited
 doc=$(hezo_shim ps --json 2>&1)
 expect_eq "$(jq -r .engine <<<"$(box "$doc" "$cid")")" docker "[docker] engine: docker"
 expect_eq "$(jq -r .memoryCap <<<"$(box "$doc" "$cid")")" $((300 * 1048576)) "[docker] memory cap: docker's -m 300m"
+# As docker ps: 12-character IDs in the table and in -q, all 64 with --no-trunc, in 80 columns.
+table=$(hezo_shim ps 2>&1)
+diag "$table"
+expect_match "$table" "^${cid:0:12}  " "[docker] the table shows the 12-character ID"
+expect_eq "$(awk 'length > 80' <<<"$table")" "" "[docker] every line of the table fits 80 columns"
+expect_match "$(hezo_shim ps -q 2>&1)" "^${cid:0:12}$" "[docker] ps -q prints the 12-character ID"
+expect_match "$(hezo_shim ps -q --no-trunc 2>&1)" "^$cid$" "[docker] ps -q --no-trunc prints all 64"
+expect_match "$(hezo_shim ps --no-trunc 2>&1)" "^$cid  " "[docker] ps --no-trunc shows all 64 in the table"
+expect_match "$(hezo_shim ps -q "$cid" 2>&1)" 'give no ID' "[docker] ps -q with an ID is refused in one line, not passed to the backend"
 hezo_docker rm -f "$NAME" >/dev/null 2>&1
 sleep 1
 expect_eq "$(box "$(hezo_shim ps --json 2>&1)" "$cid")" "" "[docker] a removed container is not listed"
