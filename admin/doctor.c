@@ -1,5 +1,5 @@
-/* `hezo-shim doctor`: one line per check of what hezo-shim needs on this host; non-zero on any
- * FAIL. */
+/* `hezo-shim doctor [--format json]`: one line (or one JSON entry) per check of what hezo-shim
+ * needs on this host; non-zero on any FAIL. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -7,6 +7,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netlink.h>
+#include <dirent.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,10 @@ struct doctor {
 	const char *docker_config, *containerd_config, *podman_config;
 	struct hezo_policy *policy;
 	bool docker_given;
+	/* Set when the main policy or a project's asks for proxy egress: proxyd must answer. */
+	const char *proxy_user;
+	char proxy_project[300];
+	struct hezo_json *checks; /* --format json: the entries, printed at the end */
 };
 
 static void report(struct doctor *d, const char *status, const char *fmt, ...)
@@ -50,6 +55,22 @@ static void report(struct doctor *d, const char *status, const char *fmt, ...)
 		d->warn++;
 	else
 		d->skip++;
+	if (d->checks) {
+		_cleanup_free_ char *msg = NULL;
+		struct hezo_json *c = hezo_json_new_object();
+		int r;
+
+		va_start(ap, fmt);
+		r = vasprintf(&msg, fmt, ap);
+		va_end(ap);
+		if (r < 0 || !c || hezo_json_set(c, "status", hezo_json_new_string(status)) < 0 ||
+		    hezo_json_set(c, "message", hezo_json_new_string(msg)) < 0 ||
+		    hezo_json_append(d->checks, c) < 0) {
+			hezo_json_free(c);
+			d->fail++;
+		}
+		return;
+	}
 	printf("%-4s ", status);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
@@ -75,6 +96,56 @@ static void check_policy(struct doctor *d)
 	report(d, "ok", "policy %s loads (mode %s, backend %s)", d->policy_path,
 	       hezo_policy_production(d->policy) ? "production" : "dev",
 	       hezo_backend_name(hezo_policy_backend(d->policy)));
+	if (hezo_policy_egress_mode(d->policy) == HEZO_EGRESS_PROXY)
+		d->proxy_user = "the policy";
+}
+
+/*
+ * Every project file as its containers get it (layered over the policy): a file that does not
+ * layer refuses every box of its project, and a project with proxy egress needs proxyd even when
+ * the main policy has none.
+ */
+static void check_projects(struct doctor *d)
+{
+	DIR *dir;
+	const char *pdir;
+	struct dirent *de;
+	unsigned n = 0;
+
+	if (!d->policy)
+		return;
+	pdir = hezo_policy_projects_dir(d->policy);
+	if (!pdir || !(dir = opendir(pdir))) {
+		if (pdir && errno != ENOENT)
+			report(d, "FAIL", "projects: cannot read %s: %s", pdir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(dir))) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		_cleanup_policy_ struct hezo_policy *p = NULL;
+		size_t len = strlen(de->d_name);
+		char name[256];
+
+		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		n++;
+		if (hezo_policy_for_container(d->policy, NULL, name, &p, &e) < 0) {
+			report(d, "FAIL", "project %s: %s", name,
+			       e && e->msg ? e->msg : "does not load");
+			continue;
+		}
+		report(d, "ok", "project %s loads (backend %s, egress %s)", name,
+		       hezo_backend_name(hezo_policy_backend(p)),
+		       hezo_policy_egress_mode(p) == HEZO_EGRESS_PROXY ? "proxy" : "not proxy");
+		if (hezo_policy_egress_mode(p) == HEZO_EGRESS_PROXY && !d->proxy_user) {
+			snprintf(d->proxy_project, sizeof(d->proxy_project), "project %s", name);
+			d->proxy_user = d->proxy_project;
+		}
+	}
+	closedir(dir);
+	if (n == 0)
+		report(d, "skip", "projects: none in %s", pdir);
 }
 
 /* "runc version 1.1.5\ncommit: ..." -> "1.1.5"; the first line otherwise. */
@@ -327,8 +398,8 @@ static void check_proxyd(struct doctor *d)
 		       "proxyd: the policy does not load, so its egress mode is unknown");
 		return;
 	}
-	if (hezo_policy_egress_mode(d->policy) != HEZO_EGRESS_PROXY) {
-		report(d, "skip", "proxyd: egress mode is not proxy");
+	if (!d->proxy_user) {
+		report(d, "skip", "proxyd: neither the policy nor a project has egress proxy");
 		return;
 	}
 	if (strlen(d->proxyd_socket) >= sizeof(sa.sun_path)) {
@@ -340,8 +411,8 @@ static void check_proxyd(struct doctor *d)
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		report(d, "FAIL",
 		       "proxyd: cannot connect to %s (%s): containers with egress proxy "
-		       "will be refused; start it: systemctl start hezo-proxyd",
-		       d->proxyd_socket, strerror(errno));
+		       "(%s) will be refused; start it: systemctl start hezo-proxyd",
+		       d->proxyd_socket, strerror(errno), d->proxy_user);
 		return;
 	}
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
@@ -478,13 +549,14 @@ static const char *env_or(const char *name, const char *dflt)
 
 int hezo_doctor_main(int argc, char **argv)
 {
-	enum { OPT_POLICY = 256, OPT_SOCKET, OPT_DOCKER, OPT_CONTAINERD, OPT_PODMAN };
+	enum { OPT_POLICY = 256, OPT_SOCKET, OPT_DOCKER, OPT_CONTAINERD, OPT_PODMAN, OPT_FORMAT };
 	static const struct option longopts[] = {
 		{"policy", required_argument, NULL, OPT_POLICY},
 		{"proxyd-socket", required_argument, NULL, OPT_SOCKET},
 		{"docker-config", required_argument, NULL, OPT_DOCKER},
 		{"containerd-config", required_argument, NULL, OPT_CONTAINERD},
 		{"podman-config", required_argument, NULL, OPT_PODMAN},
+		{"format", required_argument, NULL, OPT_FORMAT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -496,7 +568,8 @@ int hezo_doctor_main(int argc, char **argv)
 		.containerd_config = "/etc/containerd/config.toml",
 		.podman_config = "/etc/containers/containers.conf",
 	};
-	int c;
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	int c, rc;
 
 	optind = 0;
 	opterr = 0;
@@ -518,10 +591,24 @@ int hezo_doctor_main(int argc, char **argv)
 		case OPT_PODMAN:
 			d.podman_config = optarg;
 			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "json") == 0 && !doc) {
+				doc = hezo_json_new_object();
+				d.checks = doc ? hezo_json_ensure_array(doc, "checks") : NULL;
+				if (!d.checks) {
+					fprintf(stderr, "hezo-shim doctor: out of memory\n");
+					return 2;
+				}
+			} else if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0) {
+				fprintf(stderr, "hezo-shim doctor: --format %s: text or json\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'h':
-			printf("Usage: hezo-shim doctor [--policy PATH] [--proxyd-socket PATH]\n"
-			       "       [--docker-config PATH] [--containerd-config PATH] "
-			       "[--podman-config PATH]\n");
+			printf("Usage: hezo-shim doctor [--format text|json] [--policy PATH]\n"
+			       "       [--proxyd-socket PATH] [--docker-config PATH]\n"
+			       "       [--containerd-config PATH] [--podman-config PATH]\n");
 			return 0;
 		default:
 			fprintf(stderr, "hezo-shim doctor: unknown or incomplete option \"%s\"\n",
@@ -530,6 +617,7 @@ int hezo_doctor_main(int argc, char **argv)
 		}
 	}
 	check_policy(&d);
+	check_projects(&d);
 	check_backends(&d);
 	check_hook(&d);
 	check_kernel(&d);
@@ -539,7 +627,25 @@ int hezo_doctor_main(int argc, char **argv)
 			  "containerd");
 	check_toml_engine(&d, "podman", "podman", d.podman_config, HEZO_INSTALL_PODMAN_RUNTIME " =",
 			  "podman");
-	printf("%u ok, %u failed, %u warnings, %u skipped\n", d.ok, d.fail, d.warn, d.skip);
+	rc = d.fail ? 1 : 0;
+	if (doc) {
+		_cleanup_free_ char *out = NULL;
+		_cleanup_error_ struct hezo_error *e = NULL;
+		size_t len;
+
+		if (hezo_json_set(doc, "ok", hezo_json_new_uint(d.ok)) < 0 ||
+		    hezo_json_set(doc, "failed", hezo_json_new_uint(d.fail)) < 0 ||
+		    hezo_json_set(doc, "warnings", hezo_json_new_uint(d.warn)) < 0 ||
+		    hezo_json_set(doc, "skipped", hezo_json_new_uint(d.skip)) < 0 ||
+		    hezo_json_dump(doc, false, &out, &len, &e) < 0) {
+			fprintf(stderr, "hezo-shim doctor: cannot write the JSON report\n");
+			rc = 2;
+		} else {
+			printf("%s\n", out);
+		}
+	} else {
+		printf("%u ok, %u failed, %u warnings, %u skipped\n", d.ok, d.fail, d.warn, d.skip);
+	}
 	hezo_policy_free(d.policy);
-	return d.fail ? 1 : 0;
+	return rc;
 }
