@@ -37,6 +37,8 @@ PACKAGES=(
 	golang-go golang-github-opencontainers-specs-dev
 	# benchmarks
 	hyperfine iperf3 haproxy wrk
+	# the style suite: shell scripts (tests/integration/shellcheck.sh)
+	shellcheck
 	# packaging tests: the Debian package build, man page rendering, unit file checks
 	debhelper dpkg-dev fakeroot man-db systemd
 )

@@ -881,10 +881,10 @@ runsc_peak()
 
 bench_runsc()
 {
-	local bin rel r w rest peaks per ratio max out rounds=$ROUNDS
-	# shellcheck disable=SC2016
+	local bin rel r w rest peaks rest_s peaks_s per ratio max out rounds=$ROUNDS
+	# shellcheck disable=SC2016,SC2034 # read through ${!w}
 	local sleepers='i=0; while [ $i -lt 254 ]; do sleep 10 & i=$((i + 1)); done; sleep 6; kill -9 -1; exit 0'
-	# shellcheck disable=SC2016
+	# shellcheck disable=SC2016,SC2034 # read through ${!w}
 	local bomb='mkfifo /tmp/idle; exec 3<>/tmp/idle; export B='"'"'while :; do sh -c "$B" & done'"'"'
 sh -c "$B" 2>/dev/null & read -t 8 x <&3; kill -9 -1; wait; exit 0'
 	log "5. runsc host tasks"
@@ -904,15 +904,15 @@ sh -c "$B" 2>/dev/null & read -t 8 x <&3; kill -9 -1; wait; exit 0'
 				peaks+=("${out% *}")
 				max=${out#* }
 			done
-			rest=$(printf '%s\n' "${rest[@]}" | stats)
+			rest_s=$(printf '%s\n' "${rest[@]}" | stats)
 			per=$(for ((r = 0; r < rounds; r++)); do
-				awk -v p="${peaks[$r]}" -v b="$(med "$rest")" 'BEGIN { print (p - b) / 254 }'
+				awk -v p="${peaks[$r]}" -v b="$(med "$rest_s")" 'BEGIN { print (p - b) / 254 }'
 			done | stats)
 			ratio=$(for p in "${peaks[@]}"; do awk -v p="$p" -v m="$max" 'BEGIN { print (m > 0 ? p / m : "nan") }'; done | stats)
-			peaks=$(printf '%s\n' "${peaks[@]}" | stats)
+			peaks_s=$(printf '%s\n' "${peaks[@]}" | stats)
 			row runsc "host tasks, 256 tasks inside ($w), runsc $rel; peak / host pids.max $max" \
-				"$(med "$rest") at rest" \
-				"$(med "$peaks") ($(cut -d' ' -f2 <<<"$peaks")–$(cut -d' ' -f3 <<<"$peaks")); $(fmt "$(med "$per")" 1 1) per task" \
+				"$(med "$rest_s") at rest" \
+				"$(med "$peaks_s") ($(cut -d' ' -f2 <<<"$peaks_s")–$(cut -d' ' -f3 <<<"$peaks_s")); $(fmt "$(med "$per")" 1 1) per task" \
 				"$(fmt_ratio "$ratio")" "< 1.00" "$(verdict "$(cut -d' ' -f3 <<<"$ratio")" "<=" 0.99)"
 		done
 	done

@@ -6,7 +6,7 @@ out=${HEZO_CAPTURE_DIR:-/tmp/hezo-capture}
 real=${HEZO_CAPTURE_RUNC:-/usr/sbin/runc}
 mkdir -p "$out"
 stamp=$(date +%s%N)
-verb= bundle= process= resources=
+verb='' bundle='' process='' resources=''
 prev=
 for a in "$@"; do
 	case "$prev" in

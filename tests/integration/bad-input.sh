@@ -387,7 +387,8 @@ fi
 # stdio_case NAME SETUP WANT: run `create` with stdio set up by SETUP (bash redirections).
 stdio_case()
 {
-	local name=$1 setup=$2 want=$3 id=hezo-bad-stdio-$1-$(hezo_rand) rc
+	local name=$1 setup=$2 want=$3 id rc
+	id=hezo-bad-stdio-$1-$(hezo_rand)
 	fresh_bundle "stdio-$name"
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
 	HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
@@ -461,7 +462,8 @@ chmod 0644 "$WORK/stdio-ro.txt"
 # stderr is a pipe (a regular file would be refused under runc).
 stdio_ok()
 {
-	local name=$1 setup=$2 id=hezo-bad-stdio-$1-$(hezo_rand) rc
+	local name=$1 setup=$2 id rc
+	id=hezo-bad-stdio-$1-$(hezo_rand)
 	fresh_bundle "stdio-$name"
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$id'"
 	HEZO_POLICY="$HEZO_TEST_POLICY" HEZO_STATE_DIR="$HEZO_TEST_STATE" HEZO_HOOK_PATH="$HEZO_HOOK_BIN" \
@@ -495,7 +497,8 @@ hezo_bundle_cleanup "$ROOT" "$ro_id"
 # The box writes its verdict into the file itself; the test waits for that line, not for a time.
 stdio_out_case()
 {
-	local how=$1 id=hezo-bad-stdio-out-$1-$(hezo_rand) rc out=$WORK/stdio-out-$1.txt
+	local how=$1 id rc out=$WORK/stdio-out-$1.txt
+	id=hezo-bad-stdio-out-$1-$(hezo_rand)
 	fresh_bundle "stdio-out-$how"
 	jq -c '.process.args = ["sh", "-c", "if (exec 3</proc/self/fd/1) 2>/dev/null; then echo reopen-read=yes; else echo reopen-read=no; fi; sleep 60"]' \
 		"$B/config.json" >"$B/c" && mv "$B/c" "$B/config.json"

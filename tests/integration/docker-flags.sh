@@ -409,7 +409,7 @@ for opts in "" "--device-cgroup-rule=c 5:1 rwm" "--privileged"; do
 	expect_eq "$(jq -c '[.linux.resources.devices[] | select(.allow and (.major == 5 and .minor == 1 or .major == null))] | length' "$cfg" 2>&1)" 0 \
 		"[$label] saved config.json: no cgroup rule allows c 5:1"
 	out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c "$DEV_PROBE; $DEV_WPROBE" 2>&1 </dev/null)
-	expect_eq "$(hezo_probe_get "$out" probe)" done "[$label] the probe ran" || diag "$out"
+	expect_eq "$(hezo_probe_get "$out" probe)" "done" "[$label] the probe ran" || diag "$out"
 	if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		list=$(cat "$(hezo_cgroup_dir devices "$(hezo_docker_cgroups_path "$NAME")")/devices.list" 2>&1)
 		expect_no_match "$list" '^(c 5:1 |a )' "[$label] host: devices.list allows neither c 5:1 nor all"

@@ -200,7 +200,7 @@ expect_eq "$RC" 0 "[writable rootfs] delta's box with a writable root filesystem
 # descriptor of its root filesystem after its end, where no record says it (red team pass 12,
 # part R1).
 root_refused "--root in a writable rootfs" "$WORK/dbox/rootfs/var/r" w "--root $WORK/dbox/rootfs/var/r is inside the bundle $WORK/dbox \\(it has a config.json\\): a box's root filesystem is there, and the box could rewrite the backend's state\$"
-expect_eq "$(ls -A "$WORK/dbox/rootfs/var" 2>/dev/null | grep -cx r)" 0 "[--root in a writable rootfs] nothing was made there"
+expect_eq "$(find "$WORK/dbox/rootfs/var" -mindepth 1 -maxdepth 1 -name r 2>/dev/null | wc -l)" 0 "[--root in a writable rootfs] nothing was made there"
 # The box holds the directory, not its name: moved out of its bundle after the create, it is
 # still the box's (red team pass 12, part O, H1).
 mv "$WORK/dbox/rootfs" "$WORK/dbox-rootfs-moved" || bail_out "cannot move the rootfs"
@@ -241,7 +241,7 @@ mount -t overlay overlay -o "lowerdir=$WORK/obox-lower,upperdir=$WORK/obox-upper
 shim_err obox-create --hezo-project delta --root "$ROOT" create -b "$WORK/obox" "$O"
 expect_eq "$RC" 0 "[writable overlay root] delta's box on an overlay root is created" || diag "$ERR"
 root_refused "--root in an overlay's upper dir" "$WORK/obox-upper/r" ou "--root $WORK/obox-upper/r overlaps $WORK/obox/rootfs, which container $O's box is handed: a box could rewrite the backend's state there\$"
-expect_eq "$(ls -A "$WORK/obox-upper" | grep -cx r)" 0 "[--root in an overlay's upper dir] nothing was made there"
+expect_eq "$(find "$WORK/obox-upper" -mindepth 1 -maxdepth 1 -name r | wc -l)" 0 "[--root in an overlay's upper dir] nothing was made there"
 mkdir -p "$WORK/alias-o" || bail_out "cannot make alias-o"
 tap_cleanup "umount -l '$WORK/alias-o'"
 mount --bind "$WORK/obox/rootfs/var" "$WORK/alias-o" || bail_out "cannot bind the overlay's /var"

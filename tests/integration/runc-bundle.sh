@@ -938,7 +938,7 @@ hezo_shim --root "$ROOT" create -b "$WORK/wroot" "$ID" >/dev/null 2> >(cat >"$WO
 hezo_wait_status "$ROOT" "$ID" running 20 || bail_out "the writable-root container does not run"
 hezo_shim --root "$ROOT" delete -f "$ID" >/dev/null 2>"$WORK/wroot-del.err" </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[writable root] delete -f exits 0" || diag "$(cat "$WORK/wroot-del.err")"
-expect_eq "$(ls -A "$WORK/wroot/rootfs" | grep -c '^\.gvisor\.filestore\.')" 0 "[writable root] no filestore left in the rootfs"
+expect_eq "$(find "$WORK/wroot/rootfs" -mindepth 1 -maxdepth 1 -name '.gvisor.filestore.*' | wc -l)" 0 "[writable root] no filestore left in the rootfs"
 new_id wcreated
 hezo_make_bundle "$WORK/wcreated" "$ID" '["true"]' || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$WORK/wcreated" "$ID" >/dev/null 2> >(cat >"$WORK/wcreated.err") </dev/null ||
@@ -947,7 +947,7 @@ hezo_shim --root "$ROOT" kill "$ID" KILL >/dev/null 2>"$WORK/wcreated-kill.err" 
 expect_eq "$rc" 0 "[writable root, created] kill KILL exits 0" || diag "$(cat "$WORK/wcreated-kill.err")"
 hezo_shim --root "$ROOT" delete -f "$ID" >/dev/null 2>"$WORK/wcreated-del.err" </dev/null && rc=0 || rc=$?
 expect_eq "$rc" 0 "[writable root, created] then delete -f exits 0" || diag "$(cat "$WORK/wcreated-del.err")"
-expect_eq "$(ls -A "$WORK/wcreated/rootfs" | grep -c '^\.gvisor\.filestore\.')" 0 "[writable root, created] no filestore left in the rootfs"
+expect_eq "$(find "$WORK/wcreated/rootfs" -mindepth 1 -maxdepth 1 -name '.gvisor.filestore.*' | wc -l)" 0 "[writable root, created] no filestore left in the rootfs"
 hezo_write_policy bundle
 
 # --- the caller's priorities do not reach the box (red team pass 12, part Q2, H1 and L2) -----

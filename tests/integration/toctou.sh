@@ -298,7 +298,8 @@ queued()
 # while it waits; sets RACE_OUT (its output) and RACE_RC.
 race_run()
 {
-	local label=$1 b=$2 turn=$3 hid=hezo-it-hold-$(hezo_rand) pid
+	local label=$1 b=$2 turn=$3 hid pid
+	hid=hezo-it-hold-$(hezo_rand)
 	tap_cleanup "hezo_bundle_cleanup '$ROOT' '$hid'; hezo_shim --root '$ROOT' delete --force '$hid' >/dev/null 2>&1"
 	hezo_make_bundle "$WORK/$label-hold" "$hid" '["sleep", "600"]' || bail_out "cannot make bundle"
 	hezo_shim --root "$ROOT" create -b "$WORK/$label-hold" "$hid" >/dev/null 2>&1 </dev/null
@@ -433,6 +434,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
 	done
 	A_IPC=$(readlink "/proc/$P/ns/ipc" 2>/dev/null)
 	HOST_IPC=$(readlink /proc/self/ns/ipc)
+	diag "[ns reuse] box A's IPC namespace: $A_IPC (pid $P); the host's: $HOST_IPC"
 	new_id nsreuse
 	hezo_make_bundle "$WORK/nsreuse" "$ID" '["sh", "-c", "readlink /proc/self/ns/ipc; echo end"]' \
 		'.linux.namespaces |= map(if .type == "ipc" then .path = "/proc/'"$P"'/ns/ipc" else . end)' ||

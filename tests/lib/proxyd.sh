@@ -14,6 +14,7 @@ hezo_proxyd_start()
 	local state=$1 log=$2 sock=$3
 	shift 3
 	"$PROXYD" --state-dir "$state" --log-dir "$log" --socket "$sock" "$@" </dev/null &
+	# shellcheck disable=SC2034 # the caller stops proxyd with it
 	PROXYD_PID=$!
 	for _ in $(seq 500); do
 		[ -S "$sock" ] && return 0

@@ -33,4 +33,5 @@ hezo_test_selfsigned()
 }
 
 # The HTTPS upstream: python3 "$HEZO_HTTPS_UPSTREAM" LOG ADDRESS CERT KEY (port 443).
+# shellcheck disable=SC2034 # run by the scripts that source this file
 HEZO_HTTPS_UPSTREAM=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/https-upstream.py

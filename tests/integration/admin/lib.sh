@@ -1,4 +1,5 @@
 # Shared TAP helpers for tests/integration/admin/*.sh (sourced, not run).
+# shellcheck shell=sh disable=SC2034 # T and SRC are for the scripts that source this file
 set -u
 T=${HEZO_INSTALL_TEST:?set HEZO_INSTALL_TEST to the hezo-install-test binary}
 SRC=${HEZO_SOURCE_ROOT:-$(cd "$(dirname "$0")/../../.." && pwd)}

@@ -62,7 +62,7 @@ if [ -z "$deb" ]; then
 		finish
 		exit 1
 	fi
-	deb=$(ls "$work"/out/hezo-shim_*_*.deb | grep -v dbgsym | head -n1)
+	deb=$(find "$work/out" -maxdepth 1 -name 'hezo-shim_*_*.deb' ! -name '*dbgsym*' | sort | head -n1)
 fi
 check "package holds shim, hook, proxyd, unit, policy, man pages, manifests" sh -c "
 	dpkg-deb -c '$deb' >'$work/list' &&
