@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hezo-commit.h"
 #include "hezo-config.h"
 #include "hezo-file.h"
 #include "hezo-hook.h"

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "hezo-commit.h"
 #include "hezo-config.h"
 #include "hezo-file.h"
 #include "proxyd.h"

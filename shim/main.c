@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hezo-commit.h"
 #include "hezo-config.h"
 #include "hezo-install.h"
 #include "hezo-log.h"

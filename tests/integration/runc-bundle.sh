@@ -36,6 +36,17 @@ out=$(hezo_shim --version 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "--version exits 0"
 expect_match "$(head -n 1 <<<"$out")" '^hezo-shim version [0-9]' "--version prints 'hezo-shim version X' first"
 expect_match "$out" '^commit: ' "--version prints a commit line"
+# meson's vcs_tag reads the commit at every build: the binary names the checkout's HEAD.
+commit=$(sed -n 's/^commit: //p' <<<"$out")
+head_commit=$(git -C "$HEZO_SOURCE_DIR" rev-parse HEAD 2>/dev/null) || head_commit=""
+if [ -z "$head_commit" ]; then
+	skip "--version names the checkout's HEAD" "$HEZO_SOURCE_DIR is not a git checkout"
+elif [ -n "$commit" ] && [[ $head_commit == "${commit%-dirty}"* ]]; then
+	ok "--version names the checkout's HEAD ($commit)"
+else
+	not_ok "--version names the checkout's HEAD"
+	diag "--version: $commit; HEAD: $head_commit"
+fi
 expect_match "$out" '^spec: ' "--version prints a spec line"
 
 # --- run: the box seen from inside ----------------------------------------------------------------
