@@ -143,6 +143,7 @@ static int do_register(int fd, int nsfd, const char *id, const struct hezo_hook_
 
 static void test_pause(void)
 {
+#if HEZO_TEST_SWITCHES
 	const char *s = getenv(PAUSE_ENV);
 	char *end;
 	long n;
@@ -153,6 +154,7 @@ static void test_pause(void)
 	if (*end || n <= 0 || n > 30)
 		return;
 	sleep((unsigned)n);
+#endif
 }
 
 static int cmd_wire(int argc, char **argv)
@@ -223,7 +225,7 @@ static int cmd_wire(int argc, char **argv)
 	r = nft_apply(true, &p, &err);
 	if (r < 0)
 		hezo_error_prefix(&err, "installing the egress table");
-	else if (getenv(TIMING_ENV))
+	else if (HEZO_TEST_SWITCHES && getenv(TIMING_ENV))
 		fprintf(stderr,
 			"hezo-hook: timing: wired %.3f ms after main() (registered at %.3f, lo up "
 			"at %.3f; the rest is the nftables batch and its socket's close)\n",

@@ -38,8 +38,10 @@ static void usage(FILE *f)
 		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
 		"  --metrics ADDR      serve Prometheus metrics on 127.0.0.1:PORT, [::1]:PORT or\n"
 		"                      unix:PATH (root only); off by default (docs/metrics.md)\n"
+#if HEZO_TEST_SWITCHES
 		"  --test-upstream-ca FILE  tests only: trust this CA file toward secrets' hosts\n"
 		"                      instead of the host's roots\n"
+#endif
 		"  --foreground        accepted for service managers; proxyd never forks\n"
 		"  --no-seccomp        skip the seccomp filter (debugging only)\n"
 		"  --ctl VERB ...      talk to a running proxyd (see proxyd/README.md)\n"
@@ -110,7 +112,9 @@ int main(int argc, char **argv)
 		{"dns-rate", required_argument, NULL, OPT_RATE},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
 		{"metrics", required_argument, NULL, OPT_METRICS},
+#if HEZO_TEST_SWITCHES
 		{"test-upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
+#endif
 		{"version", no_argument, NULL, OPT_VERSION},
 		{"help", no_argument, NULL, OPT_HELP},
 		{0},

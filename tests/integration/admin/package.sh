@@ -70,6 +70,13 @@ check "package holds shim, hook, proxyd, unit, policy, man pages, manifests" sh 
 		man8/hezo-shim.8 man8/hezo-proxyd.8 man5/hezo-policy.5 kubernetes/runtimeclass.yaml \
 		containerd/hezo.toml compose/docker-compose.yml; do grep -q \"\$p\" '$work/list' || { echo missing \$p; exit 1; }; done"
 check "the package needs runsc 2024-07-29 or newer (bookworm-backports on Debian 12)" sh -c "dpkg-deb -f '$deb' Depends | grep -qF 'runsc (>= 0.0~20240729)'"
+# The package is built with -Dtest_switches=false: the hook's pause and timing switches and
+# proxyd's --test-upstream-ca are not in it.
+check "the packaged hook and proxyd carry no test-only switch" sh -c "
+	mkdir -p '$work/x' && dpkg-deb -x '$deb' '$work/x' &&
+	hook=\$(find '$work/x' -name hezo-hook -type f | head -n 1) && [ -n \"\$hook\" ] &&
+	! grep -qa -e HEZO_HOOK_TEST_PAUSE_AFTER_REGISTER -e HEZO_HOOK_TIMING \"\$hook\" &&
+	! grep -qa -e test-upstream-ca '$work/x/usr/sbin/hezo-proxyd'"
 check "/etc/hezo/policy.json is a conffile" sh -c "dpkg-deb --ctrl-tarfile '$deb' | tar -xOf - ./conffiles | grep -qx /etc/hezo/policy.json"
 
 snapshot "$work/before"
