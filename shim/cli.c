@@ -265,6 +265,8 @@ static const struct shim_flag delete_flags[] = {B("force", 'f'), END};
 /* -q, --no-trunc and --json are for the list of every box (no ID): runc's ps has none of them. */
 static const struct shim_flag ps_flags[] = {V("format", 'f'), B("quiet", 'q'), B("no-trunc", 0),
 					    B("json", 0), END};
+static const struct shim_flag stats_flags[] = {B("no-stream", 0), V("format", 'f'),
+					       V("interval", 0), END};
 static const struct shim_flag list_flags[] = {V("format", 'f'), B("quiet", 'q'), END};
 static const struct shim_flag events_flags[] = {V("interval", 0), B("stats", 0), END};
 static const struct shim_flag no_flags[] = {END};
@@ -277,6 +279,7 @@ static const struct shim_verb_spec verbs[] = {
 	{"ps", ps_flags, true, false},	       {"pause", no_flags, false, false},
 	{"resume", no_flags, false, false},    {"events", events_flags, false, false},
 	{"features", no_flags, false, false},  {"list", list_flags, false, false},
+	{"stats", stats_flags, false, true},
 };
 
 static const struct shim_verb_spec generic_verb = {NULL, no_flags, false, false};

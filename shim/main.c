@@ -41,6 +41,7 @@ static const struct {
 	{"start", shim_cmd_start, 0},
 	{"kill", shim_cmd_kill, 0},
 	{"ps", shim_cmd_ps, 0},
+	{"stats", shim_cmd_stats, 0},
 	{"features", shim_cmd_features, 0},
 	{"inspect", shim_cmd_inspect, 0},
 	{"state", shim_cmd_state, 0},
@@ -96,6 +97,7 @@ static void usage(FILE *f)
 	      "          inspect CONTAINER           the box a container got, as applied\n"
 	      "          netlog [--follow] [--blocked] CONTAINER\n"
 	      "          ps [-q] [--no-trunc] [--format table|json]   every live box\n"
+	      "          stats [--no-stream] [--format table|json] [--interval S]   live use\n"
 	      "\n"
 	      "Global options (handed to the backend):\n"
 	      "  --root DIR  --log FILE  --log-format text|json  --debug  --systemd-cgroup\n"

@@ -214,7 +214,7 @@ static int ps_one(void *data, const char *key, struct hezo_json *rec)
 }
 
 /* A byte count in at most 5 characters: 980K, 9.5M, 300M, 1.5G; "-" unreadable, "max" none. */
-static void human_bytes(char *buf, size_t size, const struct hezo_json *v)
+void shim_human_bytes(char *buf, size_t size, const struct hezo_json *v)
 {
 	int64_t n;
 	double m;
@@ -287,8 +287,8 @@ static void print_table(const struct hezo_json *doc, bool no_trunc)
 		char mu[16], mc[16], pu[24], pc[24], cpu[32], up[16], cn[24], mem[40], pid[56];
 		int64_t us = -1;
 
-		human_bytes(mu, sizeof(mu), hezo_json_get(b, "memoryBytes"));
-		human_bytes(mc, sizeof(mc), hezo_json_get(b, "memoryCap"));
+		shim_human_bytes(mu, sizeof(mu), hezo_json_get(b, "memoryBytes"));
+		shim_human_bytes(mc, sizeof(mc), hezo_json_get(b, "memoryCap"));
 		human_count(pu, sizeof(pu), hezo_json_get(b, "pids"));
 		human_count(pc, sizeof(pc), hezo_json_get(b, "pidsCap"));
 		human_age(up, sizeof(up), hezo_json_get(b, "uptimeSeconds"));
@@ -374,8 +374,7 @@ int shim_ps_print_json(const struct hezo_json *doc, struct hezo_error **err)
 	return 0;
 }
 
-int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
-		    struct hezo_error **err)
+int shim_ps_collect(struct shim_ctx *ctx, struct hezo_json **out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object(), *stats = NULL;
 	struct ps_walk w = {.ctx = ctx};
@@ -396,6 +395,19 @@ int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
 	if (r < 0)
 		return hezo_error_set(err, -r, "ps: state directory %s: %s", ctx->state_dir,
 				      strerror(-r));
+	*out = TAKE_PTR(doc);
+	return 0;
+}
+
+int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
+		    struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	int r;
+
+	r = shim_ps_collect(ctx, &doc, err);
+	if (r < 0)
+		return r;
 	if (form == SHIM_PS_JSON)
 		return shim_ps_print_json(doc, err);
 	if (form == SHIM_PS_QUIET)

@@ -605,6 +605,12 @@ int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 int shim_cmd_ps(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 /* ps.c: `hezo-shim ps [--json]`, every live box (records, cgroups, proxyd's stats). */
 enum shim_ps_form { SHIM_PS_TABLE, SHIM_PS_JSON, SHIM_PS_QUIET };
+/* ps.c: {"admission": {...}, "boxes": [...]} of every live box the caller may see. */
+int shim_ps_collect(struct shim_ctx *ctx, struct hezo_json **out, struct hezo_error **err);
+/* ps.c: a byte count in at most 5 characters (980K, 9.5M, 300M, 1.5G), "-", or "max". */
+void shim_human_bytes(char *buf, size_t size, const struct hezo_json *v);
+/* stats.c: `hezo-shim stats`, a live view of every box (docs/metrics.md). */
+int shim_cmd_stats(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err);
 int shim_cmd_ps_all(struct shim_ctx *ctx, enum shim_ps_form form, bool no_trunc,
 		    struct hezo_error **err);
 /* doc and a newline on stdout ("ps: cannot write to stdout" when it cannot be). */

@@ -56,6 +56,8 @@ struct hezo_json *hezo_json_new_null(void);
 struct hezo_json *hezo_json_new_bool(bool b);
 struct hezo_json *hezo_json_new_int(int64_t n);
 struct hezo_json *hezo_json_new_uint(uint64_t n);
+/* A number with `decimals` digits after the point (0-9); NULL also for NaN and infinities. */
+struct hezo_json *hezo_json_new_fixed(double d, int decimals);
 struct hezo_json *hezo_json_new_string(const char *s);
 struct hezo_json *hezo_json_new_array(void);
 struct hezo_json *hezo_json_new_object(void);
@@ -89,6 +91,8 @@ int hezo_json_remove_at(struct hezo_json *arr, size_t index);
 /* Scalars. Return -EINVAL when v is not of that type or does not fit; -ERANGE on overflow. */
 int hezo_json_get_int64(const struct hezo_json *v, int64_t *out);
 int hezo_json_get_uint64(const struct hezo_json *v, uint64_t *out);
+/* Any number, as the nearest double. */
+int hezo_json_get_double(const struct hezo_json *v, double *out);
 /* NULL unless v is a string. */
 const char *hezo_json_string(const struct hezo_json *v);
 bool hezo_json_is_true(const struct hezo_json *v);

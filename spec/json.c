@@ -2,7 +2,10 @@
  * The JSON tree behind hezo-json.h: yajl's callback parser fills it with an explicit stack, and
  * yajl_gen writes it back. This is the only file that knows about yajl.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -73,6 +76,20 @@ struct hezo_json *hezo_json_new_int(int64_t n)
 	char buf[32];
 	int r = snprintf(buf, sizeof(buf), "%" PRId64, n);
 
+	return new_number_text(buf, (size_t)r);
+}
+
+struct hezo_json *hezo_json_new_fixed(double d, int decimals)
+{
+	char buf[64];
+	int r;
+
+	if (!isfinite(d) || decimals < 0 || decimals > 9 || fabs(d) >= 1e30)
+		return NULL;
+	r = snprintf(buf, sizeof(buf), "%.*f", decimals, d);
+	/* JSON has no "-0". */
+	if (r > 1 && buf[0] == '-' && strspn(buf + 1, "0.") == (size_t)(r - 1))
+		return new_number_text(buf + 1, (size_t)r - 1);
 	return new_number_text(buf, (size_t)r);
 }
 
@@ -447,6 +464,21 @@ int hezo_json_get_uint64(const struct hezo_json *v, uint64_t *out)
 	if (neg && m != 0)
 		return -ERANGE;
 	*out = m;
+	return 0;
+}
+
+int hezo_json_get_double(const struct hezo_json *v, double *out)
+{
+	char *end;
+	double d;
+
+	if (!v || v->type != HEZO_JSON_NUMBER)
+		return -EINVAL;
+	errno = 0;
+	d = strtod(v->str, &end);
+	if (*end || errno == ERANGE)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	*out = d;
 	return 0;
 }
 

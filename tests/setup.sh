@@ -39,6 +39,8 @@ PACKAGES=(
 	hyperfine iperf3 haproxy wrk
 	# the style suite: shell scripts (tests/integration/shellcheck.sh)
 	shellcheck
+	# hezo-shim stats seen in a real terminal (tests/integration/ps.sh)
+	tmux
 	# packaging tests: the Debian package build, man page rendering, unit file checks
 	debhelper dpkg-dev fakeroot man-db systemd
 )

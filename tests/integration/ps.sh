@@ -79,6 +79,51 @@ expect_eq "$(hezo_shim ps --format json 2>&1 | jq -c '[.boxes[].id] | sort')" "$
 	"[bundle] ps --format json is ps --json"
 expect_match "$(tail -n 1 <<<"$table")" '^admission: 2 active, 0 waiting, limit 7 \(maxActive 7 from policy\)$' \
 	"[bundle] the table's admission line"
+
+# --- stats: the live view ----------------------------------------------------------------------
+# A box that spins: its CPU share over an interval is well above an idle box's.
+BUSY=ahps$$-busy
+tap_cleanup "hezo_bundle_cleanup '$ROOT' '$BUSY'"
+hezo_make_bundle "$WORK/$BUSY" "$BUSY" '["sh", "-c", "while :; do :; done"]' >/dev/null 2>&1 ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -d -b "$WORK/$BUSY" "$BUSY" </dev/null >/dev/null 2>"$WORK/busy.err" ||
+	bail_out "run -d $BUSY: $(cat "$WORK/busy.err")"
+sleep 1
+sdoc=$(hezo_shim stats --no-stream --format json --interval 1 2>&1)
+sb=$(box "$sdoc" "$BUSY")
+si=$(box "$sdoc" "${IDS[0]}")
+expect_match "$(jq -r .intervalSeconds <<<"$sdoc" 2>&1)" '^(0\.9|1\.)' "[stats] --no-stream --format json: one sample over the 1 s interval"
+expect_eq "$(jq -r '.cpuPercent > 5' <<<"$sb" 2>&1)" true "[stats] the spinning box uses CPU ($(jq -r .cpuPercent <<<"$sb" 2>&1) %)"
+expect_eq "$(jq -r '.cpuPercent < 5' <<<"$si" 2>&1)" true "[stats] an idle box does not ($(jq -r .cpuPercent <<<"$si" 2>&1) %)"
+# (Under runsc the pids are the sandbox's host tasks: more than the box's 5 processes.)
+expect_eq "$(jq -r '(.memoryPercent | type) + " " + (.pids > 0 | tostring) + " " + (.pidsCap | tostring)' <<<"$si" 2>&1)" \
+	"number true $(cat "/sys/fs/cgroup/pids/hezo-test/${IDS[0]}/pids.max")" "[stats] memory share and pids against the cap"
+expect_eq "$(jq -r .admission.active <<<"$sdoc")" 3 "[stats] the admission state: 3 active"
+# In a real terminal (tmux): the view refreshes in place, one header on the screen at a time.
+if command -v tmux >/dev/null 2>&1; then
+	TS=hzstats$$
+	tap_cleanup "tmux kill-session -t '$TS'"
+	tmux new-session -d -s "$TS" -x 100 -y 24 \
+		"env HEZO_POLICY='$HEZO_TEST_POLICY' HEZO_STATE_DIR='$HEZO_TEST_STATE' '$HEZO_SHIM_BIN' stats --interval 0.5; sleep 60"
+	# Six lines a frame, two frames a second: after 4 s a scrolling view would show several.
+	sleep 4
+	screen2=$(tmux capture-pane -p -t "$TS")
+	tmux kill-session -t "$TS" 2>/dev/null
+	diag "$screen2"
+	expect_eq "$(grep -c '^CONTAINER ID' <<<"$screen2")" 1 "[stats, tmux] one header on the screen: the view is redrawn in place"
+	expect_match "$screen2" "^${BUSY:0:12} " "[stats, tmux] the spinning box is on the screen"
+	expect_match "$screen2" "^admission: 3 active, 0 waiting, limit 7$" "[stats, tmux] the admission line"
+else
+	hezo_cannot_run "tmux is not installed (tests/setup.sh installs it)"
+fi
+hezo_shim --root "$ROOT" delete --force "$BUSY" >/dev/null 2>&1
+hezo_bundle_cleanup "$ROOT" "$BUSY"
+for _ in $(seq 50); do
+	[ -z "$(box "$(hezo_shim ps --json 2>&1)" "$BUSY")" ] && break
+	sleep 0.2
+done
+expect_eq "$(box "$(hezo_shim ps --json 2>&1)" "$BUSY")" "" "[stats] the spinning box, deleted, is no longer listed"
+
 hezo_shim --root "$ROOT" kill "${IDS[1]}" KILL >/dev/null 2>&1
 sleep 1
 doc=$(hezo_shim ps --json 2>&1)

@@ -1,5 +1,7 @@
 /* Unit tests for spec/json.c: round trips of captured engine JSON, edits, limits and errors. */
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -438,12 +440,42 @@ static void test_errors(void **state)
 	parse_fails_str("{\"a\\u0000b\":1}", EINVAL, "object key contains a NUL character");
 }
 
+/* Fixed-point numbers for figures (hezo-shim stats), and any number read back as a double. */
+static void test_fixed_and_double(void **state)
+{
+	_cleanup_json_ struct hezo_json *a = hezo_json_new_fixed(12.345, 2);
+	_cleanup_json_ struct hezo_json *z = hezo_json_new_fixed(-0.001, 2);
+	_cleanup_json_ struct hezo_json *big = NULL, *doc = NULL;
+	static const char text[] = "[1e400, -2.5e-3, \"7\"]";
+	double d = 0;
+
+	(void)state;
+	assert_non_null(a);
+	assert_string_equal(a->str, "12.35");
+	assert_non_null(z);
+	assert_string_equal(z->str, "0.00");
+	assert_null(hezo_json_new_fixed(NAN, 2));
+	assert_null(hezo_json_new_fixed(INFINITY, 1));
+	assert_null(hezo_json_new_fixed(1.0, 10));
+	assert_int_equal(hezo_json_get_double(a, &d), 0);
+	assert_true(d > 12.349 && d < 12.351);
+	assert_int_equal(hezo_json_parse(text, strlen(text), &doc, NULL), 0);
+	assert_int_equal(hezo_json_get_double(doc->items[0], &d), -ERANGE);
+	assert_int_equal(hezo_json_get_double(doc->items[1], &d), 0);
+	assert_true(d < -0.0024 && d > -0.0026);
+	assert_int_equal(hezo_json_get_double(doc->items[2], &d), -EINVAL);
+	big = hezo_json_new_int(INT64_MAX);
+	assert_int_equal(hezo_json_get_double(big, &d), 0);
+	assert_true(d > 9.2e18);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_data),
 		cmocka_unit_test(test_numbers_verbatim),
 		cmocka_unit_test(test_integers),
+		cmocka_unit_test(test_fixed_and_double),
 		cmocka_unit_test(test_key_order_and_duplicates),
 		cmocka_unit_test(test_duplicates_many_keys),
 		cmocka_unit_test(test_edits),
