@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -224,11 +225,14 @@ static void child(const struct shim_userns *u, int ready, int go, const long *wa
 	char c = 0;
 
 	/*
-	 * Owned by root: the backend (host root) sets the box's rlimits with prlimit, which the
-	 * kernel allows into a namespace only to its owner or to CAP_SYS_RESOURCE, and hosts (this
-	 * one's bounding set, for one) may withhold that capability from root.
+	 * Owned by the box's host uid, not root: the kernel charges what the box's users hold
+	 * (inotify, fanotify, namespaces, message queue bytes) to the namespace's owner at every
+	 * level above it, so at the host's level the box counts as its own uid, never as root.
+	 * The box's rlimits are then the shim's to set (rlimits.c), not runc's prlimit.
 	 */
-	(void)u;
+	if (setgroups(0, NULL) < 0 || setresgid(u->base, u->base, u->base) < 0 ||
+	    setresuid(u->base, u->base, u->base) < 0)
+		_exit(1);
 	if (unshare(CLONE_NEWUSER) < 0)
 		_exit(1);
 	if (write(ready, "r", 1) != 1)
