@@ -1029,6 +1029,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		r = r ?: shim_runsc_seccomp_enosys(spec, &enosys_rules, err);
 		if (r < 0)
 			return r;
+	} else {
+		r = shim_hostwide_bound(spec, p, err);
+		if (r < 0)
+			return r;
 	}
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);

@@ -138,6 +138,9 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
 	if (r == 0 && nproc > 0)
 		r = shim_runsc_set_nproc(proc, nproc, err);
+	/* The host's file table, as at create (hostwide.c): only where the box reaches it. */
+	if (r == 0 && b != HEZO_BACKEND_RUNSC && hezo_json_get(proc, "rlimits"))
+		r = shim_hostwide_nofile(proc, p, err);
 	/* In the box's own user namespace the shim sets them (rlimits.c); none: the container's. */
 	if (r == 0 && rl && hezo_json_get(proc, "rlimits"))
 		r = shim_rlimits_take(proc, rl, err);

@@ -247,6 +247,15 @@ int shim_rlimits_apply_self(const struct shim_rlimits *rl);
 int shim_rlimits_fix(pid_t pid, const struct shim_userns *u, const struct shim_rlimits *rl,
 		     struct hezo_error **err);
 /*
+ * hostwide.c (runc, crun): nofile: process's RLIMIT_NOFILE lowered so that the policy's pids
+ * times it is at most a quarter of fs.file-max (refused when 1024 is already more); bound: that,
+ * and io_setup answered ENOSYS in the box's seccomp profile (fs.aio-max-nr is one host count).
+ */
+int shim_hostwide_nofile(struct hezo_json *process, const struct hezo_policy *p,
+			 struct hezo_error **err);
+int shim_hostwide_bound(struct hezo_json *spec, const struct hezo_policy *p,
+			struct hezo_error **err);
+/*
  * plan: what the box gets, from the namespaces it joins by path (held): NONE (not wanted, or one
  * the host's user namespace owns is joined), OWN (a range to pick), or JOIN (the user namespace
  * that owns them all: *join_fd, its range in *join).

@@ -3,6 +3,8 @@
  * open inotify instances until the kernel refuses one, watch every file from each until it
  * refuses a watch, then E epoll instances watching a pipe each, print what it holds and keep it.
  * `try`: can this process open an inotify instance and a watch, and an epoll watch, now?
+ * `aio [N]`: what io_setup answers (an AIO context counts against the host's fs.aio-max-nr);
+ * with N, make N contexts of 256 events, print how many, and keep them.
  * Static: test rootfs have no C library.
  */
 #define _GNU_SOURCE
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_INSTANCES 4096
@@ -93,6 +96,31 @@ static int try(void)
 	return 0;
 }
 
+static int aio(long hold)
+{
+	unsigned long ctx = 0;
+	long made = 0;
+
+	for (; made < hold; made++) {
+		ctx = 0;
+		if (syscall(SYS_io_setup, 256, &ctx) < 0)
+			break;
+	}
+	if (hold > 0) {
+		printf("io_setup=%ld held\n", made);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (syscall(SYS_io_setup, 1, &ctx) < 0) {
+		printf("io_setup=%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	syscall(SYS_io_destroy, ctx);
+	printf("io_setup=ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "hold") == 0)
@@ -100,6 +128,8 @@ int main(int argc, char **argv)
 			    argc == 5 ? strtol(argv[4], NULL, 10) : 0);
 	if (argc == 2 && strcmp(argv[1], "try") == 0)
 		return try();
-	fprintf(stderr, "usage: hezo-kcount hold DIR N [EPOLLS] | try\n");
+	if ((argc == 2 || argc == 3) && strcmp(argv[1], "aio") == 0)
+		return aio(argc == 3 ? strtol(argv[2], NULL, 10) : 0);
+	fprintf(stderr, "usage: hezo-kcount hold DIR N [EPOLLS] | try | aio [N]\n");
 	return 2;
 }
