@@ -992,14 +992,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	}
 	/*
 	 * Only host root may write a UTS sysctl (proc_sys_permission), and runc 1.1.5 ignores the
-	 * spec's "domainname": in a user namespace of its own the box cannot get one from runc.
+	 * spec's "domainname": the shim sets it in a new UTS namespace it makes beside the box's
+	 * user namespace (stage.c), which it cannot do for a namespace the box joins.
 	 */
 	if (r == 0 && plan != SHIM_USERNS_NONE &&
-	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname"))
+	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname") &&
+	    (plan != SHIM_USERNS_OWN || !hezo_spec_namespace(spec, "uts") ||
+	     hezo_json_get(hezo_spec_namespace(spec, "uts"), "path")))
 		r = hezo_error_set(
 			err, EINVAL,
-			"linux.sysctl: \"kernel.domainname\": %s cannot set it in the box's "
-			"own user namespace",
+			"linux.sysctl: \"kernel.domainname\": %s cannot set it in a UTS namespace "
+			"the box joins (only in a new one of its own)",
 			hezo_backend_name(t.backend));
 	/*
 	 * What the backend hands the box as it is: after the bundle's own reasons, before anything

@@ -225,7 +225,8 @@ bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spe
 int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err);
 int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u);
 int shim_userns_of_record(const struct hezo_json *rec, struct shim_userns *out);
-int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **err);
+int shim_userns_make(const struct shim_userns *u, const char *domain, int *out, int *uts,
+		     struct hezo_error **err);
 int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const char *path);
 /*
  * rlimits.c: a box whose user namespace is its own gets its rlimits from the shim, not the backend
