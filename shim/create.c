@@ -940,7 +940,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
 	struct shim_userns userns = {0};
-	struct shim_rlimits box_rl = {0};
+	static struct shim_rlimits box_rl; /* ctx points at it until the process ends */
 	bool engine_seccomp, has_userns = false;
 	int plan = SHIM_USERNS_NONE;
 	size_t len, kept_old_len = 0;

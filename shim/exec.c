@@ -305,7 +305,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const struct hezo_json *secrets;
 	struct shim_userns own_ns;
-	struct shim_rlimits rl = {0};
+	static struct shim_rlimits rl; /* ctx points at it until the process ends */
 	bool files_ok, own_rl;
 	const char *id = v->id, *process;
 	int64_t nproc = 0, uid_only = -1, gid = 0;
