@@ -204,6 +204,8 @@ const char *hezo_policy_backend_path(const struct hezo_policy *p, enum hezo_back
 const char *const *hezo_policy_backend_args(const struct hezo_policy *p, enum hezo_backend b);
 enum hezo_runsc_network hezo_policy_runsc_network(const struct hezo_policy *p);
 uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p);
+/* resources.pids: the most tasks a box may have, at create and after any update. */
+uint64_t hezo_policy_pids(const struct hezo_policy *p);
 const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
 const char *hezo_policy_projects_dir(const struct hezo_policy *p);
 /* mounts.kubeletRoot (NULL if none) and mounts.engineRoots (NULL-terminated, never NULL). */

@@ -298,6 +298,11 @@ uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p)
 	return p->pids_headroom;
 }
 
+uint64_t hezo_policy_pids(const struct hezo_policy *p)
+{
+	return p->pids;
+}
+
 const char *hezo_policy_project(const struct hezo_policy *p)
 {
 	return p->project;

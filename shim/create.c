@@ -289,6 +289,9 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 	(void)ctx;
 	if (!copy || asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* The shim sets a box's rlimits in its own user namespace (rlimits.c), not the backend. */
+	if (u)
+		(void)hezo_json_remove(hezo_json_get(copy, "process"), "rlimits");
 	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, &rebuilt, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
 	/* A rebuilt overlay is another mount of the held one's layers, read from its own table. */
@@ -937,6 +940,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
 	struct shim_userns userns = {0};
+	static struct shim_rlimits box_rl; /* ctx points at it until the process ends */
 	bool engine_seccomp, has_userns = false;
 	int plan = SHIM_USERNS_NONE;
 	size_t len, kept_old_len = 0;
@@ -988,14 +992,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	}
 	/*
 	 * Only host root may write a UTS sysctl (proc_sys_permission), and runc 1.1.5 ignores the
-	 * spec's "domainname": in a user namespace of its own the box cannot get one from runc.
+	 * spec's "domainname": the shim sets it in a new UTS namespace it makes beside the box's
+	 * user namespace (stage.c), which it cannot do for a namespace the box joins.
 	 */
 	if (r == 0 && plan != SHIM_USERNS_NONE &&
-	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname"))
+	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname") &&
+	    (plan != SHIM_USERNS_OWN || !hezo_spec_namespace(spec, "uts") ||
+	     hezo_json_get(hezo_spec_namespace(spec, "uts"), "path")))
 		r = hezo_error_set(
 			err, EINVAL,
-			"linux.sysctl: \"kernel.domainname\": %s cannot set it in the box's "
-			"own user namespace",
+			"linux.sysctl: \"kernel.domainname\": %s cannot set it in a UTS namespace "
+			"the box joins (only in a new one of its own)",
 			hezo_backend_name(t.backend));
 	/*
 	 * What the backend hands the box as it is: after the bundle's own reasons, before anything
@@ -1023,6 +1030,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 						    &host_pids, err);
 		r = r ?: shim_runsc_prepare_exec(spec, &exec_bpf, err);
 		r = r ?: shim_runsc_seccomp_enosys(spec, &enosys_rules, err);
+		if (r < 0)
+			return r;
+	} else {
+		r = shim_hostwide_bound(spec, p, err);
 		if (r < 0)
 			return r;
 	}
@@ -1124,6 +1135,21 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	has_userns = plan != SHIM_USERNS_NONE;
 	if (has_userns && shim_userns_record(rec, &userns) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
+	/*
+	 * The box's user namespace is its uid's, where runc's prlimit would need CAP_SYS_RESOURCE:
+	 * the shim sets the rlimits (rlimits.c), and keeps them for an exec that names none.
+	 */
+	if (has_userns) {
+		const struct hezo_json *rl = hezo_json_get_path(spec, "process.rlimits");
+
+		r = shim_rlimits_parse(rl, &box_rl, err);
+		if (r < 0)
+			return r;
+		if (rl &&
+		    hezo_json_set(hezo_json_get(rec, "userns"), "rlimits", hezo_json_clone(rl)) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		ctx->backend_rlimits = &box_rl;
+	}
 	r = shim_root_make(&ctx->g, err);
 	if (r < 0)
 		return r;
@@ -1191,6 +1217,19 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		r = shim_spawn_wait(ctx, &av, err);
 	else
 		r = shim_exec(ctx, &av, err);
+	/* runc's Go runtime raised the init's soft RLIMIT_NOFILE to its hard one: set them again.
+	 */
+	if (r == 0 && has_userns && box_rl.n) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		_cleanup_free_ char *status = NULL;
+		long pid = 0;
+
+		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) < 0 || pid <= 0 ||
+		    shim_rlimits_fix((pid_t)pid, &userns, &box_rl, &e) < 0)
+			shim_log(ctx, "warning",
+				 "container %s: its soft rlimits as runc left them: %s", id,
+				 e ? e->msg : "no pid");
+	}
 	/* runsc's cgroup exists now (runsc with network host uses the host's TCP stack). */
 	if (r == 0 && t.backend == HEZO_BACKEND_RUNSC &&
 	    tcp_accounting(&t, spec, shim_backend_systemd_cgroup(&t, &ctx->g), tcp_made, err) < 0) {

@@ -82,8 +82,8 @@ static int parse_user(const char *s, int64_t *uid)
 static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
 			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
 			      const struct hezo_strv *prefix, int64_t nproc, int64_t uid_only,
-			      const struct hezo_json *secrets, bool files_ok, char **clamped,
-			      struct hezo_error **err)
+			      const struct hezo_json *secrets, bool files_ok,
+			      struct shim_rlimits *rl, char **clamped, struct hezo_error **err)
 {
 	char priv[PATH_MAX], pname[64];
 	_cleanup_close_ int pfd = -1;
@@ -138,6 +138,12 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	/* runsc: the exec'd process counts against the container's RLIMIT_NPROC, never past it. */
 	if (r == 0 && nproc > 0)
 		r = shim_runsc_set_nproc(proc, nproc, err);
+	/* The host's file table, as at create (hostwide.c): only where the box reaches it. */
+	if (r == 0 && b != HEZO_BACKEND_RUNSC && hezo_json_get(proc, "rlimits"))
+		r = shim_hostwide_nofile(proc, p, err);
+	/* In the box's own user namespace the shim sets them (rlimits.c); none: the container's. */
+	if (r == 0 && rl && hezo_json_get(proc, "rlimits"))
+		r = shim_rlimits_take(proc, rl, err);
 	/* Every exec'd process sees the container's placeholders, never a value. */
 	if (r == 0 && shim_secrets_set_env(proc, secrets) < 0)
 		r = hezo_error_set(err, ENOMEM, "env: cannot set secrets");
@@ -299,7 +305,8 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
 	const struct hezo_json *secrets;
 	struct shim_userns own_ns;
-	bool files_ok;
+	static struct shim_rlimits rl; /* ctx points at it until the process ends */
+	bool files_ok, own_rl;
 	const char *id = v->id, *process;
 	int64_t nproc = 0, uid_only = -1, gid = 0;
 	size_t dropped;
@@ -337,7 +344,15 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	 * A regular file as stdio: runsc's Sentry holds it; a box with a user namespace of its own
 	 * reopens it through /proc/self/fd only as far as the file's mode lets others.
 	 */
-	files_ok = t.backend == HEZO_BACKEND_RUNSC || shim_userns_of_record(rec, &own_ns) == 0;
+	own_rl = t.backend != HEZO_BACKEND_RUNSC && shim_userns_of_record(rec, &own_ns) == 0;
+	files_ok = t.backend == HEZO_BACKEND_RUNSC || own_rl;
+	/* The container's rlimits, which runc would give an exec that names none (rlimits.c). */
+	if (own_rl) {
+		r = shim_rlimits_parse(hezo_json_get_path(rec, "userns.rlimits"), &rl, err);
+		if (r < 0)
+			return hezo_error_prefix(err, "exec %s: the container's record", id);
+		ctx->backend_rlimits = &rl;
+	}
 	process = shim_args_get(&v->args, "process");
 	if (nproc > 0) {
 		r = container_user(ctx, id, &uid_only, &gid, err);
@@ -346,7 +361,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	}
 	if (process) {
 		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, uid_only,
-				       secrets, files_ok, &clamped, err);
+				       secrets, files_ok, own_rl ? &rl : NULL, &clamped, err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)

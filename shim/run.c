@@ -30,6 +30,11 @@ int shim_exec(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_error **
 		}
 		shim_log(ctx, "debug", "exec %s", line);
 	}
+	if (shim_rlimits_apply_self(ctx->backend_rlimits) < 0)
+		return hezo_error_set_errno(err, errno,
+					    "the box's rlimits, set for %s (a hard limit above the "
+					    "caller's needs CAP_SYS_RESOURCE)",
+					    argv->v[0]);
 	execve(argv->v[0], argv->v, environ);
 	return hezo_error_set_errno(err, errno, "cannot execute %s", argv->v[0]);
 }
@@ -69,8 +74,12 @@ int shim_spawn_wait(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_er
 	}
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		execve(argv->v[0], argv->v, environ);
-		child_errno = errno;
+		/* A failure to set the box's rlimits is reported negated: not the execve's. */
+		child_errno = shim_rlimits_apply_self(ctx->backend_rlimits);
+		if (child_errno == 0) {
+			execve(argv->v[0], argv->v, environ);
+			child_errno = errno;
+		}
 		(void)hezo_write_all(report[1], &child_errno, sizeof(child_errno));
 		_exit(127);
 	}
@@ -92,6 +101,11 @@ int shim_spawn_wait(struct shim_ctx *ctx, struct hezo_strv *argv, struct hezo_er
 			return hezo_error_set_errno(err, errno, "waitpid");
 	}
 	child_pid = 0;
+	if (n == (ssize_t)sizeof(child_errno) && child_errno < 0)
+		return hezo_error_set_errno(err, -child_errno,
+					    "the box's rlimits, set for %s (a hard limit above the "
+					    "caller's needs CAP_SYS_RESOURCE)",
+					    argv->v[0]);
 	if (n == (ssize_t)sizeof(child_errno))
 		return hezo_error_set_errno(err, child_errno, "cannot execute %s", argv->v[0]);
 	if (WIFEXITED(status))

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "cli.h"
@@ -25,6 +27,8 @@ struct shim_ctx {
 	int log_fd; /* --log, opened on first use; -1 until then */
 	/* The failure is reported on stderr as well as in --log (see shim_report). */
 	bool fail_stderr;
+	/* Set on the backend's process before execve (shim_exec, shim_spawn_wait); NULL: none. */
+	const struct shim_rlimits *backend_rlimits;
 };
 
 /*
@@ -221,8 +225,37 @@ bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spe
 int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err);
 int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u);
 int shim_userns_of_record(const struct hezo_json *rec, struct shim_userns *out);
-int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **err);
+int shim_userns_make(const struct shim_userns *u, const char *domain, int *out, int *uts,
+		     struct hezo_error **err);
 int shim_userns_spec(struct hezo_json *spec, const struct shim_userns *u, const char *path);
+/*
+ * rlimits.c: a box whose user namespace is its own gets its rlimits from the shim, not the backend
+ * (see there). parse: process.rlimits as runc reads it; take: parse and remove from process;
+ * apply_self: setrlimit on this process (the backend it becomes or spawns inherits them); fix:
+ * set them on pid, the box's init, from inside its namespace, once pid is shown to be of range u.
+ */
+struct shim_rlimits {
+	size_t n;
+	struct {
+		int res;
+		struct rlimit lim;
+	} v[32];
+};
+int shim_rlimits_parse(const struct hezo_json *arr, struct shim_rlimits *out,
+		       struct hezo_error **err);
+int shim_rlimits_take(struct hezo_json *process, struct shim_rlimits *out, struct hezo_error **err);
+int shim_rlimits_apply_self(const struct shim_rlimits *rl);
+int shim_rlimits_fix(pid_t pid, const struct shim_userns *u, const struct shim_rlimits *rl,
+		     struct hezo_error **err);
+/*
+ * hostwide.c (runc, crun): nofile: process's RLIMIT_NOFILE lowered so that the policy's pids
+ * times it is at most a quarter of fs.file-max (refused when 1024 is already more); bound: that,
+ * and io_setup answered ENOSYS in the box's seccomp profile (fs.aio-max-nr is one host count).
+ */
+int shim_hostwide_nofile(struct hezo_json *process, const struct hezo_policy *p,
+			 struct hezo_error **err);
+int shim_hostwide_bound(struct hezo_json *spec, const struct hezo_policy *p,
+			struct hezo_error **err);
 /*
  * plan: what the box gets, from the namespaces it joins by path (held): NONE (not wanted, or one
  * the host's user namespace owns is joined), OWN (a range to pick), or JOIN (the user namespace

@@ -22,6 +22,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include "hezo-spec.h"
 #include "shim.h"
 
 #define STAGE_DIR "mnt"
@@ -304,33 +305,64 @@ static int stage_root_overlay(int mdir, const char *top, const char *dir,
 	return 0;
 }
 
-/* The box's user namespace, made now, at mnt/userns: the backend joins it by that path. */
-static int stage_userns(int mdir, const char *top, const struct shim_userns *u, int given,
-			int *nsfd, char *out, size_t size, struct hezo_error **err)
+/* A namespace fd bound at mnt/name (out: its path), which the backend opens to join it. */
+static int bind_ns(int mdir, const char *top, const char *name, int nsfd, char *out, size_t size,
+		   struct hezo_error **err)
 {
 	char src[64];
-	int fd, r;
+	int fd;
+
+	if ((size_t)snprintf(out, size, "%s/%s", top, name) >= size)
+		return hezo_error_set(err, ENAMETOOLONG, "%s/%s: path too long", top, name);
+	fd = openat(mdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "%s", out);
+	close(fd);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", nsfd);
+	if (mount(src, out, NULL, MS_BIND, NULL) < 0)
+		return hezo_error_set_errno(err, errno, "%s: bind of the box's namespace", out);
+	return 0;
+}
+
+/*
+ * The box's user namespace, made now, at mnt/userns: the backend joins it by that path. With a
+ * domain (kernel.domainname, which runc could not write), its UTS namespace too, at mnt/uts.
+ */
+static int stage_userns(int mdir, const char *top, const struct shim_userns *u, int given,
+			const char *domain, int *nsfd, char *out, char *uts_out, size_t size,
+			struct hezo_error **err)
+{
+	_cleanup_close_ int uts = -1;
+	int r;
 
 	if (given >= 0) {
 		*nsfd = fcntl(given, F_DUPFD_CLOEXEC, 3);
 		if (*nsfd < 0)
 			return hezo_error_set_errno(err, errno, "the joined user namespace");
 	} else {
-		r = shim_userns_make(u, nsfd, err);
+		r = shim_userns_make(u, domain, nsfd, &uts, err);
 		if (r < 0)
 			return r;
 	}
-	if ((size_t)snprintf(out, size, "%s/userns", top) >= size)
-		return hezo_error_set(err, ENAMETOOLONG, "%s/userns: path too long", top);
-	fd = openat(mdir, "userns", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return hezo_error_set_errno(err, errno, "%s", out);
-	close(fd);
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", *nsfd);
-	if (mount(src, out, NULL, MS_BIND, NULL) < 0)
-		return hezo_error_set_errno(err, errno, "%s: bind of the box's user namespace",
-					    out);
-	return 0;
+	r = bind_ns(mdir, top, "userns", *nsfd, out, size, err);
+	if (r == 0 && uts >= 0)
+		r = bind_ns(mdir, top, "uts", uts, uts_out, size, err);
+	return r;
+}
+
+/*
+ * kernel.domainname of the backend's copy: set by the shim in a UTS namespace it makes with the
+ * box's own user namespace, never by the backend. Only where the box's namespace is made now
+ * and its UTS namespace is a new one (create.c refuses the rest).
+ */
+static const char *domain_wanted(const struct hezo_json *spec, int given)
+{
+	const struct hezo_json *uts = hezo_spec_namespace(spec, "uts");
+
+	if (given >= 0 || !uts || hezo_json_get(uts, "path"))
+		return NULL;
+	return hezo_json_string(
+		hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname"));
 }
 
 int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
@@ -359,10 +391,19 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
 		return hezo_error_set_errno(err, errno, "%s", top);
 
 	if (u) {
-		r = stage_userns(mdir, top, u, userns_fd, &nsfd, staged, sizeof(staged), err);
+		const char *domain = domain_wanted(spec, userns_fd);
+		char uts[PATH_MAX] = "";
+
+		r = stage_userns(mdir, top, u, userns_fd, domain, &nsfd, staged, uts,
+				 sizeof(staged), err);
 		if (r < 0)
 			return hezo_error_prefix(err, "user namespace");
 		if (shim_userns_spec(spec, u, staged) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		if (domain && (hezo_json_set(hezo_spec_namespace(spec, "uts"), "path",
+					     hezo_json_new_string(uts)) < 0 ||
+			       hezo_json_remove(hezo_json_get_path(spec, "linux.sysctl"),
+						"kernel.domainname") < 0))
 			return hezo_error_set(err, ENOMEM, "out of memory");
 		r = stage_root_userns(mdir, top, userns_root, &held->root, nsfd, u->base, rebuilt,
 				      err);

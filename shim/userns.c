@@ -18,6 +18,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -219,28 +220,44 @@ static int write_map(pid_t pid, const char *which, const struct shim_userns *u)
 	return close(fd) < 0 ? -errno : 0;
 }
 
-static void child(const struct shim_userns *u, int ready, int go, const long *want)
+static void child(const struct shim_userns *u, int ready, int go, const long *want,
+		  const char *domain)
 {
 	char c = 0;
 
 	/*
-	 * Owned by root: the backend (host root) sets the box's rlimits with prlimit, which the
-	 * kernel allows into a namespace only to its owner or to CAP_SYS_RESOURCE, and hosts (this
-	 * one's bounding set, for one) may withhold that capability from root.
+	 * Owned by the box's host uid, not root: the kernel charges what the box's users hold
+	 * (inotify, fanotify, namespaces, message queue bytes) to the namespace's owner at every
+	 * level above it, so at the host's level the box counts as its own uid, never as root.
+	 * The box's rlimits are then the shim's to set (rlimits.c), not runc's prlimit.
 	 */
-	(void)u;
+	if (setgroups(0, NULL) < 0 || setresgid(u->base, u->base, u->base) < 0 ||
+	    setresuid(u->base, u->base, u->base) < 0)
+		_exit(1);
 	if (unshare(CLONE_NEWUSER) < 0)
 		_exit(1);
 	if (write(ready, "r", 1) != 1)
 		_exit(1);
 	if (read(go, &c, 1) != 1 || c != 'g')
 		_exit(2);
-	_exit(write_limits(want) < 0 ? 3 : 0);
+	if (write_limits(want) < 0)
+		_exit(3);
+	/*
+	 * The box's UTS namespace, owned by its user namespace, with the NIS domain name set: runc
+	 * 1.1.5 sets none itself, and the kernel.domainname sysctl is host root's alone to write.
+	 */
+	if (domain && (unshare(CLONE_NEWUTS) < 0 || setdomainname(domain, strlen(domain)) < 0))
+		_exit(4);
+	/* Held until the shim has opened what it made. */
+	if (write(ready, "d", 1) != 1 || read(go, &c, 1) != 1 || c != 'e')
+		_exit(5);
+	_exit(0);
 }
 
-int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **err)
+int shim_userns_make(const struct shim_userns *u, const char *domain, int *out, int *uts,
+		     struct hezo_error **err)
 {
-	_cleanup_close_ int nsfd = -1;
+	_cleanup_close_ int nsfd = -1, utsfd = -1;
 	int ready[2] = {-1, -1}, go[2] = {-1, -1}, status = 0, r = 0;
 	long want[NLIMITS];
 	char path[64], c = 0;
@@ -266,7 +283,7 @@ int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **
 	if (pid == 0) {
 		close(ready[0]);
 		close(go[1]);
-		child(u, ready[1], go[0], want);
+		child(u, ready[1], go[0], want, domain);
 	}
 	close(TAKE_FD(ready[1]));
 	close(TAKE_FD(go[0]));
@@ -290,12 +307,31 @@ int shim_userns_make(const struct shim_userns *u, int *out, struct hezo_error **
 		r = hezo_error_set_errno(err, errno, "user namespace: the helper");
 		goto reap;
 	}
+	if (read(ready[0], &c, 1) != 1 || c != 'd') {
+		r = -EPERM; /* the helper's status says which step */
+		goto reap;
+	}
+	if (domain) {
+		snprintf(path, sizeof(path), "/proc/%d/ns/uts", (int)pid);
+		utsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (utsfd < 0) {
+			r = hezo_error_set_errno(err, errno, "UTS namespace: %s", path);
+			goto reap;
+		}
+	}
+	if (write(go[1], "e", 1) != 1) {
+		r = hezo_error_set_errno(err, errno, "user namespace: the helper");
+		goto reap;
+	}
 reap:
 	if (r < 0)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (r == 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+	if (r == -EPERM && WIFEXITED(status) && WEXITSTATUS(status) == 4)
+		r = hezo_error_set(err, EPERM,
+				   "UTS namespace: the NIS domain name could not be set in it");
+	else if ((r == 0 || r == -EPERM) && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
 		r = hezo_error_set(err, EPERM,
 				   "user namespace: its user.max_* limits could not be set (helper "
 				   "status %d)",
@@ -310,6 +346,8 @@ out:
 	if (r < 0)
 		return r;
 	*out = TAKE_FD(nsfd);
+	if (uts)
+		*uts = TAKE_FD(utsfd);
 	return 0;
 }
 

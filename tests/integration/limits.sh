@@ -209,6 +209,24 @@ check "[oom] hezo-shim inspect of the deleted container counts an OOM kill" \
 expect_match "$(jq -r '.reasons[]' <<<"$n" 2>&1)" "OOM killer .* at the memory limit $((128 * 1048576)) bytes" \
 	"[oom] and says why" || diag "$n"
 
+# --- a 3 GiB allocation at -m 64m, in the foreground (issue 26.4) ----------------------------------
+# What the caller sees of `docker run` itself: 137 (as under runc), or a message naming the cap.
+# runsc 2024-07 gives 137 (measured); runsc 2022-12 made docker run exit 1 with no message.
+label="oom-fg -m 64m"
+NAME="hezo-lim-oomfg-$(hezo_rand)"
+tap_cleanup "hezo_docker rm -f '$NAME'"
+# shellcheck disable=SC2016
+out=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --memory 64m "$IMG" \
+	sh -c 'x=$(head -c 3221225472 /dev/zero | tr "\0" a); echo "survived ${#x}"' 2>&1 </dev/null) && rc=0 || rc=$?
+diag "[$label] docker run: status $rc, $(tail -c 300 <<<"$out" | tr '\n' ' ')"
+if [ "$rc" = 137 ]; then
+	ok "[$label] docker run exits 137 or names the memory cap"
+else
+	expect_match "$out" '(memory|OOM|oom).*(64|67108864)|(64|67108864).*(memory|OOM|oom)' \
+		"[$label] docker run exits 137 or names the memory cap"
+fi
+expect_no_match "$out" survived "[$label] the allocation did not succeed"
+
 # --- updates follow the box's current limits and never loosen (issue 26.5) ---------------------------
 # Docker's `update --memory-swap -1` sends memory.limit 0, which runc reads as "unchanged": the box
 # read it as the policy's ceiling and lifted an earlier --memory 64m back to 2 GiB. The TCP buffer

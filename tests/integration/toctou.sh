@@ -48,12 +48,17 @@ expect_eq "$(stat -c '%a %u' "$P" 2>&1)" "700 0" "[layout] private bundle: mode 
 expect_eq "$(stat -c '%a %u' "$(dirname "$P")" 2>&1)" "700 0" "[layout] .bundles: mode 0700, owned by root"
 # Under runc the box has a user namespace of its own: its root is staged where that root can walk
 # to (the built-in state directory's sibling, in the shim's mount namespace only), and the backend's
-# copy names the namespace (mnt/userns) and its range.
+# copy names the namespace (mnt/userns) and its range, and carries no rlimits: the shim sets them,
+# since runc's prlimit cannot reach into a namespace the box's own uid owns (shim/rlimits.c).
 staged_root() { if [ "$HEZO_TEST_BACKEND" = runc ]; then echo /run/hezo-shim.root; else echo "$1/mnt/root"; fi; }
 expect_eq "$(jq -r .root.path "$P/config.json" 2>&1)" "$(staged_root "$P")" "[layout] private config.json: root.path is the staged root"
 expect_eq "$(jq -r .root.path "$B/config.json")" rootfs "[layout] caller's config.json: root.path stays relative"
-expect_eq "$(jq -S 'del(.root.path, .linux.uidMappings, .linux.gidMappings) | .linux.namespaces |= map(select(.type != "user"))' "$P/config.json" 2>&1)" \
-	"$(jq -S 'del(.root.path, .linux.uidMappings, .linux.gidMappings) | .linux.namespaces |= map(select(.type != "user"))' "$B/config.json")" \
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	expect_eq "$(jq -c '.process.rlimits // "none"' "$P/config.json" 2>&1)" '"none"' "[layout] runc: private config.json has no process.rlimits"
+	check "[layout] runc: the caller's config.json keeps them" jq -e '.process.rlimits | length > 0' "$B/config.json"
+fi
+expect_eq "$(jq -S 'del(.root.path, .linux.uidMappings, .linux.gidMappings, .process.rlimits) | .linux.namespaces |= map(select(.type != "user"))' "$P/config.json" 2>&1)" \
+	"$(jq -S 'del(.root.path, .linux.uidMappings, .linux.gidMappings, .process.rlimits) | .linux.namespaces |= map(select(.type != "user"))' "$B/config.json")" \
 	"[layout] private config.json is the rewritten one the caller's bundle shows"
 expect_eq "$(jq -r '[.process.capabilities[] | length] | add' "$P/config.json" 2>&1)" 0 \
 	"[layout] private config.json: every capability set empty"

@@ -92,8 +92,68 @@ done
 expect_match "$(cat "$WORK/inotify.out")" '^held=yes$' "[inotify] the box holds the instances and watches it got" ||
 	diag "$(cat "$WORK/inotify.out" "$WORK/inotify.err")"
 diag "box: $(head -n 1 "$WORK/inotify.out")"
-expect_eq "$("$KCOUNT" try)" inotify=ok "[inotify] host root opens an inotify instance and a watch of its own"
+expect_match "$("$KCOUNT" try)" '^inotify=ok' "[inotify] host root opens an inotify instance and a watch of its own"
 hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
+# --- five boxes at their inotify caps with 10k epoll instances each, at once -----------------------
+# The box's user namespace is owned by the box's own host uid, so what its users hold is charged
+# to that uid at the host's level, not to root: on main (namespace owned by root) four boxes take
+# root's 128 instances and the fifth finds none, nor does host root. Each box may hold 12000 files
+# a process and the policy allows 32 processes: the file-table clamp (below) leaves 12000 only when
+# fs.file-max is at least 12000 x 32 x 4.
+[ "$(cat /proc/sys/fs/file-max)" -ge $((12000 * 32 * 4)) ] ||
+	bail_out "fs.file-max $(cat /proc/sys/fs/file-max): [five] needs $((12000 * 32 * 4))"
+hezo_write_policy bundle '.resources = {pids: 32}'
+FIVE_IDS=
+for n in 1 2 3 4 5; do
+	new_id "five-$n"
+	B=$WORK/five-$n
+	hezo_make_bundle "$B" "$ID" '["hezo-kcount", "hold", "/tmp", "4000", "10000"]' \
+		'.process.rlimits = [{type: "RLIMIT_NOFILE", hard: 12000, soft: 12000}] | .linux.resources.pids = {limit: 32}' ||
+		bail_out "cannot make bundle"
+	install -m 0755 "$KCOUNT" "$B/rootfs/bin/hezo-kcount"
+	hezo_shim --root "$ROOT" create -b "$B" "$ID" > >(cat >"$WORK/five-$n.out") 2> >(cat >"$WORK/five-$n.err") </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[five] create of box $n exits 0" || diag "$(cat "$WORK/five-$n.err")"
+	hezo_shim --root "$ROOT" start "$ID" </dev/null >/dev/null 2>"$WORK/five-$n-start.err" || diag "$(cat "$WORK/five-$n-start.err")"
+	FIVE_IDS+=" $ID"
+	# One box after another: each holds what it got before the next starts (a condition).
+	for _ in $(seq 600); do
+		grep -qE '^(held=yes|error=)' "$WORK/five-$n.out" && break
+		[ "$(hezo_backend --root "$ROOT" state "$ID" 2>/dev/null | jq -r '.status')" = running ] || break
+		sleep 0.1
+	done
+	diag "box $n: $(head -n 1 "$WORK/five-$n.out")"
+done
+for n in 1 2 3 4 5; do
+	expect_match "$(cat "$WORK/five-$n.out")" '^instances=[1-9][0-9]* .* epoll=10000 \(-\)$' \
+		"[five] box $n holds inotify instances and 10000 epoll instances" || diag "$(cat "$WORK/five-$n.out" "$WORK/five-$n.err")"
+done
+expect_eq "$("$KCOUNT" try)" "inotify=ok epoll=ok" "[five] with five boxes at their caps, host root opens inotify and epoll of its own"
+for id in $FIVE_IDS; do hezo_shim --root "$ROOT" delete --force "$id" >/dev/null 2>&1; done
+hezo_write_policy bundle
+
+# --- host-wide tables: the file table and AIO contexts ----------------------------------------------
+# The policy's resources.pids (what an update may raise pids.limit to) x RLIMIT_NOFILE is clamped
+# to a quarter of fs.file-max (on main the box got the 16000 it asked for), and io_setup answers
+# ENOSYS (on main it made a context counted in fs.aio-max-nr). The policy here allows 64 tasks.
+hezo_write_policy bundle '.resources = {pids: 64}'
+new_id hostwide
+B=$WORK/hostwide
+FILE_MAX=$(cat /proc/sys/fs/file-max)
+want=$((FILE_MAX / 4 / 64))
+[ "$want" -lt 16000 ] || bail_out "fs.file-max $FILE_MAX: the test needs it below $((16000 * 4 * 64))"
+# shellcheck disable=SC2016
+hezo_make_bundle "$B" "$ID" '["sh", "-c", "echo nofile=$(ulimit -Hn)/$(ulimit -Sn); hezo-kcount aio"]' \
+	'.process.rlimits = [{type: "RLIMIT_NOFILE", hard: 16000, soft: 16000}] | .linux.resources.pids = {limit: 64}' ||
+	bail_out "cannot make bundle"
+install -m 0755 "$KCOUNT" "$B/rootfs/bin/hezo-kcount"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/hostwide.out" 2>"$WORK/hostwide.err" </dev/null && rc=0 || rc=$?
+diag "fs.file-max $FILE_MAX, box: $(tr '\n' ' ' <"$WORK/hostwide.out")"
+expect_eq "$(grep '^nofile=' "$WORK/hostwide.out")" "nofile=$want/$want" \
+	"[file-max] RLIMIT_NOFILE clamped to fs.file-max / 4 / the policy's 64 tasks" || diag "$(cat "$WORK/hostwide.err")"
+expect_eq "$(grep '^io_setup=' "$WORK/hostwide.out")" io_setup=ENOSYS "[aio] io_setup answers ENOSYS in a runc box"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+hezo_write_policy bundle
 
 # --- Docker: a box's uid_map ----------------------------------------------------------------------
 if hezo_dockerd_start && hezo_image_docker; then

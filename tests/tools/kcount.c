@@ -1,8 +1,11 @@
 /*
- * hezo-kcount: the per-user kernel counters a box draws on. `hold DIR N`: make N files in DIR,
+ * hezo-kcount: the per-user kernel counters a box draws on. `hold DIR N [E]`: make N files in DIR,
  * open inotify instances until the kernel refuses one, watch every file from each until it
- * refuses a watch, print what it holds and keep it. `try`: can this process open an inotify
- * instance and a watch now? Static: test rootfs have no C library.
+ * refuses a watch, then E epoll instances watching a pipe each, print what it holds and keep it.
+ * `try`: can this process open an inotify instance and a watch, and an epoll watch, now?
+ * `aio [N]`: what io_setup answers (an AIO context counts against the host's fs.aio-max-nr);
+ * with N, make N contexts of 256 events, print how many, and keep them.
+ * Static: test rootfs have no C library.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,15 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_INSTANCES 4096
 
-static int hold(const char *dir, long files)
+static int hold(const char *dir, long files, long epolls)
 {
-	long instances = 0, watches = 0;
-	int watch_err = 0, inst_err = 0;
+	long instances = 0, watches = 0, eps = 0;
+	int watch_err = 0, inst_err = 0, ep_err = 0, p[2];
 	char path[4096];
 
 	for (long i = 0; i < files; i++) {
@@ -48,9 +53,21 @@ static int hold(const char *dir, long files)
 				watches++;
 		}
 	}
-	printf("instances=%ld (%s) watches=%ld (%s)\nheld=yes\n", instances,
+	if (epolls > 0 && pipe2(p, O_CLOEXEC) < 0)
+		ep_err = errno;
+	for (; !ep_err && eps < epolls; eps++) {
+		struct epoll_event ev = {.events = EPOLLIN};
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+
+		if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) < 0)
+			ep_err = errno;
+	}
+	if (ep_err)
+		eps--;
+	printf("instances=%ld (%s) watches=%ld (%s) epoll=%ld (%s)\nheld=yes\n", instances,
 	       inst_err ? strerrorname_np(inst_err) : "-", watches,
-	       watch_err ? strerrorname_np(watch_err) : "-");
+	       watch_err ? strerrorname_np(watch_err) : "-", eps,
+	       ep_err ? strerrorname_np(ep_err) : "-");
 	fflush(stdout);
 	for (;;)
 		pause();
@@ -68,16 +85,51 @@ static int try(void)
 		printf("inotify=%s\n", strerrorname_np(errno));
 		return 1;
 	}
-	printf("inotify=ok\n");
+	struct epoll_event ev = {.events = EPOLLIN};
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, in, &ev) < 0) {
+		printf("inotify=ok epoll=%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	printf("inotify=ok epoll=ok\n");
+	return 0;
+}
+
+static int aio(long hold)
+{
+	unsigned long ctx = 0;
+	long made = 0;
+
+	for (; made < hold; made++) {
+		ctx = 0;
+		if (syscall(SYS_io_setup, 256, &ctx) < 0)
+			break;
+	}
+	if (hold > 0) {
+		printf("io_setup=%ld held\n", made);
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
+	if (syscall(SYS_io_setup, 1, &ctx) < 0) {
+		printf("io_setup=%s\n", strerrorname_np(errno));
+		return 1;
+	}
+	syscall(SYS_io_destroy, ctx);
+	printf("io_setup=ok\n");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc == 4 && strcmp(argv[1], "hold") == 0)
-		return hold(argv[2], strtol(argv[3], NULL, 10));
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "hold") == 0)
+		return hold(argv[2], strtol(argv[3], NULL, 10),
+			    argc == 5 ? strtol(argv[4], NULL, 10) : 0);
 	if (argc == 2 && strcmp(argv[1], "try") == 0)
 		return try();
-	fprintf(stderr, "usage: hezo-kcount hold DIR N | try\n");
+	if ((argc == 2 || argc == 3) && strcmp(argv[1], "aio") == 0)
+		return aio(argc == 3 ? strtol(argv[2], NULL, 10) : 0);
+	fprintf(stderr, "usage: hezo-kcount hold DIR N [EPOLLS] | try | aio [N]\n");
 	return 2;
 }
