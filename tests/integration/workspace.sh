@@ -47,6 +47,8 @@ findmnt -no OPTIONS -T "$WS" | grep -qw noexec && hezo_cannot_run "/var/tmp is n
 WSA=$WS/a
 WSB=$WS/b
 WSU=$WS/u
+# A's the admin makes beforehand; B's and U's the shim makes on their first create.
+mkdir -m 0755 "$WSA"
 VOLDIR=/var/lib/docker/volumes/${PV}_workspace
 tap_cleanup "rm -rf '$VOLDIR'"
 jq -n --arg w "$WSA" '{workspace: $w}' >"$W/projects/$PA.json"
