@@ -1031,6 +1031,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
 	r = r ?: build_record(ctx, id, bundle_real, &t, p, spec, engine_seccomp, &rec, err);
+	if (r == 0 && shim_workspace_record_home(input, spec, rec) < 0)
+		r = hezo_error_set(err, ENOMEM, "out of memory");
 	if (r < 0)
 		return r;
 	/* The namespaces handed by path: a pin it leaves stays this container's while recorded. */

@@ -246,6 +246,14 @@ int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *
 int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_policy *p,
 			 const struct hezo_held *held, const struct hezo_mounts *mounts,
 			 struct hezo_error **err);
+/*
+ * The HOME create set (policy/workspace.c) kept in the record as {"was", "now"} when it changed
+ * the input's; an exec'd process whose HOME is still the image's ("was", what the engine copies
+ * into every exec) gets "now" instead. -ENOMEM.
+ */
+int shim_workspace_record_home(const struct hezo_json *input, const struct hezo_json *spec,
+			       struct hezo_json *rec);
+int shim_workspace_exec_home(struct hezo_json *proc, const struct hezo_json *rec);
 int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err);
 void shim_stage_remove(int bundle);
 /*

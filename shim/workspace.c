@@ -208,3 +208,61 @@ int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_polic
 		return hezo_error_set(err, EPERM, "%s", s.why);
 	return 0;
 }
+
+/* ---- HOME for exec'd processes ---- */
+
+/* The value of the last HOME= in a process's env (the one the process gets), or NULL. */
+static const char *env_home(const struct hezo_json *env)
+{
+	const char *home = NULL;
+
+	HEZO_JSON_FOREACH (i, env) {
+		const char *s = hezo_json_string(env->items[i]);
+		if (s && strncmp(s, "HOME=", 5) == 0)
+			home = s + 5;
+	}
+	return home;
+}
+
+int shim_workspace_record_home(const struct hezo_json *input, const struct hezo_json *spec,
+			       struct hezo_json *rec)
+{
+	const char *was = env_home(hezo_json_get_path(input, "process.env"));
+	const char *now = env_home(hezo_json_get_path(spec, "process.env"));
+	_cleanup_json_ struct hezo_json *o = NULL;
+
+	if (!now || (was && strcmp(was, now) == 0))
+		return 0;
+	o = hezo_json_new_object();
+	if (!o || hezo_json_set(o, "was", hezo_json_new_string(was ? was : "")) < 0 ||
+	    hezo_json_set(o, "now", hezo_json_new_string(now)) < 0 ||
+	    hezo_json_set(rec, "home", TAKE_PTR(o)) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+int shim_workspace_exec_home(struct hezo_json *proc, const struct hezo_json *rec)
+{
+	const struct hezo_json *home = hezo_json_get_type(rec, "home", HEZO_JSON_OBJECT);
+	const char *was = hezo_json_string(hezo_json_get(home, "was"));
+	const char *now = hezo_json_string(hezo_json_get(home, "now"));
+	struct hezo_json *env;
+	const char *cur;
+	char *line = NULL;
+	int r;
+
+	if (!was || !now)
+		return 0;
+	env = hezo_json_ensure_array(proc, "env");
+	if (!env)
+		return -ENOMEM;
+	/* Only the HOME the engine copies from the image: one the caller set stays its own. */
+	cur = env_home(env);
+	if (cur ? strcmp(cur, was) != 0 : was[0] != '\0')
+		return 0;
+	if (asprintf(&line, "HOME=%s", now) < 0)
+		return -ENOMEM;
+	r = hezo_json_append(env, hezo_json_new_string(line));
+	free(line);
+	return r < 0 ? -ENOMEM : 0;
+}
