@@ -139,6 +139,17 @@ out=$(run a again -w /workspace "$IMG" sh -c '
 expect_eq "$rc:$(tr '\n' ' ' <<<"$out")" "0:built-here first from-the-wheel Hezo Test /workspace/.home " \
 	"[second box] sees the binary, the commit, the venv and the git identity" || diag "$out"
 
+# docker exec copies the image's HOME into every exec: the shim gives it the box's.
+"$HEZO_DOCKER" run -d --network=none --runtime="${RT[a]}" --name "$TAG-live" "$IMG" sleep 600 >/dev/null 2>&1 ||
+	bail_out "cannot start a long-running box"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$TAG-live" sh -c 'echo "$HOME" && cd && git config --global user.name' 2>&1 </dev/null) &&
+	rc=0 || rc=$?
+expect_eq "$rc:$(tr '\n' ' ' <<<"$out")" "0:/workspace/.home Hezo Test " "[exec] docker exec gets HOME=/workspace/.home" ||
+	diag "$out"
+out=$(timeout 60 "$HEZO_DOCKER" exec -e HOME=/tmp "$TAG-live" sh -c 'echo "$HOME"' 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:/tmp "[exec] a HOME the caller sets stays its own" || diag "$out"
+"$HEZO_DOCKER" rm -f "$TAG-live" >/dev/null 2>&1
+
 # --- outside the workspace: root read-only, tmpfs noexec ------------------------------------------------
 out=$(run a rofs "$IMG" sh -c 'touch /etc/hezo-x 2>&1; touch /usr/hezo-x 2>&1; echo done') && rc=0 || rc=$?
 expect_eq "$(grep -c 'Read-only file system' <<<"$out")" 2 "[outside] the root is read-only (/etc, /usr)" || diag "$out"
