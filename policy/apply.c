@@ -514,6 +514,7 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 			   const struct hezo_apply_env *env, struct hezo_error **err)
 {
 	struct hezo_json *process, *root, *linux_, *res;
+	bool home;
 	int r;
 
 	if (!spec || spec->type != HEZO_JSON_OBJECT)
@@ -542,6 +543,8 @@ int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 		return r;
 
 	r = hezo_policy_apply_mounts(p, spec, env, err);
+	r = r ?: hezo_policy_apply_workspace(p, spec, env, err);
+	r = r ?: hezo_policy_workspace_home(p, spec, &home, err);
 	if (r < 0)
 		return r;
 

@@ -219,6 +219,15 @@ const char *hezo_policy_kubelet_root(const struct hezo_policy *p);
 bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 				  const char *docker_root, const char *podman_root, char *dir,
 				  size_t size, bool *above);
+/*
+ * The project's workspace (docs/policy.md, "Workspace") as a host path, resolved or not: the
+ * directory the admin named, or Docker's ROOT/PROJECT_workspace/_data. -ENOENT: none.
+ */
+int hezo_policy_workspace_dir(const struct hezo_policy *p, char *out, size_t size);
+bool hezo_policy_workspace_is_volume(const struct hezo_policy *p);
+/* Is path (clean, absolute) a system or engine directory, holding or inside one? why: which. */
+bool hezo_policy_workspace_forbidden(const struct hezo_policy *p, const char *path, char *why,
+				     size_t size);
 /* One of two clean absolute paths is the other or below it. */
 bool hezo_policy_paths_overlap(const char *a, const char *b);
 const char *const *hezo_policy_engine_roots(const struct hezo_policy *p);

@@ -96,6 +96,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	free(p->docker_init);
 	free(p->kubelet_root);
 	free(p->project);
+	free(p->workspace);
 	free(p);
 }
 
@@ -371,6 +372,10 @@ bool hezo_policy_box_writable_dir(const struct hezo_policy *p, const char *path,
 				return found(path, lists[l]->v[i], dir, size, above);
 	if (at_or_below(path, p->kubelet_root) || holds(path, p->kubelet_root))
 		return found(path, p->kubelet_root, dir, size, above);
+	/* The project's workspace: its boxes write there. */
+	if (hezo_policy_workspace_dir(p, cand, sizeof(cand)) == 0 &&
+	    (at_or_below(path, cand) || holds(path, cand)))
+		return found(path, cand, dir, size, above);
 	for (size_t i = 0; i < p->engine_roots.n; i++)
 		for (size_t k = 0; k < HEZO_ARRAY_SIZE(engine_dirs); k++) {
 			snprintf(cand, sizeof(cand), "%s/%s", p->engine_roots.v[i], engine_dirs[k]);

@@ -549,7 +549,8 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 		r = check_engine_file(env, spec, idx, dest, resolved, root, err);
 		if (r < 0)
 			return r;
-	} else if (!under_any(resolved, &p->allowed_sources)) {
+	} else if (!under_any(resolved, &p->allowed_sources) &&
+		   !hezo_policy_in_workspace(p, resolved)) {
 		return hezo_policy_ferr(
 			err, "mounts[%zu] (%s): bind source %s is not under an allowed root", idx,
 			dest, shown);
@@ -613,10 +614,11 @@ static bool kubelet_volume(const struct hezo_policy *p, const struct hezo_json *
 }
 
 /*
- * Put a policy tmpfs before the first mount below its destination (the runtime mounts in list
- * order, and a later tmpfs would hide them), else at the end. Takes tm; -ENOMEM.
+ * Put a mount the box adds before the first mount at or below its destination (the runtime
+ * mounts in list order, and a later one would hide them), else at the end. Takes tm; -ENOMEM.
+ * No engine mount is left at a policy tmpfs's own destination (apply_mounts drops them).
  */
-static int place_tmpfs(struct hezo_json *mounts, struct hezo_json *tm)
+int hezo_policy_place_mount(struct hezo_json *mounts, struct hezo_json *tm)
 {
 	const char *dest = hezo_json_string(hezo_json_get(tm, "destination"));
 	size_t at = mounts->len;
@@ -630,7 +632,7 @@ static int place_tmpfs(struct hezo_json *mounts, struct hezo_json *tm)
 		_cleanup_free_ char *clean = NULL;
 
 		if (d && hezo_policy_clean_path(d, &clean) == 0 &&
-		    hezo_policy_path_under(clean, dest) && strcmp(clean, dest) != 0)
+		    hezo_policy_path_under(clean, dest))
 			at = i;
 	}
 	if (hezo_json_append(mounts, tm) < 0)
@@ -701,7 +703,7 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 		 * The policy's tmpfs replaces what the engine put at its place or below, except
 		 * a kubelet pod volume below it (the service-account token every pod gets, at
 		 * /var/run/secrets/kubernetes.io/serviceaccount): that one is checked as every
-		 * pod volume is and mounted on the tmpfs (place_tmpfs).
+		 * pod volume is and mounted on the tmpfs (hezo_policy_place_mount).
 		 */
 		for (size_t t = 0; t < p->ntmpfs; t++)
 			if (hezo_policy_path_under(dest, p->tmpfs[t].dest) &&
@@ -764,7 +766,7 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 		i++;
 	}
 	for (size_t t = 0; t < p->ntmpfs; t++)
-		if (place_tmpfs(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
+		if (hezo_policy_place_mount(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
 			return hezo_policy_nomem(err);
 	return 0;
 }

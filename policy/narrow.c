@@ -99,6 +99,7 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	if (!merged || merge_json(merged, doc) < 0 || hezo_policy_new_default(&p) < 0)
 		return hezo_policy_oom(&c);
 	c.project = false;
+	c.layered = true;
 	r = hezo_policy_parse_into(&c, p, merged);
 	if (r < 0)
 		return r;
@@ -233,7 +234,7 @@ static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	_cleanup_json_ struct hezo_json *doc = hezo_policy_file_json(base);
-	struct pctx c = {.name = "(effective)", .err = err};
+	struct pctx c = {.name = "(effective)", .err = err, .layered = true};
 	int r;
 
 	if (!doc || hezo_policy_new_default(&p) < 0)

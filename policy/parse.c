@@ -451,6 +451,8 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 		return hezo_policy_get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
 		return hezo_policy_get_bool(c, "init", x, &p->init);
+	if (strcmp(k, "workspace") == 0)
+		return hezo_policy_workspace_parse(c, p, x);
 	if (strcmp(k, "admission") == 0)
 		return parse_section(c, p, "admission", x, admission_key);
 	if (strcmp(k, "dockerPidFile") == 0)
@@ -489,7 +491,8 @@ static int validate(struct pctx *c, const struct hezo_policy *p)
 			c, "backends.runsc.network",
 			"\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
 			"\"off\"");
-	return hezo_policy_check_secrets(p, c->name, c->err);
+	return hezo_policy_workspace_validate(c, p)
+		       ?: hezo_policy_check_secrets(p, c->name, c->err);
 }
 
 int hezo_policy_parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)

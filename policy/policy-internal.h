@@ -82,6 +82,9 @@ struct hezo_policy {
 	char *docker_pidfile; /* whose pid alone may run Docker's libnetwork-setkey hook */
 	char *docker_init;    /* the docker-init dockerd binds for --init; NULL: none */
 	char *project;	      /* selected project, NULL if none */
+	/* The project's workspace (workspace.c): a host directory, or its NAME_workspace volume. */
+	char *workspace;
+	bool workspace_volume;
 
 	/* init and admission (docs/policy.md): hezo-init as PID 1, the limit of active boxes. */
 	bool init;
@@ -148,6 +151,9 @@ int hezo_policy_clamp_rlimits(const struct hezo_policy *p, struct hezo_json *pro
  */
 int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec,
 			     const struct hezo_apply_env *env, struct hezo_error **err);
+
+/* mounts.c: m (taken) before the first mount at or below its destination, else last; -ENOMEM. */
+int hezo_policy_place_mount(struct hezo_json *mounts, struct hezo_json *m);
 
 /*
  * tmpfs.c: an engine's tmpfs mount m (options already checked) made nosuid, noexec and nodev
@@ -218,6 +224,18 @@ int hezo_policy_volumes_narrower(const struct hezo_policy *base, const struct he
 				 char *why, size_t size);
 int hezo_policy_check_volume_source(const struct hezo_policy *p, size_t idx, const char *dest,
 				    const char *src, bool *handled, struct hezo_error **err);
+
+/*
+ * workspace.c: the project's workspace bound at /workspace (read-write, exec, nosuid, nodev),
+ * held like a bind source; a bind source at or below it (resolved) is its project's to mount.
+ * workspace_home: HOME=/workspace/.home when the image's HOME is not writable (*set says so).
+ */
+int hezo_policy_apply_workspace(const struct hezo_policy *p, struct hezo_json *spec,
+				const struct hezo_apply_env *env, struct hezo_error **err);
+bool hezo_policy_in_workspace(const struct hezo_policy *p, const char *resolved);
+int hezo_policy_workspace_home(const struct hezo_policy *p, struct hezo_json *spec, bool *set,
+			       struct hezo_error **err);
+struct hezo_json *hezo_policy_workspace_json(const struct hezo_policy *p);
 
 /*
  * kubelet.c: a bind source (resolved) at or under the kubelet root is judged here (*handled):

@@ -34,6 +34,7 @@ int hezo_policy_new_default(struct hezo_policy **out);
 struct pctx {
 	const char *name;
 	bool project; /* a project file: restricted key set */
+	bool layered; /* a project file laid over the main one: its project-only keys stand */
 	struct hezo_error **err;
 	/* policy check: every field error is kept here and parsing goes on to the next field */
 	char **all;
@@ -53,6 +54,10 @@ struct pctx {
 			(bad) = (r);                                                               \
 		}                                                                                  \
 	} while (0)
+
+/* workspace.c: the project file's "workspace" key, and its place once layered. */
+int hezo_policy_workspace_parse(struct pctx *c, struct hezo_policy *p, const struct hezo_json *x);
+int hezo_policy_workspace_validate(struct pctx *c, const struct hezo_policy *p);
 
 int hezo_policy_perr(struct pctx *c, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -847,7 +847,8 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	shim_live_cgroups_free(live, nlive);
-	return r ?: state_overlaps(ctx, t, id, held, &mounts, err);
+	r = r ?: state_overlaps(ctx, t, id, held, &mounts, err);
+	return r ?: shim_workspace_judge(base, p, held, &mounts, err);
 }
 
 /*
@@ -983,7 +984,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	if (r < 0)
 		return r;
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
-	r = shim_stage_namespace(err);
+	r = shim_workspace_prepare(p, spec, err);
+	r = r ?: shim_stage_namespace(err);
 	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
 	/* The box's user namespace: its own (a range picked under the lock), another's, or none. */
 	if (r == 0) {
@@ -1040,6 +1042,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
 	r = r ?: build_record(ctx, id, bundle_real, &t, p, spec, engine_seccomp, &rec, err);
+	if (r == 0 && shim_workspace_record_home(input, spec, rec) < 0)
+		r = hezo_error_set(err, ENOMEM, "out of memory");
 	if (r < 0)
 		return r;
 	/* The namespaces handed by path: a pin it leaves stays this container's while recorded. */

@@ -82,8 +82,9 @@ static int parse_user(const char *s, int64_t *uid)
 static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
 			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
 			      const struct hezo_strv *prefix, int64_t nproc, int64_t uid_only,
-			      const struct hezo_json *secrets, bool files_ok,
-			      struct shim_rlimits *rl, char **clamped, struct hezo_error **err)
+			      const struct hezo_json *secrets, const struct hezo_json *rec,
+			      bool files_ok, struct shim_rlimits *rl, char **clamped,
+			      struct hezo_error **err)
 {
 	char priv[PATH_MAX], pname[64];
 	_cleanup_close_ int pfd = -1;
@@ -147,6 +148,9 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	/* Every exec'd process sees the container's placeholders, never a value. */
 	if (r == 0 && shim_secrets_set_env(proc, secrets) < 0)
 		r = hezo_error_set(err, ENOMEM, "env: cannot set secrets");
+	/* And the HOME its create gave the box, where the engine copied the image's. */
+	if (r == 0 && shim_workspace_exec_home(proc, rec) < 0)
+		r = hezo_error_set(err, ENOMEM, "env: cannot set HOME");
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
 	if (prefix && prefix->n) {
@@ -361,7 +365,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	}
 	if (process) {
 		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, uid_only,
-				       secrets, files_ok, own_rl ? &rl : NULL, &clamped, err);
+				       secrets, rec, files_ok, own_rl ? &rl : NULL, &clamped, err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)

@@ -267,6 +267,26 @@ int shim_userns_plan(const struct shim_target *t, const struct hezo_json *spec,
 		     struct hezo_error **err);
 /* Enter a mount namespace of the shim's own (/ made slave), before the checks open anything. */
 int shim_stage_namespace(struct hezo_error **err);
+
+/*
+ * workspace.c: the project's workspace made (its parent must be root's alone) with .home, owned
+ * by process.user, before it is judged; and judged with what the box is handed: the workspace by
+ * every name the mount table gives it, and no handed object overlapping another project's.
+ */
+struct hezo_mounts;
+int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *spec,
+			   struct hezo_error **err);
+int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_policy *p,
+			 const struct hezo_held *held, const struct hezo_mounts *mounts,
+			 struct hezo_error **err);
+/*
+ * The HOME create set (policy/workspace.c) kept in the record as {"was", "now"} when it changed
+ * the input's; an exec'd process whose HOME is still the image's ("was", what the engine copies
+ * into every exec) gets "now" instead. -ENOMEM.
+ */
+int shim_workspace_record_home(const struct hezo_json *input, const struct hezo_json *spec,
+			       struct hezo_json *rec);
+int shim_workspace_exec_home(struct hezo_json *proc, const struct hezo_json *rec);
 int shim_stage_verify_root(const struct hezo_held *held, const char *path, struct hezo_error **err);
 void shim_stage_remove(int bundle);
 /*

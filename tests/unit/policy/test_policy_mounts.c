@@ -2,6 +2,7 @@
  * whose engine files a container may have. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1111,7 +1112,122 @@ static void test_held(void **state)
 	assert_false(h.dir);
 }
 
+/* ---- a project's workspace (policy/workspace.c) ---- */
+
+/* project's policy under a main policy with projectsDir root/projects; NULL and *msg if refused. */
+static struct hezo_policy *workspace_policy(const char *root, const char *project, char **msg)
+{
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_free_ char *doc = NULL;
+	struct hezo_policy *p = NULL;
+
+	assert_true(asprintf(&doc, "{" DEV_RUNC_VOL ",\"projectsDir\":\"%s/projects\"}", root) > 0);
+	base = parse_ok(doc);
+	if (hezo_policy_for_container(base, NULL, project, &p, &err) < 0) {
+		*msg = strdup(err->msg);
+		return NULL;
+	}
+	return p;
+}
+
+static void expect_workspace_refused(const char *root, const char *project, const char *want)
+{
+	_cleanup_free_ char *msg = NULL;
+	_cleanup_policy_ struct hezo_policy *p = workspace_policy(root, project, &msg);
+
+	if (p || !strstr(msg, want))
+		print_error("project %s: got %s, want %s\n", project, p ? "success" : msg, want);
+	assert_null(p);
+	assert_non_null(strstr(msg, want));
+}
+
+static void test_workspace(void **state)
+{
+	static const struct {
+		const char *name, *json;
+	} files[] = {
+		{"root", "{\"workspace\":\"/\"}"},
+		{"etc", "{\"workspace\":\"/etc/hezo-ws\"}"},
+		{"docker", "{\"workspace\":\"/var/lib/docker/volumes/x\"}"},
+		{"srv", "{\"workspace\":\"/srv\"}"},
+		{"var", "{\"workspace\":\"/var\"}"},
+		{"rel", "{\"workspace\":\"ws\"}"},
+		{"vol", "{\"workspace\":\"volume\"}"},
+	};
+	_cleanup_free_ char *root = make_tempdir();
+	_cleanup_policy_ struct hezo_policy *p = NULL;
+	_cleanup_json_ struct hezo_json *spec = minimal_spec(), *shown = NULL;
+	_cleanup_free_ char *ws = NULL, *doc = NULL, *msg = NULL, *src = NULL, *text = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *bad = NULL;
+	static const struct hezo_apply_env env = {.id = "c1"};
+	const struct hezo_json *mounts, *m, *envv;
+	char dir[PATH_MAX];
+
+	(void)state;
+	assert_true(asprintf(&ws, "%s/ws", root) > 0);
+	assert_int_equal(mkdir(ws, 0755), 0);
+	assert_true(asprintf(&src, "%s/sub", ws) > 0);
+	assert_int_equal(mkdir(src, 0755), 0);
+	free(place(root, "projects/"));
+	assert_true(asprintf(&doc, "{\"workspace\":\"%s\"}", ws) > 0);
+	write_file_at(root, "projects/alpha.json", doc);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		_cleanup_free_ char *name = NULL;
+		assert_true(asprintf(&name, "projects/%s.json", files[i].name) > 0);
+		write_file_at(root, name, files[i].json);
+	}
+
+	/* The main file may not name one: it would be every container's. */
+	free(doc);
+	assert_true(asprintf(&doc, "{" DEV_RUNC_VOL ",\"workspace\":\"%s\"}", ws) > 0);
+	assert_true(hezo_policy_parse(doc, strlen(doc), "main", &bad, &err) < 0);
+	assert_non_null(strstr(err->msg, "workspace: only a project file may set this"));
+
+	expect_workspace_refused(root, "root", "workspace: /: it is the host's /");
+	expect_workspace_refused(root, "etc",
+				 "workspace: /etc/hezo-ws: it is, holds or is inside /etc");
+	expect_workspace_refused(root, "docker", "is inside /var/lib/docker");
+	expect_workspace_refused(root, "srv", "workspace: /srv: it is or holds /srv");
+	expect_workspace_refused(root, "var",
+				 "workspace: /var: it is, holds or is inside /var/run");
+	expect_workspace_refused(root, "rel",
+				 "\"ws\" is neither \"volume\" nor a clean absolute path");
+
+	p = workspace_policy(root, "vol", &msg);
+	assert_non_null(p);
+	assert_int_equal(hezo_policy_workspace_dir(p, dir, sizeof(dir)), 0);
+	assert_string_equal(dir, "/var/lib/docker/volumes/vol_workspace/_data");
+	hezo_policy_free(TAKE_PTR(p));
+
+	/* alpha: /workspace is its directory, read-write, exec, nosuid, nodev; HOME is its .home.
+	 */
+	p = workspace_policy(root, "alpha", &msg);
+	assert_non_null(p);
+	shown = hezo_policy_to_json(p);
+	assert_string_equal(hezo_json_string(hezo_json_get(shown, "workspace")), ws);
+	add(spec, "/src", "bind", src, "rbind,ro"); /* below its workspace: its own to mount */
+	expect_ok(p, spec, &env);
+	mounts = hezo_json_get(spec, "mounts");
+	m = NULL;
+	HEZO_JSON_FOREACH (i, mounts)
+		if (strcmp(hezo_json_string(hezo_json_get(mounts->items[i], "destination")),
+			   "/workspace") == 0)
+			m = mounts->items[i];
+	assert_non_null(m);
+	assert_string_equal(hezo_json_string(hezo_json_get(m, "source")), ws);
+	text = json_text(hezo_json_get(m, "options"));
+	assert_string_equal(text, "[\"bind\",\"rw\",\"nosuid\",\"nodev\",\"exec\"]");
+	envv = hezo_json_get_path(spec, "process.env");
+	assert_non_null(envv);
+	assert_string_equal(hezo_json_string(envv->items[envv->len - 1]), "HOME=/workspace/.home");
+	hezo_policy_free(bad);
+	remove_tree(root);
+}
+
 const struct CMUnitTest policy_mounts_tests[] = {
+	cmocka_unit_test(test_workspace),
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
