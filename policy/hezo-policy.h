@@ -60,6 +60,19 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      const char *project_hint, struct hezo_policy **out,
 			      struct hezo_error **err);
 
+/* A project name: 1 to 64 of [a-z0-9._-], not starting with '.'. */
+bool hezo_policy_project_name_valid(const char *s);
+
+/*
+ * A project file's text (read from path, which names it in messages) layered over base as the
+ * project's containers get it: the same checks hezo_policy_for_container makes of
+ * projectsDir/project.json, for `policy check --project` and `project create` before a file is
+ * written.
+ */
+int hezo_policy_layer_project(const struct hezo_policy *base, const char *project, const char *path,
+			      const char *buf, size_t len, struct hezo_policy **out,
+			      struct hezo_error **err);
+
 /*
  * fn with base, then with each project's policy as its containers get it (every NAME.json in
  * projectsDir layered over base; for a file that does not layer but is JSON, base with the file's
