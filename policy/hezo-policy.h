@@ -190,6 +190,15 @@ struct hezo_apply_env {
  */
 int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 			   const struct hezo_apply_env *env, struct hezo_error **err);
+/*
+ * What apply changed of each tmpfs the engine asked for (asked: the engine's config.json, got:
+ * the box's), each as {"mount": DEST, "asked": OPTION or null, "got": OPTION, "reason": ...}:
+ * a flag tightened (exec -> noexec by exec.tmpfs, suid, dev) or a size capped by tmpfsMax. For
+ * the container's record and `hezo-shim inspect`: no rewrite is silent. NULL: out of memory.
+ */
+struct hezo_json *hezo_policy_tmpfs_rewrites(const struct hezo_policy *p,
+					     const struct hezo_json *asked,
+					     const struct hezo_json *got);
 /* Clamp an exec process JSON object (capabilities, noNewPrivileges). */
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
 			      struct hezo_error **err);

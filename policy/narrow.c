@@ -118,6 +118,9 @@ int hezo_policy_layer_project(const struct hezo_policy *base, const char *projec
 		return r;
 	if (hezo_policy_volumes_narrower(base, p, why, sizeof(why)) < 0)
 		return hezo_policy_perr(&c, NULL, "%s", why);
+	if (p->tmpfs_exec && !base->tmpfs_exec)
+		return hezo_policy_perr(&c, "exec.tmpfs",
+					"a project may only tighten the main policy's false");
 	if (p->tmpfs_max > base->tmpfs_max)
 		return hezo_policy_perr(&c, "tmpfsMax",
 					"a project may only lower the main policy's %" PRIu64,
