@@ -286,6 +286,11 @@ int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
 			      struct hezo_error **err);
 
 const char *hezo_backend_name(enum hezo_backend b);
+/*
+ * What the box claims and backend b does not hold, measured (docs/hardening.md): NULL-terminated,
+ * never NULL. doctor and each box's record state them, so that no one reads them as claims.
+ */
+const char *const *hezo_backend_limits(enum hezo_backend b);
 int hezo_backend_from_name(const char *name, enum hezo_backend *out);
 
 #endif

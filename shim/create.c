@@ -101,6 +101,14 @@ static struct hezo_json *box_summary(const struct hezo_policy *p, const struct h
 		return NULL;
 	r = r ?: set_or_null(egress, "mode", hezo_json_get(eg, "mode"));
 	r = r ?: set_or_null(egress, "allow", hezo_json_get(eg, "allow"));
+	/* What the backend does not hold of what the box says (docs/hardening.md). */
+	if (r == 0) {
+		struct hezo_json *lim = hezo_json_ensure_array(box, "limits");
+
+		for (const char *const *l = hezo_backend_limits(hezo_policy_backend(p));
+		     r == 0 && *l; l++)
+			r = lim ? hezo_json_append(lim, hezo_json_new_string(*l)) : -ENOMEM;
+	}
 	/* What the engine asked for and did not get, each with its reason. */
 	if (r == 0) {
 		struct hezo_json *rw = hezo_policy_tmpfs_rewrites(p, input, spec);
