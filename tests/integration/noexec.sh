@@ -107,7 +107,7 @@ for where in "/tmp" "/x"; do
 	else
 		probe tmp /tmp
 	fi
-	expect_eq "$(hezo_probe_get "$OUT" probe)" done "[$where] the probe ran to its end" || continue
+	expect_eq "$(hezo_probe_get "$OUT" probe)" "done" "[$where] the probe ran to its end" || continue
 	for c in "${CLAIM[@]}"; do
 		key=${c%%=*} want=${c#*=}
 		got=$(hezo_probe_get "$OUT" "$key")

@@ -68,6 +68,7 @@ out=$(create 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "project create $P exits 0" || diag "$out"
 check "the project file is written, and the main policy layers it" \
 	"$SHIM" policy show --project "$P"
+# shellcheck disable=SC2016 # jq's variables
 check "daemon.json registers $RT with --hezo-project $P" \
 	jq -e --arg r "$RT" --arg p "$P" --arg s "$SHIM" \
 	'.runtimes[$r] == {"path": $s, "runtimeArgs": ["--hezo-project", $p]}' "$HEZO_DAEMON_JSON"
