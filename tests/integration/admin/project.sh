@@ -12,6 +12,8 @@ export HEZO_SOURCE_DIR=${HEZO_SOURCE_DIR:-${HEZO_SOURCE_ROOT:-$(cd "$here/../../
 export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$HEZO_SOURCE_DIR/build}}
 # shellcheck source=tests/lib/common.sh
 . "$lib/common.sh"
+# shellcheck source=tests/lib/image.sh
+. "$lib/image.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$lib/docker.sh"
 
@@ -106,6 +108,30 @@ expect_eq "$(jq -r '.project // empty' <<<"$insp" 2>/dev/null)" "$P" \
 	"hezo-shim inspect: the box is project $P's" || diag "$(head -c 600 <<<"$insp")"
 out=$("$HEZO_DOCKER" exec "$NAME" sh -c 'touch /probe 2>&1; echo rc=$?' 2>&1)
 expect_match "$out" "rc=1" "the box's root is read-only (the main policy's box)"
+
+# podman reads the drop-in and runs the link, whose name says the project (no arguments).
+if command -v podman >/dev/null 2>&1; then
+	PIMG=localhost/$HEZO_TEST_IMAGE
+	if ! podman image exists "$PIMG" 2>/dev/null; then
+		hezo_image_podman "$HEZO_TEST_IMAGE" || bail_out "cannot import $HEZO_TEST_IMAGE into podman"
+		tap_cleanup "podman rmi -f '$PIMG' >/dev/null 2>&1"
+	fi
+	PNAME=hezo-it-project-pm-$$
+	tap_cleanup "podman rm -f '$PNAME' >/dev/null 2>&1"
+	# podman's own nofile (1048576) is above this machine's hard limit: ask for what it has.
+	out=$(timeout -k 5 120 podman --cgroup-manager cgroupfs --runtime "$RT" run -d --network none \
+		--ulimit nofile=1024:1024 --ulimit nproc=4096:4096 --name "$PNAME" "$PIMG" sleep 300 \
+		2>&1) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "podman --runtime $RT run starts a box" || diag "$out"
+	pid=$(podman inspect -f '{{.Id}}' "$PNAME" 2>/dev/null)
+	insp=$("$SHIM" inspect "$pid" 2>&1)
+	expect_eq "$(jq -r '.project // empty' <<<"$insp" 2>/dev/null)" "$P" \
+		"podman's box is project $P's (the link hezo-shim@$P)" || diag "$(head -c 600 <<<"$insp")"
+	timeout -k 5 60 podman rm -f "$PNAME" >/dev/null 2>&1
+else
+	skip "podman --runtime $RT run starts a box" "podman is not installed"
+	skip "podman's box is project $P's" "podman is not installed"
+fi
 
 sums >"$T/live"
 out=$("$SHIM" project rm "$P" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
