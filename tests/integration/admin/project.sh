@@ -39,6 +39,11 @@ LINKS=$T/links
 export HEZO_ENGINE_EXTRA="/etc/hezo $DROPINS"
 hezo_engine_snapshot || bail_out "cannot take a snapshot of the engines' files"
 unset HEZO_POLICY HEZO_STATE_DIR HEZO_HOOK_PATH
+# The shim's default state directory: when the test made it, it goes again once it holds no
+# record (what is left is its lock file and empty directories).
+[ -e /run/hezo-shim ] ||
+	tap_cleanup "[ -z \"\$(find /run/hezo-shim -type f ! -name .records.lock 2>/dev/null)\" ] &&
+		rm -rf /run/hezo-shim"
 rm -rf /etc/hezo
 mkdir -p /etc/hezo
 # A fresh machine's policy, with runc (this machine's runsc has its own suites) and no egress
