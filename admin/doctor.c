@@ -250,6 +250,9 @@ static void check_backends(struct doctor *d)
 		       needed ? " (required by the policy)" : "");
 		if (b == HEZO_BACKEND_RUNSC)
 			check_runsc_release(d, out, needed);
+		/* Limits the box cannot close, said rather than claimed (docs/hardening.md). */
+		for (const char *const *l = hezo_backend_limits((enum hezo_backend)b); *l; l++)
+			report(d, needed ? "warn" : "skip", "%s: %s", name, *l);
 	}
 }
 

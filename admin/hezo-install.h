@@ -10,12 +10,23 @@
 #include <stddef.h>
 
 #include "hezo-error.h"
+#include "hezo-json.h"
 
 /* Verbs, called with argv[0] = the verb ("install", "uninstall", "doctor", "policy"). */
 int hezo_install_main(int argc, char **argv);
 int hezo_uninstall_main(int argc, char **argv);
 int hezo_doctor_main(int argc, char **argv);
 int hezo_policy_cmd_main(int argc, char **argv);
+
+/*
+ * `hezo-shim project`: live counts the boxes of a project that live now (the shim's records; the
+ * admin library cannot read them), setting *first to one of their IDs (malloc'd) when any.
+ */
+struct hezo_project_env {
+	int (*live)(void *data, const char *project, unsigned *count, char **first);
+	void *data;
+};
+int hezo_project_main(int argc, char **argv, const struct hezo_project_env *env);
 
 /* The name engines know us by in Docker's and podman's configuration. */
 #define HEZO_INSTALL_DOCKER_RUNTIME "hezo-shim"
@@ -51,6 +62,33 @@ enum hezo_uninstall_action {
 int hezo_install_docker_unmerge(const char *cur, size_t len, const char *backup, size_t backup_len,
 				enum hezo_uninstall_action *action, char **out, size_t *outlen,
 				struct hezo_error **err);
+
+/*
+ * A project's runtime in daemon.json (`project create`/`rm`): runtimes.NAME = entry, added as
+ * text (the rest of the file keeps its bytes) and taken out the same way, so that the file is
+ * byte for byte what it was before, whatever other entries came and went in between. add:
+ * *changed false when the same entry is there already; another entry of that name is refused.
+ * remove: *changed false when the entry is not there; *delete_file when only the file add
+ * created is left ("{}").
+ */
+int hezo_install_docker_add_runtime(const char *old, size_t len, bool exists, const char *name,
+				    const struct hezo_json *entry, char **out, size_t *outlen,
+				    bool *changed, struct hezo_error **err);
+int hezo_install_docker_remove_runtime(const char *cur, size_t len, const char *name,
+				       const struct hezo_json *entry, char **out, size_t *outlen,
+				       bool *changed, bool *delete_file, struct hezo_error **err);
+
+/*
+ * A project's CRI runtime in containerd's config.toml, in a block of its own
+ * ("# BEGIN hezo-project NAME"); a file without "version = 2" gets it in a shared block that
+ * goes with the last project block. remove gives back the bytes there were before add.
+ */
+int hezo_install_containerd_project_add(const char *old, size_t len, bool exists,
+					const char *runtime, const char *binary, char **out,
+					size_t *outlen, bool *changed, struct hezo_error **err);
+int hezo_install_containerd_project_remove(const char *cur, size_t len, const char *runtime,
+					   char **out, size_t *outlen, bool *changed,
+					   bool *delete_file, struct hezo_error **err);
 
 /*
  * containerd config.toml (version 2): append our runtime table in a delimited block. Refuses a

@@ -27,4 +27,17 @@ char *hezo_install_which(const char *name);
 /* The default shim path: this executable when it is hezo-shim, else the installed one. */
 char *hezo_install_default_shim(void);
 
+/* SIGHUP to the dockerd of pidfile (NULL: /var/run/docker.pid), saying what it did. */
+bool hezo_install_reload_docker(const char *pidfile);
+/* Is text a JSON object with a top-level "runtimes"? */
+bool hezo_install_has_runtimes(const char *text, size_t len);
+/*
+ * Before daemon.json at path loses its "runtimes" (or goes), show dockerd an empty one and wait
+ * until it has read it: dockerd 20.10 keeps the runtimes it had when a reload finds none.
+ */
+void hezo_install_docker_drop_runtimes(const char *path, const char *pidfile);
+/* `containerd config dump` of text: it reads and sees runtime (0), else -EINVAL with err. */
+int hezo_install_containerd_check(const char *text, size_t len, const char *runtime,
+				  struct hezo_error **err);
+
 #endif

@@ -155,17 +155,16 @@ static int write_config(const char *path, const char *text, size_t len, struct h
 }
 
 /* Docker re-reads "runtimes" on SIGHUP; no restart, running containers are untouched. */
-static bool reload_docker(const struct opts *o)
+bool hezo_install_reload_docker(const char *pidfile)
 {
-	const char *pidfile = o->pidfile ? o->pidfile : DOCKER_PIDFILE;
 	_cleanup_error_ struct hezo_error *e = NULL;
 	_cleanup_free_ char *text = NULL, *comm = NULL, *commpath = NULL;
 	size_t len = 0;
 	bool exists = false;
 	long pid;
 
-	if (o->no_reload || o->dry_run)
-		return false;
+	if (!pidfile)
+		pidfile = DOCKER_PIDFILE;
 	if (hezo_install_read_optional(pidfile, &text, &len, &exists, &e) < 0 || !exists) {
 		printf("docker: dockerd is not running (no %s); it reads the file when it starts\n",
 		       pidfile);
@@ -190,8 +189,15 @@ static bool reload_docker(const struct opts *o)
 	return true;
 }
 
+static bool reload_docker(const struct opts *o)
+{
+	if (o->no_reload || o->dry_run)
+		return false;
+	return hezo_install_reload_docker(o->pidfile);
+}
+
 /* Whether TEXT (NULL: no file) is a JSON object with a top-level "runtimes" key. */
-static bool has_runtimes(const char *text, size_t len)
+bool hezo_install_has_runtimes(const char *text, size_t len)
 {
 	_cleanup_json_ struct hezo_json *j = NULL;
 	_cleanup_error_ struct hezo_error *e = NULL;
@@ -206,7 +212,7 @@ static bool has_runtimes(const char *text, size_t len)
  * file becomes such, dockerd is shown an empty "runtimes" once, and the change waits until it
  * has read that (its close of the file, seen by inotify; 5 s at most).
  */
-static void drop_runtimes_first(const struct opts *o, const char *path)
+void hezo_install_docker_drop_runtimes(const char *path, const char *pidfile)
 {
 	static const char empty[] = "{\"runtimes\": {}}\n";
 	_cleanup_error_ struct hezo_error *e = NULL;
@@ -214,14 +220,21 @@ static void drop_runtimes_first(const struct opts *o, const char *path)
 	struct pollfd pfd;
 	char buf[4096];
 
-	if (o->no_reload || o->dry_run || write_config(path, empty, sizeof(empty) - 1, &e) < 0)
+	if (write_config(path, empty, sizeof(empty) - 1, &e) < 0)
 		return;
 	in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (in < 0 || inotify_add_watch(in, path, IN_CLOSE_NOWRITE) < 0)
 		return;
 	pfd = (struct pollfd){.fd = in, .events = POLLIN};
-	if (reload_docker(o) && poll(&pfd, 1, 5000) == 1)
+	if (hezo_install_reload_docker(pidfile) && poll(&pfd, 1, 5000) == 1)
 		(void)!read(in, buf, sizeof(buf));
+}
+
+static void drop_runtimes_first(const struct opts *o, const char *path)
+{
+	if (o->no_reload || o->dry_run)
+		return;
+	hezo_install_docker_drop_runtimes(path, o->pidfile);
 }
 
 static int docker_install(const struct opts *o, const char *shim)
@@ -308,8 +321,9 @@ static int docker_uninstall(const struct opts *o)
 		return 1;
 	}
 	if ((action == HEZO_UNINSTALL_DELETE ||
-	     (action == HEZO_UNINSTALL_RESTORE_BACKUP && !has_runtimes(bak, bak_len)) ||
-	     (action == HEZO_UNINSTALL_REWRITE && !has_runtimes(out, out_len))))
+	     (action == HEZO_UNINSTALL_RESTORE_BACKUP &&
+	      !hezo_install_has_runtimes(bak, bak_len)) ||
+	     (action == HEZO_UNINSTALL_REWRITE && !hezo_install_has_runtimes(out, out_len))))
 		drop_runtimes_first(o, path);
 	switch (action) {
 	case HEZO_UNINSTALL_NOTHING:
@@ -363,8 +377,9 @@ static int docker_uninstall(const struct opts *o)
 	return 0;
 }
 
-/* Ask containerd itself whether it can read the new file and sees our runtime. */
-static int containerd_check(const char *text, size_t len, struct hezo_error **err)
+/* Ask containerd itself whether it can read the new file and sees runtime. */
+int hezo_install_containerd_check(const char *text, size_t len, const char *runtime,
+				  struct hezo_error **err)
 {
 	_cleanup_free_ char *exe = hezo_install_which("containerd");
 	_cleanup_free_ char *out = NULL;
@@ -393,10 +408,18 @@ static int containerd_check(const char *text, size_t len, struct hezo_error **er
 				      "containerd cannot read the result (`containerd "
 				      "config dump` exit %d): %.300s",
 				      r, out ? out : "");
-	if (!strstr(out, ".containerd.runtimes." HEZO_INSTALL_CONTAINERD_RUNTIME "]"))
-		return hezo_error_set(err, EINVAL,
-				      "containerd reads the result but does not see runtime \"%s\"",
-				      HEZO_INSTALL_CONTAINERD_RUNTIME);
+	{
+		_cleanup_free_ char *bare = NULL, *quoted = NULL;
+
+		if (asprintf(&bare, ".containerd.runtimes.%s]", runtime) < 0 ||
+		    asprintf(&quoted, ".containerd.runtimes.\"%s\"]", runtime) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		if (!strstr(out, bare) && !strstr(out, quoted))
+			return hezo_error_set(err, EINVAL,
+					      "containerd reads the result but does not see "
+					      "runtime \"%s\"",
+					      runtime);
+	}
 	return 0;
 }
 
@@ -445,7 +468,8 @@ static int toml_install(const struct opts *o, const char *engine, const char *pa
 		printf("%s: %s already registers %s; nothing to do\n", engine, path, shim);
 		return 0;
 	}
-	if (add == hezo_install_containerd_add && containerd_check(new, new_len, &e) < 0) {
+	if (add == hezo_install_containerd_add &&
+	    hezo_install_containerd_check(new, new_len, HEZO_INSTALL_CONTAINERD_RUNTIME, &e) < 0) {
 		fail(o, engine, path, e, "file left unchanged");
 		return 1;
 	}

@@ -15,7 +15,9 @@
 static void policy_usage(FILE *f)
 {
 	fprintf(f, "Usage: hezo-shim policy show [--policy PATH] [--project NAME]\n"
-		   "       hezo-shim policy check FILE\n");
+		   "       hezo-shim policy check FILE\n"
+		   "       hezo-shim policy check --project NAME FILE   (layered over the main "
+		   "policy)\n");
 }
 
 static int policy_show(int argc, char **argv)
@@ -83,6 +85,26 @@ static int policy_show(int argc, char **argv)
 	return 0;
 }
 
+/* A project file, as the shim layers projectsDir/NAME.json over the main policy. */
+static int policy_check_project(const char *name, const char *file)
+{
+	const char *env = getenv("HEZO_POLICY");
+	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if (hezo_policy_load(env && *env ? env : HEZO_POLICY_PATH, &base, &e) < 0 ||
+	    hezo_read_file_at(AT_FDCWD, file, 1 << 20, &buf, &len, &e) < 0 ||
+	    hezo_policy_layer_project(base, name, file, buf, len, &p, &e) < 0) {
+		fprintf(stderr, "hezo-shim: %s\n", e->msg);
+		return 1;
+	}
+	printf("%s: ok as project %s (backend %s)\n", file, name,
+	       hezo_backend_name(hezo_policy_backend(p)));
+	return 0;
+}
+
 static int policy_check(int argc, char **argv)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
@@ -92,6 +114,8 @@ static int policy_check(int argc, char **argv)
 	size_t len = 0, n = 0;
 	int r;
 
+	if (argc == 4 && strcmp(argv[1], "--project") == 0)
+		return policy_check_project(argv[2], argv[3]);
 	if (argc != 2 || argv[1][0] == '-') {
 		policy_usage(stderr);
 		return 2;

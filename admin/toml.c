@@ -87,22 +87,29 @@ static bool has_tag(const char *line, size_t n, const char *tag)
 	return false;
 }
 
-bool hezo_install_blocks_present(const char *cur, size_t len)
+static bool any_line_is(const char *text, size_t len, const char *marker)
 {
-	const char *p = cur, *end = cur + len;
+	const char *p = text, *end = text + len;
 
 	while (p < end) {
 		size_t n = line_len(p, end);
 
-		if (line_is(p, n, HEZO_INSTALL_BLOCK_BEGIN))
+		if (line_is(p, n, marker))
 			return true;
 		p += n + 1;
 	}
 	return false;
 }
 
-int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *outlen,
-			       bool *changed, bool *delete_file, struct hezo_error **err)
+bool hezo_install_blocks_present(const char *cur, size_t len)
+{
+	return any_line_is(cur, len, HEZO_INSTALL_BLOCK_BEGIN);
+}
+
+/* Remove the blocks between lines begin and end (hezo_install_blocks_remove's rules). */
+static int remove_marked(const char *cur, size_t len, const char *begin_marker,
+			 const char *end_marker, char **out, size_t *outlen, bool *changed,
+			 bool *delete_file, struct hezo_error **err)
 {
 	struct buf b = {0};
 	const char *p = cur, *end = cur + len;
@@ -120,7 +127,7 @@ int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *
 		unsigned begin_line = ++lineno;
 		bool nl, eol;
 
-		if (!line_is(p, n, HEZO_INSTALL_BLOCK_BEGIN)) {
+		if (!line_is(p, n, begin_marker)) {
 			r = buf_add(&b, p, p + n < end ? n + 1 : n);
 			if (r < 0)
 				goto oom;
@@ -148,17 +155,16 @@ int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *
 				free(b.p);
 				return hezo_error_set(err, EINVAL,
 						      "line %u: \"%s\" without a matching \"%s\"",
-						      begin_line, HEZO_INSTALL_BLOCK_BEGIN,
-						      HEZO_INSTALL_BLOCK_END);
+						      begin_line, begin_marker, end_marker);
 			}
 			n = line_len(p, end);
 			lineno++;
-			if (line_is(p, n, HEZO_INSTALL_BLOCK_END))
+			if (line_is(p, n, end_marker))
 				break;
-			if (line_is(p, n, HEZO_INSTALL_BLOCK_BEGIN)) {
+			if (line_is(p, n, begin_marker)) {
 				free(b.p);
 				return hezo_error_set(err, EINVAL, "line %u: nested \"%s\"", lineno,
-						      HEZO_INSTALL_BLOCK_BEGIN);
+						      begin_marker);
 			}
 			if (n >= strlen(ORIG) && memcmp(p, ORIG, strlen(ORIG)) == 0) {
 				r = buf_add(&b, p + strlen(ORIG), n - strlen(ORIG));
@@ -187,6 +193,13 @@ int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *
 oom:
 	free(b.p);
 	return hezo_error_set(err, ENOMEM, "out of memory");
+}
+
+int hezo_install_blocks_remove(const char *cur, size_t len, char **out, size_t *outlen,
+			       bool *changed, bool *delete_file, struct hezo_error **err)
+{
+	return remove_marked(cur, len, HEZO_INSTALL_BLOCK_BEGIN, HEZO_INSTALL_BLOCK_END, out,
+			     outlen, changed, delete_file, err);
 }
 
 /* One insertion into the original text; applied last to first so offsets stay valid. */
@@ -368,15 +381,22 @@ static bool key_path(const struct line *l, char *key, size_t size)
 	return p < end && k > 0;
 }
 
-/* Does this full key or table name define our runtime, or something below it? */
-static bool names_our_runtime(const char *name)
+/* Does this full key or table name define runtime, or something below it? */
+static bool names_runtime(const char *name, const char *runtime)
 {
-	static const char *const spelled[] = {".runtimes.hezo", ".runtimes.\"hezo\"",
-					      ".runtimes.'hezo'"};
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(spelled); i++) {
-		size_t s = strlen(spelled[i]);
+	static const char quotes[] = {0, '"', '\''};
 
-		for (const char *at = strstr(name, spelled[i]); at; at = strstr(at + 1, spelled[i]))
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(quotes); i++) {
+		char spelled[160];
+		size_t s;
+
+		if (quotes[i])
+			snprintf(spelled, sizeof(spelled), ".runtimes.%c%s%c", quotes[i], runtime,
+				 quotes[i]);
+		else
+			snprintf(spelled, sizeof(spelled), ".runtimes.%s", runtime);
+		s = strlen(spelled);
+		for (const char *at = strstr(name, spelled); at; at = strstr(at + 1, spelled))
 			if (at[s] == '\0' || at[s] == '.')
 				return true;
 	}
@@ -463,17 +483,79 @@ static int finish(const char *old, size_t len, bool exists, char *res, size_t re
 	return 0;
 }
 
+/*
+ * The file's "version" (before its first table; -1 when none) in *version, and -EEXIST when a
+ * table or key, dotted keys included, names ...runtimes.RUNTIME or below it: someone else's,
+ * which our table beside it would define twice.
+ */
+static int scan_runtime(const struct line *lines, size_t count, const char *runtime, long *version,
+			struct hezo_error **err)
+{
+	size_t first_header = (size_t)-1;
+	char table[512] = "";
+
+	*version = -1;
+	for (size_t i = 0; i < count; i++) {
+		char name[512], key[512], full[1100];
+		const char *val;
+
+		if (table_header(&lines[i], name, sizeof(name))) {
+			if (first_header == (size_t)-1)
+				first_header = i;
+			snprintf(table, sizeof(table), "%s", name[0] == '[' ? name + 1 : name);
+			snprintf(full, sizeof(full), ".%s", table);
+			if (names_runtime(full, runtime))
+				return hezo_error_set(err, EEXIST,
+						      "line %zu: a runtime \"%s\" is already "
+						      "defined outside hezo-shim's block ([%s])",
+						      i + 1, runtime, name);
+			continue;
+		}
+		if (first_header == (size_t)-1 && key_line(&lines[i], "version", &val))
+			*version = strtol(val, NULL, 10);
+		if (key_path(&lines[i], key, sizeof(key))) {
+			snprintf(full, sizeof(full), "%s%s.%s", table[0] ? "." : "", table, key);
+			if (names_runtime(full, runtime))
+				return hezo_error_set(err, EEXIST,
+						      "line %zu: a runtime \"%s\" is already "
+						      "defined outside hezo-shim's block (%s)",
+						      i + 1, runtime, full + 1);
+		}
+	}
+	return 0;
+}
+
+/* The CRI runtime table for key (a TOML key: bare or quoted) running binary. */
+static int cri_runtime(struct buf *b, const char *key, const char *binary)
+{
+	static const char cri[] = "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes";
+	int r = buf_printf(b,
+			   "[%s.%s]\n"
+			   "  runtime_type = \"io.containerd.runc.v2\"\n"
+			   /* Else containerd hands the runtime no org.hezo.* annotation. */
+			   "  pod_annotations = [\"org.hezo.*\"]\n"
+			   "  container_annotations = [\"org.hezo.*\"]\n"
+			   "  [%s.%s.options]\n"
+			   "    BinaryName = ",
+			   cri, key, cri, key);
+
+	if (r >= 0)
+		r = toml_string(b, binary);
+	if (r >= 0)
+		r = buf_str(b, "\n    Root = \"" HEZO_INSTALL_CONTAINERD_ROOT "\"\n");
+	return r;
+}
+
 int hezo_install_containerd_add(const char *old, size_t len, bool exists, const char *shim,
 				char **out, size_t *outlen, bool *changed, struct hezo_error **err)
 {
-	static const char cri[] = "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes";
 	_cleanup_free_ char *base = NULL;
 	_cleanup_free_ struct line *lines = NULL;
 	struct edit e = {0};
-	size_t base_len = 0, count = 0, first_header = (size_t)-1;
+	size_t base_len = 0, count = 0;
 	long version = -1;
 	bool created = false;
-	char *res = NULL, table[512] = "";
+	char *res = NULL;
 	size_t res_len = 0;
 	int r;
 
@@ -487,37 +569,9 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 	if (split_lines(base, base_len, &lines, &count) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 
-	for (size_t i = 0; i < count; i++) {
-		char name[512], key[512], full[1100];
-		const char *val;
-
-		/*
-		 * Any table or key, dotted keys included, that names ...runtimes.hezo or below it
-		 * is someone else's: our table beside it would define it twice.
-		 */
-		if (table_header(&lines[i], name, sizeof(name))) {
-			if (first_header == (size_t)-1)
-				first_header = i;
-			snprintf(table, sizeof(table), "%s", name[0] == '[' ? name + 1 : name);
-			snprintf(full, sizeof(full), ".%s", table);
-			if (names_our_runtime(full))
-				return hezo_error_set(err, EEXIST,
-						      "line %zu: a runtime \"hezo\" is already "
-						      "defined outside hezo-shim's block ([%s])",
-						      i + 1, name);
-			continue;
-		}
-		if (first_header == (size_t)-1 && key_line(&lines[i], "version", &val))
-			version = strtol(val, NULL, 10);
-		if (key_path(&lines[i], key, sizeof(key))) {
-			snprintf(full, sizeof(full), "%s%s.%s", table[0] ? "." : "", table, key);
-			if (names_our_runtime(full))
-				return hezo_error_set(err, EEXIST,
-						      "line %zu: a runtime \"hezo\" is already "
-						      "defined outside hezo-shim's block (%s)",
-						      i + 1, full + 1);
-		}
-	}
+	r = scan_runtime(lines, count, HEZO_INSTALL_CONTAINERD_RUNTIME, &version, err);
+	if (r < 0)
+		return r;
 	if (version == 1 || (version < 0 && !only_comments(lines, count)))
 		return hezo_error_set(err, EINVAL,
 				      "%s: hezo-shim registers with config version 2 only "
@@ -534,20 +588,7 @@ int hezo_install_containerd_add(const char *old, size_t len, bool exists, const 
 	if (r >= 0 && version < 0)
 		r = buf_str(&e.text, "version = 2\n");
 	if (r >= 0)
-		r = buf_printf(&e.text,
-			       "[%s.%s]\n"
-			       "  runtime_type = \"io.containerd.runc.v2\"\n"
-			       /* Else containerd hands the runtime no org.hezo.* annotation. */
-			       "  pod_annotations = [\"org.hezo.*\"]\n"
-			       "  container_annotations = [\"org.hezo.*\"]\n"
-			       "  [%s.%s.options]\n"
-			       "    BinaryName = ",
-			       cri, HEZO_INSTALL_CONTAINERD_RUNTIME, cri,
-			       HEZO_INSTALL_CONTAINERD_RUNTIME);
-	if (r >= 0)
-		r = toml_string(&e.text, shim);
-	if (r >= 0)
-		r = buf_str(&e.text, "\n    Root = \"" HEZO_INSTALL_CONTAINERD_ROOT "\"\n");
+		r = cri_runtime(&e.text, HEZO_INSTALL_CONTAINERD_RUNTIME, shim);
 	if (r >= 0)
 		r = block_end(&e);
 	if (r >= 0)
@@ -751,4 +792,113 @@ int hezo_install_podman_add(const char *old, size_t len, bool exists, const char
 	if (r < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	return finish(old, len, exists, res, res_len, out, outlen, changed);
+}
+
+/*
+ * Project runtimes (`hezo-shim project create`): one block per runtime, marked with its name so
+ * that `install`/`uninstall` and other projects never take it, and a shared block holding
+ * "version = 2" for a file that had none (absent, or only comments), which goes with the last
+ * project block.
+ */
+#define PROJECT_BEGIN "# BEGIN hezo-project"
+#define PROJECT_END   "# END hezo-project"
+#define VERSION_BEGIN "# BEGIN hezo-projects-version"
+#define VERSION_END   "# END hezo-projects-version"
+
+int hezo_install_containerd_project_add(const char *old, size_t len, bool exists,
+					const char *runtime, const char *binary, char **out,
+					size_t *outlen, bool *changed, struct hezo_error **err)
+{
+	_cleanup_free_ char *base = NULL, *begin = NULL, *end = NULL, *quoted = NULL;
+	_cleanup_free_ struct line *lines = NULL;
+	struct edit e = {0};
+	size_t base_len = 0, count = 0;
+	bool ch = false, del = false;
+	long version = -1;
+	char *res = NULL;
+	size_t res_len = 0;
+	int r;
+
+	*changed = false;
+	if (!binary || binary[0] != '/')
+		return hezo_error_set(err, EINVAL, "runtime binary \"%s\" is not absolute",
+				      binary ? binary : "");
+	if (asprintf(&begin, PROJECT_BEGIN " %s", runtime) < 0 ||
+	    asprintf(&end, PROJECT_END " %s", runtime) < 0 ||
+	    asprintf(&quoted, "\"%s\"", runtime) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	if (exists && memchr(old, '\0', len))
+		return hezo_error_set(err, EINVAL, "a NUL byte, which TOML does not allow");
+	if (exists)
+		r = remove_marked(old, len, begin, end, &base, &base_len, &ch, &del, err);
+	else
+		r = (base = strdup("")) ? 0 : hezo_error_set(err, ENOMEM, "out of memory");
+	if (r < 0)
+		return r;
+	if (split_lines(base, base_len, &lines, &count) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = scan_runtime(lines, count, runtime, &version, err);
+	if (r < 0)
+		return r;
+	if (version == 1 || (version < 0 && !only_comments(lines, count)) || version > 2)
+		return hezo_error_set(err, EINVAL,
+				      "hezo-shim registers with config version 2 only (containerd "
+				      "1.6 reads a file without \"version = 2\" as version 1); "
+				      "convert the file first");
+
+	r = 0;
+	if (version < 0) {
+		/* The shared block: the project block after it never carries the version. */
+		bool nl = base_len > 0 && base[base_len - 1] != '\n';
+
+		e.pos = base_len;
+		r = buf_printf(&e.text, "%s%s%s%s\nversion = 2\n%s\n", nl ? "\n" : "",
+			       VERSION_BEGIN, exists ? "" : " " TAG_FILE, nl ? " " TAG_NL : "",
+			       VERSION_END);
+	} else if (base_len > 0 && base[base_len - 1] != '\n') {
+		return hezo_error_set(err, EINVAL, "the file does not end with a line break");
+	}
+	if (r >= 0)
+		r = buf_printf(&e.text,
+			       "%s\n# Added by `hezo-shim project create`; `hezo-shim project rm` "
+			       "removes this block exactly.\n",
+			       begin);
+	if (r >= 0)
+		r = quoted ? cri_runtime(&e.text, quoted, binary) : -ENOMEM;
+	if (r >= 0)
+		r = buf_printf(&e.text, "%s\n", end);
+	e.pos = base_len;
+	if (r >= 0)
+		r = apply_edits(base, base_len, &e, 1, &res, &res_len);
+	edits_free(&e, 1);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	return finish(old, len, exists, res, res_len, out, outlen, changed);
+}
+
+int hezo_install_containerd_project_remove(const char *cur, size_t len, const char *runtime,
+					   char **out, size_t *outlen, bool *changed,
+					   bool *delete_file, struct hezo_error **err)
+{
+	_cleanup_free_ char *begin = NULL, *end = NULL, *mid = NULL;
+	size_t mid_len = 0;
+	bool del = false;
+	int r;
+
+	*changed = false;
+	*delete_file = false;
+	if (asprintf(&begin, PROJECT_BEGIN " %s", runtime) < 0 ||
+	    asprintf(&end, PROJECT_END " %s", runtime) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = remove_marked(cur, len, begin, end, &mid, &mid_len, changed, &del, err);
+	if (r < 0 || !*changed || any_line_is(mid, mid_len, PROJECT_BEGIN)) {
+		if (r >= 0) {
+			*out = TAKE_PTR(mid);
+			*outlen = mid_len;
+		}
+		return r;
+	}
+	/* The last project block went: the version block it needed goes too. */
+	return remove_marked(mid, mid_len, VERSION_BEGIN, VERSION_END, out, outlen, &del,
+			     delete_file, err);
 }

@@ -60,6 +60,19 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 			      const char *project_hint, struct hezo_policy **out,
 			      struct hezo_error **err);
 
+/* A project name: 1 to 64 of [a-z0-9._-], not starting with '.'. */
+bool hezo_policy_project_name_valid(const char *s);
+
+/*
+ * A project file's text (read from path, which names it in messages) layered over base as the
+ * project's containers get it: the same checks hezo_policy_for_container makes of
+ * projectsDir/project.json, for `policy check --project` and `project create` before a file is
+ * written.
+ */
+int hezo_policy_layer_project(const struct hezo_policy *base, const char *project, const char *path,
+			      const char *buf, size_t len, struct hezo_policy **out,
+			      struct hezo_error **err);
+
 /*
  * fn with base, then with each project's policy as its containers get it (every NAME.json in
  * projectsDir layered over base; for a file that does not layer but is JSON, base with the file's
@@ -177,6 +190,15 @@ struct hezo_apply_env {
  */
 int hezo_policy_apply_spec(const struct hezo_policy *p, struct hezo_json *spec,
 			   const struct hezo_apply_env *env, struct hezo_error **err);
+/*
+ * What apply changed of each tmpfs the engine asked for (asked: the engine's config.json, got:
+ * the box's), each as {"mount": DEST, "asked": OPTION or null, "got": OPTION, "reason": ...}:
+ * a flag tightened (exec -> noexec by exec.tmpfs, suid, dev) or a size capped by tmpfsMax. For
+ * the container's record and `hezo-shim inspect`: no rewrite is silent. NULL: out of memory.
+ */
+struct hezo_json *hezo_policy_tmpfs_rewrites(const struct hezo_policy *p,
+					     const struct hezo_json *asked,
+					     const struct hezo_json *got);
 /* Clamp an exec process JSON object (capabilities, noNewPrivileges). */
 int hezo_policy_apply_process(const struct hezo_policy *p, struct hezo_json *process,
 			      struct hezo_error **err);
@@ -275,6 +297,11 @@ int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
 			      struct hezo_error **err);
 
 const char *hezo_backend_name(enum hezo_backend b);
+/*
+ * What the box claims and backend b does not hold, measured (docs/hardening.md): NULL-terminated,
+ * never NULL. doctor and each box's record state them, so that no one reads them as claims.
+ */
+const char *const *hezo_backend_limits(enum hezo_backend b);
 int hezo_backend_from_name(const char *name, enum hezo_backend *out);
 
 #endif

@@ -46,6 +46,26 @@ const struct host_ns_name hezo_policy_host_ns_names[] = {
 	{"network", HEZO_NS_NETWORK}, {"cgroup", HEZO_NS_CGROUP},
 };
 
+/* A memfd is on no mount: the kernel (vm.memfd_noexec 0) and gVisor both run a copy from it. */
+#define LIMIT_MEMFD                                                                                \
+	"noexec does not stop a copy run from a memfd (memfd_create, then execve of "              \
+	"/proc/self/fd/N): it is on no mount (docs/hardening.md, \"noexec under runsc\")"
+
+const char *const *hezo_backend_limits(enum hezo_backend b)
+{
+	/* gVisor 2024-07 checks a mount's noexec in execve alone (tests/integration/noexec.sh). */
+	static const char *const runsc[] = {
+		"noexec under runsc stops execve only: `ld.so FILE`, dlopen, mmap(PROT_EXEC) and "
+		"mprotect(PROT_EXEC) of a file on a noexec tmpfs run it (docs/hardening.md, "
+		"\"noexec under runsc\")",
+		LIMIT_MEMFD,
+		NULL,
+	};
+	static const char *const kernel[] = {LIMIT_MEMFD, NULL};
+
+	return b == HEZO_BACKEND_RUNSC ? runsc : kernel;
+}
+
 const char *hezo_backend_name(enum hezo_backend b)
 {
 	if ((unsigned)b >= HEZO_BACKEND_COUNT)

@@ -643,10 +643,11 @@ int hezo_policy_place_mount(struct hezo_json *mounts, struct hezo_json *tm)
 	return 0;
 }
 
-static struct hezo_json *tmpfs_mount(const struct hezo_policy_tmpfs *t)
+static struct hezo_json *tmpfs_mount(const struct hezo_policy_tmpfs *t, bool exec)
 {
 	_cleanup_json_ struct hezo_json *m = hezo_json_new_object();
-	static const char *const opts[] = {"nosuid", "nodev", "noexec", "mode=1777"};
+	/* exec.tmpfs (tmpfs.c) decides for the policy's own tmpfs as for the engine's. */
+	const char *const opts[] = {"nosuid", "nodev", exec ? "exec" : "noexec", "mode=1777"};
 	struct hezo_json *o;
 	char size[48];
 
@@ -766,7 +767,7 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 		i++;
 	}
 	for (size_t t = 0; t < p->ntmpfs; t++)
-		if (hezo_policy_place_mount(mounts, tmpfs_mount(&p->tmpfs[t])) < 0)
+		if (hezo_policy_place_mount(mounts, tmpfs_mount(&p->tmpfs[t], p->tmpfs_exec)) < 0)
 			return hezo_policy_nomem(err);
 	return 0;
 }

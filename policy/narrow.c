@@ -54,31 +54,21 @@ static int merge_json(struct hezo_json *dst, const struct hezo_json *src)
 	return 0;
 }
 
-static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
-			 struct hezo_policy **out, struct hezo_error **err)
+int hezo_policy_layer_project(const struct hezo_policy *base, const char *project, const char *path,
+			      const char *buf, size_t len, struct hezo_policy **out,
+			      struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
 	_cleanup_json_ struct hezo_json *doc = NULL, *merged = NULL;
-	_cleanup_free_ char *path = NULL, *buf = NULL;
-	struct pctx c = {.project = true, .err = err};
+	struct pctx c = {.project = true, .name = path, .err = err};
 	char why[512]; /* volumes.c's messages */
-	size_t len = 0;
 	int r;
 
-	if (asprintf(&path, "%s/%s.json", base->projects_dir, project) < 0)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	c.name = path;
-	r = hezo_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, &len, err);
-	if (r < 0) {
-		if (r == -ENOENT) {
-			hezo_error_free(*err);
-			*err = NULL;
-			*missing = true;
-			return hezo_error_set(err, ENOENT, "project %s: no project file %s",
-					      project, path);
-		}
-		return hezo_error_prefix(err, "project %s", project);
-	}
+	if (!hezo_policy_project_name_valid(project))
+		return hezo_error_set(err, EINVAL,
+				      "project \"%.64s\": a name is 1 to 64 of [a-z0-9._-], not "
+				      "starting with \".\"",
+				      project);
 	r = hezo_json_parse(buf, len, &doc, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "policy %s", path);
@@ -129,6 +119,9 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 		return r;
 	if (hezo_policy_volumes_narrower(base, p, why, sizeof(why)) < 0)
 		return hezo_policy_perr(&c, NULL, "%s", why);
+	if (p->tmpfs_exec && !base->tmpfs_exec)
+		return hezo_policy_perr(&c, "exec.tmpfs",
+					"a project may only tighten the main policy's false");
 	if (p->tmpfs_max > base->tmpfs_max)
 		return hezo_policy_perr(&c, "tmpfsMax",
 					"a project may only lower the main policy's %" PRIu64,
@@ -155,6 +148,29 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 		return hezo_policy_oom(&c);
 	*out = TAKE_PTR(p);
 	return 0;
+}
+
+static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
+			 struct hezo_policy **out, struct hezo_error **err)
+{
+	_cleanup_free_ char *path = NULL, *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	if (asprintf(&path, "%s/%s.json", base->projects_dir, project) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = hezo_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, &len, err);
+	if (r < 0) {
+		if (r == -ENOENT) {
+			hezo_error_free(*err);
+			*err = NULL;
+			*missing = true;
+			return hezo_error_set(err, ENOENT, "project %s: no project file %s",
+					      project, path);
+		}
+		return hezo_error_prefix(err, "project %s", project);
+	}
+	return hezo_policy_layer_project(base, project, path, buf, len, out, err);
 }
 
 static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out,

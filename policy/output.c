@@ -90,7 +90,7 @@ static const char *egress_mode_name(enum hezo_egress_mode m)
 struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 {
 	_cleanup_json_ struct hezo_json *o = hezo_json_new_object();
-	struct hezo_json *backends, *res, *lim, *mounts, *ns, *tmpfs, *allow_host, *allow_b;
+	struct hezo_json *backends, *res, *lim, *mounts, *ns, *tmpfs, *allow_host, *allow_b, *exec;
 	int r = 0;
 
 	if (!o)
@@ -132,6 +132,9 @@ struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 	for (size_t i = 0; tmpfs && r == 0 && i < p->ntmpfs; i++)
 		r = hezo_json_set(tmpfs, p->tmpfs[i].dest, hezo_json_new_uint(p->tmpfs[i].size));
 	r = r ?: hezo_json_set(o, "tmpfsMax", hezo_json_new_uint(p->tmpfs_max));
+	exec = r ? NULL : hezo_json_ensure_object(o, "exec");
+	r = r ?: (exec ? 0 : -ENOMEM);
+	r = r ?: hezo_json_set(exec, "tmpfs", hezo_json_new_bool(p->tmpfs_exec));
 	r = r ?: hezo_json_set(o, "sysctls", sysctls_json(p));
 	r = r ?: hezo_json_set(o, "weights", weights_json(p));
 	res = r ? NULL : hezo_json_ensure_object(o, "resources");

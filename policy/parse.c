@@ -328,6 +328,15 @@ static int egress_key(struct pctx *c, struct hezo_policy *p, const char *field, 
 
 /* ---- init and admission (docs/policy.md): one block ---- */
 
+/* exec: where a box may execute, said once (the image and its binds as the engine set them). */
+static int exec_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
+		    const struct hezo_json *x, bool *stop)
+{
+	if (strcmp(k, "tmpfs") != 0)
+		return hezo_policy_unknown_key(c, "exec", k);
+	return hezo_policy_get_bool(c, field, x, &p->tmpfs_exec);
+}
+
 static int admission_key(struct pctx *c, struct hezo_policy *p, const char *field, const char *k,
 			 const struct hezo_json *x, bool *stop)
 {
@@ -414,6 +423,8 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 		return hezo_policy_get_bool(c, "readonlyRootfs", x, &p->readonly_rootfs);
 	if (strcmp(k, "tmpfs") == 0)
 		return parse_tmpfs(c, p, x);
+	if (strcmp(k, "exec") == 0)
+		return parse_section(c, p, "exec", x, exec_key);
 	if (strcmp(k, "tmpfsMax") == 0)
 		return hezo_policy_get_size(c, "tmpfsMax", x, false, &p->tmpfs_max);
 	if (strcmp(k, "sysctls") == 0)

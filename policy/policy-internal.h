@@ -46,6 +46,7 @@ struct hezo_policy {
 	struct hezo_policy_tmpfs *tmpfs;
 	size_t ntmpfs;
 	uint64_t tmpfs_max; /* size ceiling of a tmpfs the engine asks for */
+	bool tmpfs_exec;    /* exec.tmpfs: a tmpfs may execute (the engine's word then stands) */
 	struct hezo_policy_sysctl *sysctls;
 	size_t nsysctls;
 

@@ -73,7 +73,6 @@ int hezo_policy_parse_size_text(const char *s, uint64_t *out);
 int hezo_policy_parse_cpus_text(const char *s, uint64_t *milli);
 void hezo_policy_lowercase(char *s);
 bool hezo_policy_sysctl_name_ok(const char *n);
-bool hezo_policy_project_name_valid(const char *s);
 
 int hezo_policy_get_size(struct pctx *c, const char *field, const struct hezo_json *v,
 			 bool allow_zero, uint64_t *out);

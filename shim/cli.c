@@ -186,6 +186,28 @@ int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hez
 		}
 	}
 	g->verb = i;
+	return shim_project_from_argv0(argv[0], g, err);
+}
+
+int shim_project_from_argv0(const char *argv0, struct shim_globals *g, struct hezo_error **err)
+{
+	const char *base = argv0 ? strrchr(argv0, '/') : NULL, *at;
+
+	base = base ? base + 1 : argv0;
+	/*
+	 * containerd's runc shim and podman run a runtime binary with no arguments of the admin's:
+	 * the link `hezo-shim@NAME` that `project create` makes says the project instead. Whoever
+	 * runs the shim chooses its argv[0] as freely as its flags, so this is the same word.
+	 */
+	if (!base || strncmp(base, "hezo-shim@", 10) != 0)
+		return 0;
+	at = base + 10;
+	if (g->project && strcmp(g->project, at) != 0)
+		return hezo_error_set(err, EINVAL,
+				      "runtime %.80s is project \"%.64s\"'s, but --hezo-project "
+				      "says \"%.64s\": a container has one project",
+				      base, at, g->project);
+	g->project = at;
 	return 0;
 }
 

@@ -39,6 +39,12 @@ struct shim_globals {
 /* Parse argv[1..] up to the verb. On error g still holds what was read (the log settings). */
 int shim_parse_globals(int argc, char **argv, struct shim_globals *g, struct hezo_error **err);
 void shim_globals_done(struct shim_globals *g);
+/*
+ * A shim run as `hezo-shim@NAME` (the link `project create` registers with containerd and
+ * podman) is project NAME's, as with --hezo-project NAME; both naming different projects is
+ * refused. Called by shim_parse_globals.
+ */
+int shim_project_from_argv0(const char *argv0, struct shim_globals *g, struct hezo_error **err);
 #define _cleanup_globals_ _cleanup_(shim_globals_done)
 
 /* Go's strconv.ParseBool: 1 t T TRUE true True 0 f F FALSE false False. */

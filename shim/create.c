@@ -38,8 +38,8 @@ static int set_string(struct hezo_json *obj, const char *key, const char *s)
 }
 
 /* What the box ended up being, for `hezo-shim` users reading a record and for debugging. */
-static struct hezo_json *box_summary(const struct hezo_policy *p, const struct hezo_json *spec,
-				     bool engine_seccomp)
+static struct hezo_json *box_summary(const struct hezo_policy *p, const struct hezo_json *input,
+				     const struct hezo_json *spec, bool engine_seccomp)
 {
 	_cleanup_json_ struct hezo_json *box = hezo_json_new_object();
 	_cleanup_json_ struct hezo_json *pol = NULL, *eg = NULL;
@@ -101,6 +101,20 @@ static struct hezo_json *box_summary(const struct hezo_policy *p, const struct h
 		return NULL;
 	r = r ?: set_or_null(egress, "mode", hezo_json_get(eg, "mode"));
 	r = r ?: set_or_null(egress, "allow", hezo_json_get(eg, "allow"));
+	/* What the backend does not hold of what the box says (docs/hardening.md). */
+	if (r == 0) {
+		struct hezo_json *lim = hezo_json_ensure_array(box, "limits");
+
+		for (const char *const *l = hezo_backend_limits(hezo_policy_backend(p));
+		     r == 0 && *l; l++)
+			r = lim ? hezo_json_append(lim, hezo_json_new_string(*l)) : -ENOMEM;
+	}
+	/* What the engine asked for and did not get, each with its reason. */
+	if (r == 0) {
+		struct hezo_json *rw = hezo_policy_tmpfs_rewrites(p, input, spec);
+
+		r = rw ? hezo_json_set(box, "rewrites", rw) : -ENOMEM;
+	}
 	return r < 0 ? NULL : TAKE_PTR(box);
 }
 
@@ -125,8 +139,8 @@ static struct hezo_json *record_annotations(const struct hezo_json *spec)
 
 static int build_record(const struct shim_ctx *ctx, const char *id, const char *bundle,
 			const struct shim_target *t, const struct hezo_policy *p,
-			const struct hezo_json *spec, bool engine_seccomp, struct hezo_json **out,
-			struct hezo_error **err)
+			const struct hezo_json *input, const struct hezo_json *spec,
+			bool engine_seccomp, struct hezo_json **out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = hezo_json_new_object();
 	struct hezo_json *args, *v;
@@ -177,7 +191,7 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 		r = v ? hezo_json_set(rec, "systemdCgroup", v) : -ENOMEM;
 	}
 	if (r == 0) {
-		v = box_summary(p, spec, engine_seccomp);
+		v = box_summary(p, input, spec, engine_seccomp);
 		r = v ? hezo_json_set(rec, "box", v) : -ENOMEM;
 	}
 	if (r < 0)
@@ -1041,7 +1055,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	}
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
-	r = r ?: build_record(ctx, id, bundle_real, &t, p, spec, engine_seccomp, &rec, err);
+	r = r ?: build_record(ctx, id, bundle_real, &t, p, input, spec, engine_seccomp, &rec, err);
 	if (r == 0 && shim_workspace_record_home(input, spec, rec) < 0)
 		r = hezo_error_set(err, ENOMEM, "out of memory");
 	if (r < 0)

@@ -92,6 +92,8 @@ static void usage(FILE *f)
 	      "          features list\n"
 	      "Admin:    install|uninstall --docker|--containerd|--podman [--dry-run]\n"
 	      "          doctor                      check backends, kernel, proxyd, engines\n"
+	      "          project create NAME [--workspace DIR|volume] [--allow HOST]...\n"
+	      "          project list | show NAME | rm NAME   a project and its runtime hezo-NAME\n"
 	      "          policy check FILE           validate a policy file, naming every error\n"
 	      "          policy show [--project P]   the effective policy (of a project)\n"
 	      "          inspect CONTAINER           the box a container got, as applied\n"
@@ -215,6 +217,8 @@ static int dispatch(struct shim_ctx *c, int argc, char **argv, struct hezo_error
 	r = shim_root_settle(&c->g, err);
 	if (r < 0)
 		return r;
+	if (strcmp(verb, "project") == 0)
+		return shim_cmd_project(c, argc - c->g.verb, argv + c->g.verb);
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(admin); i++)
 		if (strcmp(admin[i].name, verb) == 0)
 			return admin[i].fn(argc - c->g.verb, argv + c->g.verb);

@@ -609,6 +609,8 @@ int shim_admission_limit(const struct hezo_policy *p, const struct hezo_json *sp
 int shim_admission_enter(const struct shim_ctx *ctx, const struct hezo_policy *p,
 			 const struct hezo_json *spec, const char *id, struct hezo_json *rec,
 			 int *lock_fd, struct hezo_error **err);
+/* project.c: `hezo-shim project`, with the live boxes of a project from the records. */
+int shim_cmd_project(struct shim_ctx *ctx, int argc, char **argv);
 /* record.c: the state directory's key for a --root (as records are filed). */
 void shim_record_key_for_root(const char *root, char key[SHIM_KEY_LEN]);
 

@@ -95,8 +95,45 @@ for spec in "rw,exec,size=8m" "rw,suid,dev" "rw,exec,size=1g"; do
 		expect_eq "$(has_opts "$(hezo_probe_get "$out" devopts)" nosuid noexec)" yes \
 			"[$label] inside: /dev mounted nosuid,noexec"
 	fi
+	# Every option the box took away is in its record, with the reason (docs/policy.md).
+	id=$(hezo_docker inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+	rw=$(hezo_shim --root /run/docker/runtime-runc/moby inspect "$id" 2>&1 |
+		jq -c '[.box.rewrites[] | select(.mount == "/x")]' 2>&1)
+	case $spec in
+	*exec*)
+		expect_eq "$(jq -r '.[] | select(.asked == "exec") | .got + ": " + .reason' <<<"$rw")" \
+			"noexec: exec.tmpfs is false: no tmpfs may execute" \
+			"[$label] hezo-shim inspect: exec rewritten to noexec, with its reason" || diag "$rw"
+		;;
+	*)
+		expect_eq "$(jq -r '[.[] | select(.asked == "suid" or .asked == "dev") | .got] | join(",")' \
+			<<<"$rw")" "nosuid,nodev" "[$label] hezo-shim inspect: suid and dev rewritten" ||
+			diag "$rw"
+		;;
+	esac
+	if [ "$spec" = "rw,exec,size=1g" ]; then
+		expect_eq "$(jq -r '.[] | select(.asked == "size=1073741824") | .got + ": " + .reason' <<<"$rw")" \
+			"size=$((64 * MIB)): above tmpfsMax $((64 * MIB))" \
+			"[$label] hezo-shim inspect: size capped at tmpfsMax, with its reason" || diag "$rw"
+	fi
 	hezo_docker rm -f "$NAME" >/dev/null 2>&1
 done
+
+# --- exec.tmpfs true: the admin lets a tmpfs execute, and the engine's word stands -------------
+label="exec.tmpfs true, --tmpfs /x:rw,exec"
+hezo_write_policy docker '.exec = {"tmpfs": true}'
+new_name tmpfsexec
+out=$(timeout 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" --tmpfs /x:rw,exec "$IMG" \
+	sleep 600 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[$label] docker run -d exits 0" || diag "$out"
+out=$(timeout 60 "$HEZO_DOCKER" exec "$NAME" sh -c "$TMPFS_PROBE" 2>&1 </dev/null)
+expect_eq "$(hezo_probe_get "$out" xexec)" yes "[$label] inside: a binary copied to /x runs"
+id=$(hezo_docker inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+rw=$(hezo_shim --root /run/docker/runtime-runc/moby inspect "$id" 2>&1 |
+	jq -c '[.box.rewrites[] | select(.mount == "/x" and .asked == "exec")]' 2>&1)
+expect_eq "$rw" "[]" "[$label] hezo-shim inspect: exec kept, no rewrite of it"
+hezo_docker rm -f "$NAME" >/dev/null 2>&1
+hezo_write_policy docker
 
 # --- --oom-kill-disable: the killer stays --------------------------------------------------------
 label="--oom-kill-disable --memory 64m"

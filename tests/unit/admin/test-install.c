@@ -637,6 +637,176 @@ static void test_runsc_release(void **state)
 	assert_int_equal(hezo_install_runsc_release(NULL), -EINVAL);
 }
 
+/* ---- project runtimes: text edits that give back the original bytes ---- */
+
+static struct hezo_json *project_entry(const char *name)
+{
+	struct hezo_json *e = parse("{\"path\": \"" SHIM "\", \"runtimeArgs\": "
+				    "[\"--hezo-project\", \"x\"]}",
+				    strlen("{\"path\": \"" SHIM "\", \"runtimeArgs\": "
+					   "[\"--hezo-project\", \"x\"]}"));
+	struct hezo_json *args = hezo_json_get(e, "runtimeArgs");
+
+	hezo_json_remove_at(args, 1);
+	assert_int_equal(hezo_json_append(args, hezo_json_new_string(name)), 0);
+	return e;
+}
+
+static char *docker_add(const char *old, bool exists, const char *name, bool *changed)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_json_ struct hezo_json *entry = project_entry(name + 5);
+	char *out = NULL;
+	size_t len = 0;
+
+	assert_int_equal(hezo_install_docker_add_runtime(old, old ? strlen(old) : 0, exists, name,
+							 entry, &out, &len, changed, &e),
+			 0);
+	assert_int_equal(strlen(out), len);
+	return out;
+}
+
+static char *docker_remove(const char *cur, const char *name, bool *del)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_json_ struct hezo_json *entry = project_entry(name + 5);
+	char *out = NULL;
+	size_t len = 0;
+	bool changed = false;
+
+	assert_int_equal(hezo_install_docker_remove_runtime(cur, strlen(cur), name, entry, &out,
+							    &len, &changed, del, &e),
+			 0);
+	assert_true(changed);
+	return out;
+}
+
+/* Two projects, created a then b and removed in either order, from each kind of file. */
+static void test_docker_project_round_trips(void **state)
+{
+	static const char *const files[] = {
+		daemon_json,
+		"{\n\t\"debug\": true\n}\n",
+		"{\"runtimes\": {}, \"debug\": true}",
+		"{}",
+		NULL, /* no file */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		for (int order = 0; order < 2; order++) {
+			_cleanup_free_ char *a = NULL, *ab = NULL, *again = NULL, *one = NULL,
+					    *none = NULL;
+			bool changed = false, del = false;
+
+			a = docker_add(files[i], files[i] != NULL, "hezo-a", &changed);
+			assert_true(changed);
+			ab = docker_add(a, true, "hezo-b", &changed);
+			assert_true(changed);
+			again = docker_add(ab, true, "hezo-a", &changed);
+			assert_false(changed);
+			assert_string_equal(again, ab);
+			one = docker_remove(ab, order ? "hezo-a" : "hezo-b", &del);
+			assert_false(del);
+			none = docker_remove(one, order ? "hezo-b" : "hezo-a", &del);
+			if (files[i])
+				assert_string_equal(none, files[i]);
+			else
+				assert_true(del);
+		}
+}
+
+static void test_docker_project_refusals(void **state)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_json_ struct hezo_json *entry = project_entry("a");
+	static const char other[] = "{\"runtimes\": {\"hezo-a\": {\"path\": \"/bin/x\"}}}";
+	static const char notobj[] = "{\"runtimes\": []}";
+	char *out = NULL;
+	size_t len = 0;
+	bool changed = false, del = false;
+
+	(void)state;
+	assert_int_equal(hezo_install_docker_add_runtime(other, strlen(other), true, "hezo-a",
+							 entry, &out, &len, &changed, &e),
+			 -EEXIST);
+	hezo_error_free(TAKE_PTR(e));
+	assert_int_equal(hezo_install_docker_add_runtime(notobj, strlen(notobj), true, "hezo-a",
+							 entry, &out, &len, &changed, &e),
+			 -EINVAL);
+	hezo_error_free(TAKE_PTR(e));
+	/* Someone else's entry of that name is not ours to take out. */
+	assert_int_equal(hezo_install_docker_remove_runtime(other, strlen(other), "hezo-a", entry,
+							    &out, &len, &changed, &del, &e),
+			 0);
+	assert_false(changed);
+	free(out);
+}
+
+static char *ctd_add(const char *old, bool exists, const char *rt)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	char *out = NULL;
+	size_t len = 0;
+	bool changed = false;
+
+	assert_int_equal(hezo_install_containerd_project_add(old, old ? strlen(old) : 0, exists, rt,
+							     "/x/hezo-shim@a", &out, &len, &changed,
+							     &e),
+			 0);
+	return out;
+}
+
+static char *ctd_remove(const char *cur, const char *rt, bool *del)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	char *out = NULL;
+	size_t len = 0;
+	bool changed = false;
+
+	assert_int_equal(hezo_install_containerd_project_remove(cur, strlen(cur), rt, &out, &len,
+								&changed, del, &e),
+			 0);
+	assert_true(changed);
+	return out;
+}
+
+/* A version block for a file without one stays until the last project block goes. */
+static void test_containerd_project_round_trips(void **state)
+{
+	static const char *const files[] = {"version = 2\n[plugins]\n", "# a comment\n", NULL};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		for (int order = 0; order < 2; order++) {
+			_cleanup_free_ char *a = NULL, *ab = NULL, *one = NULL, *none = NULL;
+			_cleanup_free_ char *shim_too = NULL, *back = NULL;
+			_cleanup_error_ struct hezo_error *e = NULL;
+			size_t len = 0;
+			bool del = false, changed = false;
+
+			a = ctd_add(files[i], files[i] != NULL, "hezo-a");
+			ab = ctd_add(a, true, "hezo-b.c");
+			assert_non_null(strstr(ab, "runtimes.\"hezo-b.c\"]"));
+			/* install's own block and uninstall leave the projects' blocks alone. */
+			assert_int_equal(hezo_install_containerd_add(ab, strlen(ab), true, SHIM,
+								     &shim_too, &len, &changed, &e),
+					 0);
+			assert_int_equal(hezo_install_blocks_remove(shim_too, len, &back, &len,
+								    &changed, &del, &e),
+					 0);
+			assert_string_equal(back, ab);
+			one = ctd_remove(ab, order ? "hezo-a" : "hezo-b.c", &del);
+			assert_false(del);
+			assert_non_null(strstr(one, "version = 2"));
+			none = ctd_remove(one, order ? "hezo-b.c" : "hezo-a", &del);
+			if (files[i])
+				assert_string_equal(none, files[i]);
+			else
+				assert_true(del);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -659,6 +829,9 @@ int main(void)
 		cmocka_unit_test(test_podman_refusals),
 		cmocka_unit_test(test_blocks_damaged),
 		cmocka_unit_test(test_toml_verbs_round_trip),
+		cmocka_unit_test(test_docker_project_round_trips),
+		cmocka_unit_test(test_docker_project_refusals),
+		cmocka_unit_test(test_containerd_project_round_trips),
 		cmocka_unit_test(test_runsc_release),
 	};
 

@@ -127,6 +127,75 @@ static void test_tmpfs_clamped(void **state)
 		   "[\"nosuid\",\"noexec\",\"nodev\",\"size=1048576\"]");
 }
 
+/* exec.tmpfs: where a tmpfs may execute is the policy's word, and a project may only tighten it. */
+static void test_tmpfs_exec_key(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *def = parse_ok("{}");
+	_cleanup_policy_ struct hezo_policy *ex = parse_ok("{\"exec\":{\"tmpfs\":true}}");
+	_cleanup_free_ char *dir = make_tempdir(), *doc = NULL;
+	_cleanup_policy_ struct hezo_policy *base = NULL, *shut = NULL, *tight = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+	struct hezo_policy *open_ = NULL;
+
+	assert_value(def, "exec.tmpfs", "false");
+	parse_fails("{\"exec\":{\"tmpfs\":1}}", "exec.tmpfs");
+	parse_fails("{\"exec\":{\"image\":false}}", "exec");
+	/* The engine's word stands: exec stays exec, noexec stays noexec; suid and dev still go. */
+	tmpfs_gets(ex, "/x", "[\"rw\",\"exec\",\"suid\",\"size=8m\"]",
+		   "[\"rw\",\"exec\",\"nosuid\",\"nodev\",\"size=8388608\"]");
+	tmpfs_gets(ex, "/x", "[\"noexec\"]", "[\"noexec\",\"nosuid\",\"nodev\",\"size=67108864\"]");
+	/* And the policy's own tmpfs follows the same word. */
+	tmpfs_gets(ex, "/tmp", "[\"noexec\"]",
+		   "[\"nosuid\",\"nodev\",\"exec\",\"mode=1777\",\"size=67108864\"]");
+	tmpfs_gets(def, "/tmp", "[\"exec\"]",
+		   "[\"nosuid\",\"nodev\",\"noexec\",\"mode=1777\",\"size=67108864\"]");
+
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", dir) > 0);
+	base = parse_ok(doc);
+	write_file_at(dir, "open.json", "{\"exec\":{\"tmpfs\":true}}");
+	write_file_at(dir, "shut.json", "{\"exec\":{\"tmpfs\":false}}");
+	assert_true(hezo_policy_for_container(base, NULL, "open", &open_, &err) < 0);
+	assert_null(open_);
+	assert_non_null(strstr(err->msg, "open.json: exec.tmpfs: a project may only tighten"));
+	assert_int_equal(hezo_policy_for_container(base, NULL, "shut", &shut, NULL), 0);
+	free(doc);
+	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\",\"exec\":{\"tmpfs\":true}}", dir) > 0);
+	hezo_policy_free(base);
+	base = parse_ok(doc);
+	assert_int_equal(hezo_policy_for_container(base, NULL, "shut", &tight, NULL), 0);
+	assert_value(tight, "exec.tmpfs", "false");
+	remove_tree(dir);
+}
+
+/* Each rewrite of an engine's tmpfs is reported with its reason. */
+static void test_tmpfs_rewrites(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+	_cleanup_json_ struct hezo_json *in = minimal_spec(), *out = NULL, *rw = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	assert_int_equal(
+		hezo_json_set(in, "mounts",
+			      parse_json("[{\"destination\":\"/x\",\"type\":\"tmpfs\","
+					 "\"source\":\"tmpfs\",\"options\":[\"noexec\",\"rw\","
+					 "\"exec\",\"size=1g\"]},"
+					 "{\"destination\":\"/y\",\"type\":\"tmpfs\","
+					 "\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"nodev\","
+					 "\"noexec\",\"size=1m\"]}]")),
+		0);
+	out = hezo_json_clone(in);
+	assert_int_equal(hezo_policy_apply_spec(p, out, NULL, &err), 0);
+	rw = hezo_policy_tmpfs_rewrites(p, in, out);
+	assert_json(rw, "[{\"mount\":\"/x\",\"asked\":null,\"got\":\"nosuid\",\"reason\":\"a "
+			"tmpfs is always nosuid\"},"
+			"{\"mount\":\"/x\",\"asked\":\"exec\",\"got\":\"noexec\",\"reason\":"
+			"\"exec.tmpfs is false: no tmpfs may execute\"},"
+			"{\"mount\":\"/x\",\"asked\":null,\"got\":\"nodev\",\"reason\":\"a tmpfs "
+			"other than /dev is always nodev\"},"
+			"{\"mount\":\"/x\",\"asked\":\"size=1073741824\",\"got\":"
+			"\"size=67108864\",\"reason\":\"above tmpfsMax 67108864\"}]");
+}
+
 static void test_oom_killer_stays(void **state)
 {
 	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
@@ -518,6 +587,7 @@ static void test_walk_fields(void **state)
 
 const struct CMUnitTest policy_flags_tests[] = {
 	cmocka_unit_test(test_tmpfs_key),	 cmocka_unit_test(test_tmpfs_clamped),
+	cmocka_unit_test(test_tmpfs_exec_key),	 cmocka_unit_test(test_tmpfs_rewrites),
 	cmocka_unit_test(test_oom_killer_stays), cmocka_unit_test(test_sysctls),
 	cmocka_unit_test(test_sysctls_project),	 cmocka_unit_test(test_weights),
 	cmocka_unit_test(test_walk_fields),

@@ -93,6 +93,31 @@ static void test_globals_unknown_and_project(void **state)
 	shim_globals_done(&g);
 }
 
+/* The link `project create` registers with containerd and podman names the project. */
+static void test_globals_project_from_argv0(void **state)
+{
+	char *linked[] = {"/usr/local/libexec/hezo/hezo-shim@web", "--root", "/r", "create", "id"};
+	char *same[] = {"hezo-shim@web", "--hezo-project", "web", "state", "id"};
+	char *other[] = {"hezo-shim@web", "--hezo-project", "db", "state", "id"};
+	char *plain[] = {"/usr/bin/hezo-shim", "state", "id"};
+	_cleanup_error_ struct hezo_error *e = NULL;
+	struct shim_globals g;
+
+	assert_int_equal(shim_parse_globals(ARGC(linked), linked, &g, NULL), 0);
+	assert_string_equal(g.project, "web");
+	assert_string_equal(linked[g.verb], "create");
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(same), same, &g, NULL), 0);
+	assert_string_equal(g.project, "web");
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(other), other, &g, &e), -EINVAL);
+	assert_non_null(strstr(e->msg, "a container has one project"));
+	shim_globals_done(&g);
+	assert_int_equal(shim_parse_globals(ARGC(plain), plain, &g, NULL), 0);
+	assert_null(g.project);
+	shim_globals_done(&g);
+}
+
 static void test_globals_version_help(void **state)
 {
 	char *v1[] = {"hezo-shim", "--version"};
@@ -2135,6 +2160,7 @@ int main(void)
 		cmocka_unit_test(test_globals_separate_form),
 		cmocka_unit_test(test_globals_equals_form),
 		cmocka_unit_test(test_globals_unknown_and_project),
+		cmocka_unit_test(test_globals_project_from_argv0),
 		cmocka_unit_test(test_globals_version_help),
 		cmocka_unit_test(test_globals_errors),
 		cmocka_unit_test(test_parse_bool),

@@ -1,0 +1,165 @@
+#!/bin/bash
+# `hezo-shim project create|list|show|rm` against the real engines' files and the running dockerd,
+# on a machine where nothing else was configured: /etc/hezo holds only a fresh policy (the test's
+# own, snapshot and put back at exit with the engines' files), no wrapper and no environment
+# reaches the shim, and `docker run --runtime=hezo-NAME` must put the container in project NAME's
+# box. rm must give back every engine's file byte for byte, and refuse while a box lives.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+lib=$here/../../lib
+export HEZO_SOURCE_DIR=${HEZO_SOURCE_DIR:-${HEZO_SOURCE_ROOT:-$(cd "$here/../../.." && pwd)}}
+export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$HEZO_SOURCE_DIR/build}}
+# shellcheck source=tests/lib/common.sh
+. "$lib/common.sh"
+# shellcheck source=tests/lib/image.sh
+. "$lib/image.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$lib/docker.sh"
+
+hezo_require_root
+hezo_require_tools jq cmp timeout dockerd "$HEZO_DOCKER" "$HEZO_BUSYBOX"
+hezo_require_shim
+hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
+hezo_image_docker || bail_out "cannot import $HEZO_TEST_IMAGE"
+
+SHIM=$HEZO_SHIM_BIN
+# The project's runtime hezo-NAME is a suite runtime name (hezo-test-...), so a run killed
+# midway leaves nothing the next restore would keep.
+P=test-pj$$
+RT=hezo-$P
+DROPINS=/etc/containers/containers.conf.d
+T=$(mktemp -d /tmp/hezo-project.XXXXXX) || bail_out "mktemp failed"
+tap_cleanup "rm -rf '$T'"
+# The links containerd and podman run (hezo-shim@NAME) go to the test's own directory.
+LINKS=$T/links
+
+# What this test assumes of the machine, said and set: the three engines' files, /etc/hezo and
+# podman's drop-in directory are snapshot now and put back at exit, whatever happens.
+export HEZO_ENGINE_EXTRA="/etc/hezo $DROPINS"
+hezo_engine_snapshot || bail_out "cannot take a snapshot of the engines' files"
+unset HEZO_POLICY HEZO_STATE_DIR HEZO_HOOK_PATH
+# The shim's default state directory: when the test made it, it goes again once it holds no
+# record (what is left is its lock file and empty directories).
+[ -e /run/hezo-shim ] ||
+	tap_cleanup "[ -z \"\$(find /run/hezo-shim -type f ! -name .records.lock 2>/dev/null)\" ] &&
+		rm -rf /run/hezo-shim"
+rm -rf /etc/hezo
+mkdir -p /etc/hezo
+# A fresh machine's policy, with runc (this machine's runsc has its own suites) and no egress
+# hook, so that nothing but the policy file is configured.
+jq '.mode = "dev" | .backend = "runc" | .allowBackends = ["runc", "runsc"] |
+	.egress = {"mode": "off"} | .cgroupParents += ["/docker"]' \
+	"$HEZO_SOURCE_DIR/etc/policy.json" >/etc/hezo/policy.json || bail_out "cannot write the policy"
+diag "policy: $(jq -c . /etc/hezo/policy.json | head -c 300)"
+
+# sums: the engines' files and podman's drop-ins as they are now.
+sums()
+{
+	hezo_engine_sums "$HEZO_DAEMON_JSON" "$HEZO_CONTAINERD_CONFIG" "$HEZO_CONTAINERS_CONF"
+	if [ -d "$DROPINS" ]; then
+		find "$DROPINS" -printf '%p %y %m\n' | sort
+	else
+		echo "absent $DROPINS"
+	fi
+}
+sums >"$T/before"
+cp -a "$HEZO_DAEMON_JSON" "$T/daemon.before" 2>/dev/null || : >"$T/daemon.absent"
+
+create()
+{
+	"$SHIM" project create "$P" --backend runc --link-dir "$LINKS" "$@"
+}
+
+out=$(create 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "project create $P exits 0" || diag "$out"
+check "the project file is written, and the main policy layers it" \
+	"$SHIM" policy show --project "$P"
+# shellcheck disable=SC2016 # jq's variables
+check "daemon.json registers $RT with --hezo-project $P" \
+	jq -e --arg r "$RT" --arg p "$P" --arg s "$SHIM" \
+	'.runtimes[$r] == {"path": $s, "runtimeArgs": ["--hezo-project", $p]}' "$HEZO_DAEMON_JSON"
+check "containerd's config.toml holds the project's block" \
+	grep -qx "# BEGIN hezo-project $RT" "$HEZO_CONTAINERD_CONFIG"
+check "podman's drop-in names the link" \
+	grep -qF "\"$RT\" = [\"$LINKS/hezo-shim@$P\"]" "$DROPINS/$RT.conf"
+check "the link runs the shim" test "$(readlink "$LINKS/hezo-shim@$P")" = "$SHIM"
+for ((i = 0; i < 30; i++)); do
+	hezo_docker_has_runtime "$RT" "$SHIM" && break
+	sleep 1
+done
+check "dockerd lists runtime $RT after create's SIGHUP" hezo_docker_has_runtime "$RT" "$SHIM"
+
+sums >"$T/created"
+out=$(create 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "project create twice exits 0" || diag "$out"
+check "create twice changes no file" cmp "$T/created" <(sums)
+expect_match "$out" "already" "create twice says the project is there already"
+out=$(create --allow example.com 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "create with other settings is refused without --force"
+check "a refused create changes no file" cmp "$T/created" <(sums)
+
+check "project list names it with its engines" \
+	sh -c "'$SHIM' project list | grep -qx '$P	runtime $RT: docker containerd podman'"
+
+NAME=hezo-it-project-$$
+tap_cleanup "'$HEZO_DOCKER' rm -f '$NAME' >/dev/null 2>&1"
+out=$(timeout -k 5 120 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$NAME" "$HEZO_TEST_IMAGE" \
+	sleep 300 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "docker run --runtime=$RT starts a box" || diag "$out"
+ID=$("$HEZO_DOCKER" inspect -f '{{.Id}}' "$NAME" 2>/dev/null)
+insp=$("$SHIM" --root /run/docker/runtime-runc/moby inspect "$ID" 2>&1)
+expect_eq "$(jq -r '.project // empty' <<<"$insp" 2>/dev/null)" "$P" \
+	"hezo-shim inspect: the box is project $P's" || diag "$(head -c 600 <<<"$insp")"
+out=$("$HEZO_DOCKER" exec "$NAME" sh -c 'touch /probe 2>&1; echo rc=$?' 2>&1)
+expect_match "$out" "rc=1" "the box's root is read-only (the main policy's box)"
+
+# podman reads the drop-in and runs the link, whose name says the project (no arguments).
+if command -v podman >/dev/null 2>&1; then
+	PIMG=localhost/$HEZO_TEST_IMAGE
+	if ! podman image exists "$PIMG" 2>/dev/null; then
+		hezo_image_podman "$HEZO_TEST_IMAGE" || bail_out "cannot import $HEZO_TEST_IMAGE into podman"
+		tap_cleanup "podman rmi -f '$PIMG' >/dev/null 2>&1"
+	fi
+	PNAME=hezo-it-project-pm-$$
+	tap_cleanup "podman rm -f '$PNAME' >/dev/null 2>&1"
+	# podman's own nofile (1048576) is above this machine's hard limit: ask for what it has.
+	out=$(timeout -k 5 120 podman --cgroup-manager cgroupfs --runtime "$RT" run -d --network none \
+		--ulimit nofile=1024:1024 --ulimit nproc=4096:4096 --name "$PNAME" "$PIMG" sleep 300 \
+		2>&1) && rc=0 || rc=$?
+	expect_eq "$rc" 0 "podman --runtime $RT run starts a box" || diag "$out"
+	pid=$(podman inspect -f '{{.Id}}' "$PNAME" 2>/dev/null)
+	insp=$("$SHIM" inspect "$pid" 2>&1)
+	expect_eq "$(jq -r '.project // empty' <<<"$insp" 2>/dev/null)" "$P" \
+		"podman's box is project $P's (the link hezo-shim@$P)" || diag "$(head -c 600 <<<"$insp")"
+	timeout -k 5 60 podman rm -f "$PNAME" >/dev/null 2>&1
+else
+	skip "podman --runtime $RT run starts a box" "podman is not installed"
+	skip "podman's box is project $P's" "podman is not installed"
+fi
+
+sums >"$T/live"
+out=$("$SHIM" project rm "$P" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "project rm is refused while a box of the project lives"
+expect_match "$out" "$ID" "the refusal names the live box"
+check "a refused rm changes no file" cmp "$T/live" <(sums)
+check "the refused rm keeps the project file" test -f "/etc/hezo/projects/$P.json"
+
+"$HEZO_DOCKER" rm -f "$NAME" >/dev/null 2>&1
+out=$("$SHIM" project rm "$P" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "project rm exits 0 once the box is gone" || diag "$out"
+if [ -e "$T/daemon.absent" ]; then
+	check "daemon.json is gone again (create made it)" test ! -e "$HEZO_DAEMON_JSON"
+else
+	check "daemon.json is byte for byte as before create" cmp "$T/daemon.before" "$HEZO_DAEMON_JSON"
+fi
+check "every engine's file is as before create" cmp "$T/before" <(sums)
+check "the project file and the link are gone" \
+	test ! -e "/etc/hezo/projects/$P.json" -a ! -L "$LINKS/hezo-shim@$P"
+for ((i = 0; i < 30; i++)); do
+	hezo_docker_has_runtime "$RT" || break
+	sleep 1
+done
+check_fails "dockerd no longer lists $RT" hezo_docker_has_runtime "$RT"
+
+tap_done
