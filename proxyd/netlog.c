@@ -346,6 +346,38 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 	queue_line(c, ln.buf, ln.o);
 }
 
+void pd_netlog_key(struct pd_container *c, const struct pd_netlog_key *k)
+{
+	struct line ln;
+	char ms[16];
+	struct timespec now;
+	const char *prefix;
+
+	if (c->log_fd < 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	prefix = time_prefix(now.tv_sec);
+	snprintf(ms, sizeof(ms), ".%03dZ", (int)(now.tv_nsec / 1000000) % 1000);
+	ln.o = 0;
+	PUT_LIT(&ln, "{\"time\":\"");
+	put(&ln, prefix, strlen(prefix));
+	put(&ln, ms, 5);
+	PUT_LIT(&ln, "\"");
+	add_str(&ln, "container", c->id);
+	add_str(&ln, "project", c->project);
+	add_str(&ln, "proto", "agent");
+	add_str(&ln, "key", k->key);
+	add_str(&ln, "fingerprint", k->fingerprint);
+	add_str(&ln, "kind", k->kind);
+	add_str(&ln, "name", k->target);
+	add_str(&ln, "signed", k->hash);
+	add_str(&ln, "verdict", k->verdict);
+	add_str(&ln, "reason", k->reason);
+	ln.buf[ln.o++] = '}';
+	ln.buf[ln.o++] = '\n';
+	queue_line(c, ln.buf, ln.o);
+}
+
 void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
 		      const char *verdict, const char *reason)
 {
