@@ -92,7 +92,7 @@ static void usage(FILE *f)
 	      "          policy check FILE           validate a policy file, naming every error\n"
 	      "          policy show [--project P]   the effective policy (of a project)\n"
 	      "          inspect CONTAINER           the box a container got, as applied\n"
-	      "          netlog [--follow] [--blocked] CONTAINER\n"
+	      "          netlog [--follow] [--blocked] [--keys] CONTAINER\n"
 	      "\n"
 	      "Global options (handed to the backend):\n"
 	      "  --root DIR  --log FILE  --log-format text|json  --debug  --systemd-cgroup\n"
