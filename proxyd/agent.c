@@ -22,6 +22,7 @@
 
 #include "hezo-b64.h"
 #include "hezo-cleanup.h"
+#include "hezo-id.h"
 #include "proxyd.h"
 
 #define AGENT_CONNS_MAX 16
@@ -365,15 +366,69 @@ static void on_read(struct pd_watch *w, uint32_t events)
 	a->len -= off;
 }
 
-/* Is pid in c's network namespace? The box's processes are; another box's are not. */
-static bool in_box(const struct pd_container *c, pid_t pid)
+/* /proc/PID/cgroup into buf (NUL-terminated): its length, or -1. */
+static ssize_t read_cgroup(pid_t pid, char *buf, size_t size)
 {
 	char path[64];
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	return len > 0 && len < size - 1 ? (ssize_t)len : -1;
+}
+
+/* Does every cgroup of the text (lines "N:controllers:/path") but the root end with a name
+ * hezo_cgroup_name_is_id gives one of c's members, and at least one? */
+static bool cgroups_named(const struct pd_container *c, char *text)
+{
+	bool named = false;
+
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *path = strchr(line, ':') ? strchr(strchr(line, ':') + 1, ':') : NULL;
+		const char *last;
+		bool ok = false;
+
+		if (!path)
+			return false;
+		path++;
+		if (strcmp(path, "/") == 0)
+			continue;
+		last = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		for (size_t i = 0; i < c->nmembers && !ok; i++)
+			ok = hezo_cgroup_name_is_id(last, c->members[i]);
+		if (!ok)
+			return false;
+		named = true;
+	}
+	return named;
+}
+
+/*
+ * Is the peer pid the box? Under runc the box's processes are in its network namespace. Under
+ * runsc the gofer connects for the Sentry (--host-uds=open), from an empty namespace of its own
+ * but in the sandbox's cgroups, which the policy names for the container (policy/cgroups.c): a
+ * peer all of whose cgroups are named for a member of the registration is the box too. Another
+ * box has another namespace and cgroups named for another id; no box may move its processes.
+ */
+static bool in_box(const struct pd_container *c, pid_t pid)
+{
+	char path[64], cg[4096];
 	struct stat a, b;
 
+	if (pid <= 0 || fstat(c->netns_fd, &b) < 0)
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	return pid > 0 && stat(path, &a) == 0 && fstat(c->netns_fd, &b) == 0 &&
-	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	if (stat(path, &a) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		return true;
+	return read_cgroup(pid, cg, sizeof(cg)) > 0 && cgroups_named(c, cg);
 }
 
 static void on_accept(struct pd_watch *w, uint32_t events)

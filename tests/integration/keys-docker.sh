@@ -175,7 +175,8 @@ dexec "$A" "printf '%s\n' '$KH' >/tmp/kh; echo \"\$SSH_AUTH_SOCK\"; env | grep -
 expect_eq "$OUT" "/run/hezo-agent/agent.sock
 7" "[env] SSH_AUTH_SOCK is the agent's socket, git's configuration in 7 GIT_CONFIG_* variables" || diag "$OUT"
 dexec "$A" 'ssh-add -L'
-expect_eq "$OUT" "$PUB deploy" "[agent] ssh-add -L in the box lists the project's key, and only it" || diag "$OUT"
+expect_eq "$OUT" "$PUB deploy" "[agent] ssh-add -L in the box lists the project's key, and only it" ||
+	{ diag "$OUT"; diag "$(tail -n 5 "$E/proxyd.log")"; }
 
 # ---- clone, signed commit, push; verified on the host ----
 SSHC='ssh -o UserKnownHostsFile=/tmp/kh -o StrictHostKeyChecking=yes -o BatchMode=yes'
