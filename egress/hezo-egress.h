@@ -237,6 +237,16 @@ bool hezo_key_names_host(const struct hezo_key *k, const char *host, uint16_t po
 /* May key k sign SSHSIG namespace ns (len bytes)? */
 bool hezo_key_signs(const struct hezo_key *k, const char *ns, size_t len);
 
+/* SSH's wire format (RFC 4251): what is left to read, a uint32 and a string taken off its front
+ * (false when too short), a string compared with text. */
+struct hezo_ssh_rd {
+	const uint8_t *p;
+	size_t len;
+};
+bool hezo_ssh_u32(struct hezo_ssh_rd *r, uint32_t *v);
+bool hezo_ssh_string(struct hezo_ssh_rd *r, struct hezo_ssh_rd *s);
+bool hezo_ssh_is(const struct hezo_ssh_rd *s, const char *v);
+
 /* An unencrypted ed25519 key in OpenSSH's private key format, as ssh-keygen writes it. */
 struct hezo_sshkey {
 	uint8_t pub[32];

@@ -233,12 +233,7 @@ bool hezo_key_signs(const struct hezo_key *k, const char *ns, size_t len)
 
 /* ---- OpenSSH's private key format (PROTOCOL.key) ---- */
 
-struct rd {
-	const uint8_t *p;
-	size_t len;
-};
-
-static bool get_u32(struct rd *r, uint32_t *v)
+bool hezo_ssh_u32(struct hezo_ssh_rd *r, uint32_t *v)
 {
 	if (r->len < 4)
 		return false;
@@ -248,11 +243,11 @@ static bool get_u32(struct rd *r, uint32_t *v)
 	return true;
 }
 
-static bool get_str(struct rd *r, struct rd *s)
+bool hezo_ssh_string(struct hezo_ssh_rd *r, struct hezo_ssh_rd *s)
 {
 	uint32_t n;
 
-	if (!get_u32(r, &n) || n > r->len)
+	if (!hezo_ssh_u32(r, &n) || n > r->len)
 		return false;
 	s->p = r->p;
 	s->len = n;
@@ -261,7 +256,7 @@ static bool get_str(struct rd *r, struct rd *s)
 	return true;
 }
 
-static bool str_is(const struct rd *s, const char *v)
+bool hezo_ssh_is(const struct hezo_ssh_rd *s, const char *v)
 {
 	return s->len == strlen(v) && memcmp(s->p, v, s->len) == 0;
 }
@@ -289,35 +284,36 @@ void hezo_sshkey_public_line(const uint8_t pub[32], char out[HEZO_KEY_PUBLIC_MAX
 static int parse_body(const uint8_t *b, size_t len, struct hezo_sshkey *out, const char **why)
 {
 	static const char magic[] = "openssh-key-v1";
-	struct rd r = {b, len}, s, priv, pubblob;
+	struct hezo_ssh_rd r = {b, len}, s, priv, pubblob;
 	uint32_t nkeys, c1, c2;
 
 	if (len < sizeof(magic) || memcmp(b, magic, sizeof(magic)) != 0)
 		return (*why = "no openssh-key-v1 magic"), -EINVAL;
 	r.p += sizeof(magic);
 	r.len -= sizeof(magic);
-	if (!get_str(&r, &s))
+	if (!hezo_ssh_string(&r, &s))
 		return (*why = "truncated"), -EINVAL;
-	if (!str_is(&s, "none"))
+	if (!hezo_ssh_is(&s, "none"))
 		return (*why = "encrypted with a passphrase"), -EOPNOTSUPP;
-	if (!get_str(&r, &s) || !str_is(&s, "none") || !get_str(&r, &s) || s.len != 0)
+	if (!hezo_ssh_string(&r, &s) || !hezo_ssh_is(&s, "none") || !hezo_ssh_string(&r, &s) ||
+	    s.len != 0)
 		return (*why = "a key derivation without a cipher"), -EINVAL;
-	if (!get_u32(&r, &nkeys) || nkeys != 1)
+	if (!hezo_ssh_u32(&r, &nkeys) || nkeys != 1)
 		return (*why = "not exactly one key"), -EINVAL;
-	if (!get_str(&r, &pubblob) || !get_str(&r, &priv) || r.len != 0)
+	if (!hezo_ssh_string(&r, &pubblob) || !hezo_ssh_string(&r, &priv) || r.len != 0)
 		return (*why = "truncated"), -EINVAL;
 	/* The private section: two equal check words, then the key as the agent protocol has it. */
-	if (!get_u32(&priv, &c1) || !get_u32(&priv, &c2) || c1 != c2)
+	if (!hezo_ssh_u32(&priv, &c1) || !hezo_ssh_u32(&priv, &c2) || c1 != c2)
 		return (*why = "check words differ"), -EINVAL;
-	if (!get_str(&priv, &s))
+	if (!hezo_ssh_string(&priv, &s))
 		return (*why = "truncated"), -EINVAL;
-	if (!str_is(&s, "ssh-ed25519"))
+	if (!hezo_ssh_is(&s, "ssh-ed25519"))
 		return (*why = "not an ed25519 key"), -EOPNOTSUPP;
-	if (!get_str(&priv, &s) || s.len != 32)
+	if (!hezo_ssh_string(&priv, &s) || s.len != 32)
 		return (*why = "bad public key"), -EINVAL;
 	memcpy(out->pub, s.p, 32);
 	/* 64 bytes: the seed, then the public key again. */
-	if (!get_str(&priv, &s) || s.len != 64 || memcmp(s.p + 32, out->pub, 32) != 0)
+	if (!hezo_ssh_string(&priv, &s) || s.len != 64 || memcmp(s.p + 32, out->pub, 32) != 0)
 		return (*why = "bad private key"), -EINVAL;
 	memcpy(out->seed, s.p, 32);
 	{

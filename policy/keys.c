@@ -51,7 +51,6 @@ const struct hezo_json *hezo_policy_keys(const struct hezo_policy *p)
 
 int hezo_policy_check_keys(const struct hezo_policy *p, const char *name, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *eg = NULL;
 	struct hezo_egress e;
 	struct hezo_key *k = NULL;
 	size_t n = 0;
@@ -59,12 +58,9 @@ int hezo_policy_check_keys(const struct hezo_policy *p, const char *name, struct
 
 	if (!hezo_policy_keys(p))
 		return 0;
-	eg = hezo_policy_egress_json(p);
-	if (!eg)
-		return hezo_error_set(err, ENOMEM, "policy %s: out of memory", name);
-	r = hezo_egress_parse_section(eg, &e, err);
+	r = hezo_policy_egress_parsed(p, name, &e, err);
 	if (r < 0)
-		return hezo_error_prefix(err, "policy %s", name);
+		return r;
 	r = hezo_keys_parse(p->keys, false, &k, &n, err);
 	r = r ?: hezo_keys_check_egress(k, n, &e, err);
 	hezo_keys_free(k, n);

@@ -269,6 +269,9 @@ int hezo_policy_parse_secrets(struct hezo_policy *p, const struct hezo_json *v, 
 int hezo_policy_secrets_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
 				 const char *name, struct hezo_error **err);
 int hezo_policy_secrets_json(const struct hezo_policy *p, struct hezo_json *o);
+/* The effective egress section of p parsed into *e (the caller clears it); name: in messages. */
+int hezo_policy_egress_parsed(const struct hezo_policy *p, const char *name, struct hezo_egress *e,
+			      struct hezo_error **err);
 /* keys.c: the "keys" key (null clears it) and its JSON output into the file form o. */
 int hezo_policy_parse_keys(struct hezo_policy *p, const struct hezo_json *v, const char *name,
 			   struct hezo_error **err);

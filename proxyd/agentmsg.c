@@ -7,33 +7,18 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hezo-egress.h"
 #include "proxyd-parse.h"
 
-struct rd {
-	const uint8_t *p;
-	size_t len;
-};
-
-static bool get_u32(struct rd *r, uint32_t *v)
+/* A string of the message (pointer and length) off the front of r. */
+static bool get_str(struct hezo_ssh_rd *r, const uint8_t **s, size_t *n)
 {
-	if (r->len < 4)
-		return false;
-	*v = (uint32_t)r->p[0] << 24 | (uint32_t)r->p[1] << 16 | (uint32_t)r->p[2] << 8 | r->p[3];
-	r->p += 4;
-	r->len -= 4;
-	return true;
-}
+	struct hezo_ssh_rd v;
 
-static bool get_str(struct rd *r, const uint8_t **s, size_t *n)
-{
-	uint32_t l;
-
-	if (!get_u32(r, &l) || l > r->len)
+	if (!hezo_ssh_string(r, &v))
 		return false;
-	*s = r->p;
-	*n = l;
-	r->p += l;
-	r->len -= l;
+	*s = v.p;
+	*n = v.len;
 	return true;
 }
 
@@ -45,10 +30,10 @@ static bool is(const uint8_t *s, size_t n, const char *v)
 long hezo_agent_frame(const uint8_t *buf, size_t len, uint8_t *type, const uint8_t **body,
 		      size_t *blen)
 {
-	struct rd r = {buf, len};
+	struct hezo_ssh_rd r = {buf, len};
 	uint32_t n;
 
-	if (!get_u32(&r, &n))
+	if (!hezo_ssh_u32(&r, &n))
 		return -EAGAIN;
 	if (n == 0 || n > HEZO_AGENT_MSG_MAX)
 		return -E2BIG;
@@ -62,17 +47,17 @@ long hezo_agent_frame(const uint8_t *buf, size_t len, uint8_t *type, const uint8
 
 int hezo_agent_sign_parse(const uint8_t *body, size_t len, struct hezo_agent_sign *out)
 {
-	struct rd r = {body, len};
+	struct hezo_ssh_rd r = {body, len};
 
 	if (!get_str(&r, &out->key, &out->keylen) || !get_str(&r, &out->data, &out->datalen) ||
-	    !get_u32(&r, &out->flags) || r.len != 0)
+	    !hezo_ssh_u32(&r, &out->flags) || r.len != 0)
 		return -EINVAL;
 	return 0;
 }
 
 int hezo_sshsig_parse(const uint8_t *d, size_t len, struct hezo_sshsig *out)
 {
-	struct rd r = {d, len};
+	struct hezo_ssh_rd r = {d, len};
 	const uint8_t *res, *alg;
 	size_t reslen, alglen;
 
@@ -95,7 +80,7 @@ int hezo_sshsig_parse(const uint8_t *d, size_t len, struct hezo_sshsig *out)
 
 int hezo_userauth_parse(const uint8_t *d, size_t len, struct hezo_userauth *out)
 {
-	struct rd r = {d, len};
+	struct hezo_ssh_rd r = {d, len};
 	const uint8_t *s;
 	size_t n;
 	bool hostbound;
