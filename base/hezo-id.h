@@ -20,4 +20,11 @@
  */
 bool hezo_id_valid(const char *id);
 
+/*
+ * Is name (the last component of a cgroup path) an engine's name for container id's cgroup:
+ * ID, libpod-ID, or docker-, libpod-, cri-containerd- or crio-ID.scope? The policy requires
+ * a box's cgroupsPath to end so (policy/cgroups.c); proxyd's agent knows its box by it.
+ */
+bool hezo_cgroup_name_is_id(const char *name, const char *id);
+
 #endif

@@ -65,6 +65,24 @@ struct hezo_secret {
 	bool in_header, in_query; /* "in": header values (default), the query string (opt-in) */
 };
 
+/* ---- keys (keys.c): an ssh key whose private half stays with proxyd's agent ---- */
+
+/* A key's name: [A-Za-z0-9_.-], 1 to 63 bytes. An SSHSIG namespace: [A-Za-z0-9@._-], 1 to 63. */
+#define HEZO_KEY_NAME_MAX 64
+/* "ssh-ed25519 " and the base64 of the 51-byte public key blob. */
+#define HEZO_KEY_PUBLIC_MAX   96
+#define HEZO_ED25519_BLOB_LEN 51
+
+struct hezo_key {
+	char name[HEZO_KEY_NAME_MAX];
+	char *file;  /* absolute; the private key is read there, by the agent only */
+	char **sign; /* SSHSIG namespaces it may sign ("git") */
+	size_t nsign;
+	struct hezo_allow_name *ssh; /* hosts it may authenticate toward; port 0 means 22 */
+	size_t nssh;
+	char public[HEZO_KEY_PUBLIC_MAX]; /* "ssh-ed25519 BASE64": the wire form only */
+};
+
 struct hezo_egress {
 	enum hezo_egress_mode mode;
 	struct hezo_allow_name *names;
@@ -77,6 +95,8 @@ struct hezo_egress {
 	size_t nresolvers;
 	struct hezo_secret *secrets; /* "secrets": placeholders required */
 	size_t nsecrets;
+	struct hezo_key *keys; /* "keys": public halves required */
+	size_t nkeys;
 };
 
 void hezo_egress_clear(struct hezo_egress *e);
@@ -189,6 +209,60 @@ bool hezo_placeholder_valid(const char *s);
  * above 252 are skipped). -EAGAIN when rnd ran out first: call again with fresh bytes.
  */
 int hezo_placeholder_from(const uint8_t *rnd, size_t len, char out[HEZO_PLACEHOLDER_LEN + 1]);
+
+/* Is f an absolute path without . or .. components, of a sane length (a secret's or key's file)? */
+bool hezo_egress_file_ok(const char *f);
+/* Does entry a allow every host h names? A port 0 in h stands for dflt (443 for a secret's
+ * host, 22 for a key's). */
+bool hezo_allow_covers(const struct hezo_allow_name *a, const struct hezo_allow_name *h,
+		       uint16_t dflt);
+
+/* ---- keys.c ---- */
+
+/*
+ * A "keys" object: {NAME: {"file": "/abs", "sign": [NAMESPACE...], "ssh": [HOST...],
+ * "public": "ssh-ed25519 ..."}}. with_public: the wire form (the shim's --egress, proxyd's
+ * registration) where each key carries its public half; else (the policy form) "public" is
+ * refused. "ssh" hosts are allow entries naming hosts (no addresses); no port means 22. Errors
+ * name the field ("keys.NAME.ssh[1]: ..."). On success the caller owns *out (n entries).
+ */
+int hezo_keys_parse(const struct hezo_json *obj, bool with_public, struct hezo_key **out, size_t *n,
+		    struct hezo_error **err);
+void hezo_keys_free(struct hezo_key *v, size_t n);
+/* Is every ssh host of every key one the egress allow list lets out on its port (22 if none)? */
+int hezo_keys_check_egress(const struct hezo_key *v, size_t n, const struct hezo_egress *e,
+			   struct hezo_error **err);
+/* May key k authenticate toward host (normalised) on port? */
+bool hezo_key_names_host(const struct hezo_key *k, const char *host, uint16_t port);
+/* May key k sign SSHSIG namespace ns (len bytes)? */
+bool hezo_key_signs(const struct hezo_key *k, const char *ns, size_t len);
+
+/* SSH's wire format (RFC 4251): what is left to read, a uint32 and a string taken off its front
+ * (false when too short), a string compared with text. */
+struct hezo_ssh_rd {
+	const uint8_t *p;
+	size_t len;
+};
+bool hezo_ssh_u32(struct hezo_ssh_rd *r, uint32_t *v);
+bool hezo_ssh_string(struct hezo_ssh_rd *r, struct hezo_ssh_rd *s);
+bool hezo_ssh_is(const struct hezo_ssh_rd *s, const char *v);
+
+/* An unencrypted ed25519 key in OpenSSH's private key format, as ssh-keygen writes it. */
+struct hezo_sshkey {
+	uint8_t pub[32];
+	uint8_t seed[32]; /* the private half */
+};
+
+/*
+ * Parse text (len bytes: "-----BEGIN OPENSSH PRIVATE KEY-----" ... "-----END ...") into *out.
+ * -EINVAL with *why (a few words, never the key's bytes) when it is not one unencrypted ed25519
+ * key; -EOPNOTSUPP for a passphrase or another key type. Scratch memory is wiped before return.
+ */
+int hezo_sshkey_parse(const char *text, size_t len, struct hezo_sshkey *out, const char **why);
+/* The public key blob (string "ssh-ed25519", string pub): HEZO_ED25519_BLOB_LEN bytes. */
+void hezo_sshkey_blob(const uint8_t pub[32], uint8_t out[HEZO_ED25519_BLOB_LEN]);
+/* "ssh-ed25519 BASE64" (NUL-terminated) into out. */
+void hezo_sshkey_public_line(const uint8_t pub[32], char out[HEZO_KEY_PUBLIC_MAX]);
 
 /* ---- intersect.c ---- */
 

@@ -29,6 +29,14 @@ static struct shown show(const char *in)
 	return o;
 }
 
+bool hezo_egress_file_ok(const char *f)
+{
+	size_t n = f ? strlen(f) : 0;
+
+	return n > 0 && f[0] == '/' && n < SECRET_FILE_MAX && !strstr(f, "/../") &&
+	       !strstr(f, "/./") && !(n >= 3 && strcmp(f + n - 3, "/..") == 0);
+}
+
 static bool name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -206,10 +214,7 @@ static int parse_one(const char *name, const struct hezo_json *o, bool with_plac
 		s->nhosts++;
 	}
 	file = hezo_json_get(o, "file");
-	if (!hezo_json_string(file) || file->str[0] != '/' ||
-	    strlen(file->str) >= SECRET_FILE_MAX || strstr(file->str, "/../") ||
-	    strstr(file->str, "/./") ||
-	    (strlen(file->str) >= 3 && strcmp(file->str + strlen(file->str) - 3, "/..") == 0))
+	if (!hezo_egress_file_ok(hezo_json_string(file)))
 		return hezo_error_set(err, EINVAL,
 				      "secrets.%s.file: not an absolute path without . or .. "
 				      "components",
@@ -346,9 +351,10 @@ int hezo_secret_narrower(const struct hezo_secret *a, const struct hezo_secret *
 }
 
 /* Does egress entry a let out every name secret host h covers, on h's port? */
-static bool entry_covers(const struct hezo_allow_name *a, const struct hezo_allow_name *h)
+bool hezo_allow_covers(const struct hezo_allow_name *a, const struct hezo_allow_name *h,
+		       uint16_t dflt)
 {
-	uint16_t port = h->port ? h->port : 443;
+	uint16_t port = h->port ? h->port : dflt;
 	size_t n = strlen(h->name), l = strlen(a->name);
 
 	if (a->port ? a->port != port : (port != 80 && port != 443))
@@ -375,7 +381,7 @@ int hezo_secrets_check_egress(const struct hezo_secret *v, size_t n, const struc
 			bool ok = false;
 
 			for (size_t j = 0; !ok && j < e->nnames; j++)
-				ok = entry_covers(&e->names[j], h);
+				ok = hezo_allow_covers(&e->names[j], h, 443);
 			if (!ok) {
 				char port[8] = "";
 

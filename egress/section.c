@@ -54,6 +54,7 @@ void hezo_egress_clear(struct hezo_egress *e)
 	free(e->ranges);
 	free(e->resolvers);
 	hezo_secrets_free(e->secrets, e->nsecrets);
+	hezo_keys_free(e->keys, e->nkeys);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -133,9 +134,9 @@ static int parse_lists(const struct hezo_json *allow, const struct hezo_json *re
 static int parse_section(const struct hezo_json *egress, bool proxy_only, struct hezo_egress *out,
 			 struct hezo_error **err)
 {
-	static const char *const known[] = {"mode",	   "allow",   "resolvers",
-					    "allowRanges", "project", "secrets"};
-	const struct hezo_json *allow, *resolvers, *ranges, *mode, *project, *secrets;
+	static const char *const known[] = {"mode",    "allow",	  "resolvers", "allowRanges",
+					    "project", "secrets", "keys"};
+	const struct hezo_json *allow, *resolvers, *ranges, *mode, *project, *secrets, *keys;
 	struct hezo_egress e = {.mode = HEZO_EGRESS_PROXY};
 	int r;
 
@@ -172,6 +173,14 @@ static int parse_section(const struct hezo_json *egress, bool proxy_only, struct
 	if (r == 0 && secrets) {
 		r = hezo_secrets_parse(secrets, true, &e.secrets, &e.nsecrets, err);
 		r = r ?: hezo_secrets_check_egress(e.secrets, e.nsecrets, &e, err);
+		if (r < 0)
+			hezo_error_prefix(err, "egress");
+	}
+	/* Keys travel with their public halves and file references, never their private ones. */
+	keys = hezo_json_get(egress, "keys");
+	if (r == 0 && keys) {
+		r = hezo_keys_parse(keys, true, &e.keys, &e.nkeys, err);
+		r = r ?: hezo_keys_check_egress(e.keys, e.nkeys, &e, err);
 		if (r < 0)
 			hezo_error_prefix(err, "egress");
 	}

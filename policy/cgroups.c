@@ -17,6 +17,7 @@
 #include <sys/vfs.h>
 
 #include "hezo-file.h"
+#include "hezo-id.h"
 #include "policy-internal.h"
 
 /* Docker's layerdb file and podman's container list: small files; the bound is generous. */
@@ -246,55 +247,6 @@ static int cgroup_has_procs(const char *rel, const char *shown, bool fresh, stru
 	return 0;
 }
 
-/*
- * The engines' names for a container's cgroup, the last component of linux.cgroupsPath: <id>
- * (Docker, containerd and CRI with cgroupfs), libpod-<id> (podman with cgroupfs) and the
- * systemd scopes docker-<id>.scope, libpod-<id>.scope, cri-containerd-<id>.scope,
- * crio-<id>.scope. A name merely containing the ID ("docker" for ID "docker") is not one.
- */
-/*
- * A systemd unit's name: systemd puts a unit's processes in the cgroup of that name (a service
- * started later lands in /system.slice/X.service), so a container named so would count them as
- * its own. Engines name theirs PREFIX-ID.scope, checked below.
- */
-static bool unit_named(const char *name)
-{
-	static const char *const units[] = {".service", ".socket", ".scope",	".slice",
-					    ".mount",	".target", ".timer",	".path",
-					    ".swap",	".device", ".automount"};
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(units); i++) {
-		size_t un = strlen(units[i]);
-		if (n > un && strcmp(name + n - un, units[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-static bool cgroup_name_is_id(const char *name, const char *id)
-{
-	static const char *const scopes[] = {"docker-", "libpod-", "cri-containerd-", "crio-"};
-	size_t n = strlen(name), idn = strlen(id);
-
-	if (!idn)
-		return false;
-	if (strcmp(name, id) == 0)
-		return !unit_named(name);
-	if (strncmp(name, "libpod-", 7) == 0 && strcmp(name + 7, id) == 0)
-		return !unit_named(name);
-	if (n < 6 || strcmp(name + n - 6, ".scope") != 0)
-		return false;
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(scopes); i++) {
-		size_t pn = strlen(scopes[i]);
-
-		if (n == pn + idn + 6 && strncmp(name, scopes[i], pn) == 0 &&
-		    strncmp(name + pn, id, idn) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* Is cgroup a or b the other, or below it? */
 static bool cgroups_nest(const char *a, const char *b)
 {
@@ -367,7 +319,7 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, struct hezo_json
 						  "below the root",
 					q);
 	last = strrchr(rel, '/');
-	if (!env || !env->id || !cgroup_name_is_id(last + 1, env->id))
+	if (!env || !env->id || !hezo_cgroup_name_is_id(last + 1, env->id))
 		return hezo_error_set(
 			err, EPERM,
 			"linux.cgroupsPath %s: the cgroup's name is not the container's "

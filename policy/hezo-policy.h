@@ -296,6 +296,13 @@ const struct hezo_json *hezo_policy_secrets(const struct hezo_policy *p);
 int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
 			      struct hezo_error **err);
 
+/*
+ * keys (docs/policy.md, "Keys"): the effective {NAME: {"file", "sign", "ssh"}} object, NULL when
+ * the container has none; and the check that each ssh host is allowed by the effective egress.
+ */
+const struct hezo_json *hezo_policy_keys(const struct hezo_policy *p);
+int hezo_policy_check_keys(const struct hezo_policy *p, const char *name, struct hezo_error **err);
+
 const char *hezo_backend_name(enum hezo_backend b);
 /*
  * What the box claims and backend b does not hold, measured (docs/hardening.md): NULL-terminated,

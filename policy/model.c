@@ -111,6 +111,7 @@ void hezo_policy_free(struct hezo_policy *p)
 	hezo_strv_done(&p->resolvers);
 	hezo_strv_done(&p->allow_ranges);
 	hezo_json_free(p->secrets);
+	hezo_json_free(p->keys);
 	free(p->projects_dir);
 	free(p->docker_pidfile);
 	free(p->docker_init);

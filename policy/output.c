@@ -179,6 +179,7 @@ struct hezo_json *hezo_policy_file_json(const struct hezo_policy *p)
 	r = r ?: hezo_policy_secrets_json(p, o);
 	if (p->workspace || p->workspace_volume)
 		r = r ?: hezo_json_set(o, "workspace", hezo_policy_workspace_json(p));
+	r = r ?: hezo_policy_keys_json(p, o);
 	r = r ?: hezo_json_set(o, "projectsDir", hezo_json_new_string(p->projects_dir));
 	r = r ?: admission_json(p, o);
 	r = r ?: hezo_json_set(o, "dockerPidFile", hezo_json_new_string(p->docker_pidfile));

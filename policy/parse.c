@@ -458,6 +458,8 @@ int hezo_policy_parse_top_key(struct pctx *c, struct hezo_policy *p, const char 
 			       : 0;
 	if (strcmp(k, "secrets") == 0)
 		return hezo_policy_parse_secrets(p, x, c->name, c->err);
+	if (strcmp(k, "keys") == 0)
+		return hezo_policy_parse_keys(p, x, c->name, c->err);
 	if (strcmp(k, "projectsDir") == 0)
 		return hezo_policy_get_abs_path(c, "projectsDir", x, &p->projects_dir);
 	if (strcmp(k, "init") == 0)
@@ -503,7 +505,8 @@ static int validate(struct pctx *c, const struct hezo_policy *p)
 			"\"sandbox\" hides traffic from the egress rules; it needs egress.mode "
 			"\"off\"");
 	return hezo_policy_workspace_validate(c, p)
-		       ?: hezo_policy_check_secrets(p, c->name, c->err);
+		       ?: hezo_policy_check_secrets(p, c->name, c->err)
+		       ?: hezo_policy_check_keys(p, c->name, c->err);
 }
 
 int hezo_policy_parse_into(struct pctx *c, struct hezo_policy *p, const struct hezo_json *doc)

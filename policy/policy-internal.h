@@ -78,6 +78,7 @@ struct hezo_policy {
 	struct hezo_strv resolvers;
 	struct hezo_strv allow_ranges;
 	struct hezo_json *secrets; /* canonical "secrets" object (secrets.c); NULL: none */
+	struct hezo_json *keys;	   /* the "keys" object as given (keys.c); NULL: none */
 
 	char *projects_dir;
 	char *docker_pidfile; /* whose pid alone may run Docker's libnetwork-setkey hook */
@@ -287,6 +288,13 @@ int hezo_policy_parse_secrets(struct hezo_policy *p, const struct hezo_json *v, 
 int hezo_policy_secrets_narrower(const struct hezo_policy *base, const struct hezo_policy *p,
 				 const char *name, struct hezo_error **err);
 int hezo_policy_secrets_json(const struct hezo_policy *p, struct hezo_json *o);
+/* The effective egress section of p parsed into *e (the caller clears it); name: in messages. */
+int hezo_policy_egress_parsed(const struct hezo_policy *p, const char *name, struct hezo_egress *e,
+			      struct hezo_error **err);
+/* keys.c: the "keys" key (null clears it) and its JSON output into the file form o. */
+int hezo_policy_parse_keys(struct hezo_policy *p, const struct hezo_json *v, const char *name,
+			   struct hezo_error **err);
+int hezo_policy_keys_json(const struct hezo_policy *p, struct hezo_json *o);
 int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const char *val,
 				   struct hezo_error **err);
 

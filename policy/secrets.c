@@ -98,10 +98,21 @@ int hezo_policy_secrets_json(const struct hezo_policy *p, struct hezo_json *o)
 	return c ? hezo_json_set(o, "secrets", c) : -ENOMEM;
 }
 
+int hezo_policy_egress_parsed(const struct hezo_policy *p, const char *name, struct hezo_egress *e,
+			      struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *eg = hezo_policy_egress_json(p);
+
+	if (!eg)
+		return hezo_error_set(err, ENOMEM, "policy %s: out of memory", name);
+	if (hezo_egress_parse_section(eg, e, err) < 0)
+		return hezo_error_prefix(err, "policy %s", name);
+	return 0;
+}
+
 int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
 			      struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *eg = NULL;
 	struct hezo_egress e;
 	struct hezo_secret *s = NULL;
 	size_t n = 0;
@@ -109,12 +120,9 @@ int hezo_policy_check_secrets(const struct hezo_policy *p, const char *name,
 
 	if (!p->secrets || p->secrets->len == 0)
 		return 0;
-	eg = hezo_policy_egress_json(p);
-	if (!eg)
-		return hezo_error_set(err, ENOMEM, "policy %s: out of memory", name);
-	r = hezo_egress_parse_section(eg, &e, err);
+	r = hezo_policy_egress_parsed(p, name, &e, err);
 	if (r < 0)
-		return hezo_error_prefix(err, "policy %s", name);
+		return r;
 	r = hezo_secrets_parse(p->secrets, false, &s, &n, err);
 	r = r ?: hezo_secrets_check_egress(s, n, &e, err);
 	hezo_secrets_free(s, n);

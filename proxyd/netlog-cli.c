@@ -23,7 +23,8 @@
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: hezo-shim netlog [--follow] [--blocked] [--log-dir DIR] CONTAINER\n");
+	fprintf(f, "usage: hezo-shim netlog [--follow] [--blocked] [--keys] [--log-dir DIR] "
+		   "CONTAINER\n");
 	return 2;
 }
 
@@ -75,27 +76,33 @@ static int find_log(const char *dir, const char *id, char *path, size_t size)
 	return matches ? -EEXIST : -ENOENT;
 }
 
-static bool is_blocked(const char *line, size_t len)
+/* Is the line one to print: refused ones only when blocked, the agent's only when keys? */
+static bool wanted(const char *line, size_t len, bool blocked, bool keys)
 {
 	_cleanup_error_ struct hezo_error *err = NULL;
 	_cleanup_json_ struct hezo_json *v = NULL;
-	const char *verdict;
+	const char *verdict, *proto;
 
+	if (!blocked && !keys)
+		return true;
 	if (hezo_json_parse(line, len, &v, &err) < 0)
 		return true; /* unreadable: show it rather than hide it */
 	verdict = hezo_json_string(hezo_json_get(v, "verdict"));
-	return !verdict || strcmp(verdict, "allow") != 0;
+	proto = hezo_json_string(hezo_json_get(v, "proto"));
+	if (keys && (!proto || strcmp(proto, "agent") != 0))
+		return false;
+	return !blocked || !verdict || strcmp(verdict, "allow") != 0;
 }
 
 /* Print the complete lines in buf[0..*len), keep an unfinished tail. */
-static void emit(char *buf, size_t *len, bool blocked)
+static void emit(char *buf, size_t *len, bool blocked, bool keys)
 {
 	size_t start = 0;
 
 	for (size_t i = 0; i < *len; i++) {
 		if (buf[i] != '\n')
 			continue;
-		if (!blocked || is_blocked(buf + start, i - start))
+		if (wanted(buf + start, i - start, blocked, keys))
 			fwrite(buf + start, 1, i + 1 - start, stdout);
 		start = i + 1;
 	}
@@ -111,14 +118,12 @@ static void emit(char *buf, size_t *len, bool blocked)
 int hezo_netlog_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"follow", no_argument, NULL, 'f'},
-		{"blocked", no_argument, NULL, 'b'},
-		{"log-dir", required_argument, NULL, 'd'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		{"follow", no_argument, NULL, 'f'}, {"blocked", no_argument, NULL, 'b'},
+		{"keys", no_argument, NULL, 'k'},   {"log-dir", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},   {0},
 	};
 	const char *dir = getenv("HEZO_NETLOG_DIR");
-	bool follow = false, blocked = false;
+	bool follow = false, blocked = false, keys = false;
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int fd = -1;
 	char path[4096];
@@ -129,13 +134,16 @@ int hezo_netlog_main(int argc, char **argv)
 	if (!dir || !*dir)
 		dir = HEZO_NETLOG_DIR_DEFAULT;
 	optind = 0; /* the caller may have run getopt already */
-	while ((c = getopt_long(argc, argv, "+fbh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+fbkh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			follow = true;
 			break;
 		case 'b':
 			blocked = true;
+			break;
+		case 'k':
+			keys = true;
 			break;
 		case 'd':
 			dir = optarg;
@@ -168,7 +176,7 @@ int hezo_netlog_main(int argc, char **argv)
 
 		if (n > 0) {
 			len += (size_t)n;
-			emit(buf, &len, blocked);
+			emit(buf, &len, blocked, keys);
 			continue;
 		}
 		if (n < 0 && errno != EINTR) {

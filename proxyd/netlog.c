@@ -346,27 +346,53 @@ void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l)
 	queue_line(c, ln.buf, ln.o);
 }
 
-void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
-		      const char *verdict, const char *reason)
+/* A line's opening: time, registration, project and proto. */
+static void line_start(struct line *ln, const struct pd_container *c, const char *proto)
 {
-	struct line ln;
 	char ms[16];
 	struct timespec now;
 	const char *prefix;
 
-	if (c->log_fd < 0)
-		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	prefix = time_prefix(now.tv_sec);
 	snprintf(ms, sizeof(ms), ".%03dZ", (int)(now.tv_nsec / 1000000) % 1000);
-	ln.o = 0;
-	PUT_LIT(&ln, "{\"time\":\"");
-	put(&ln, prefix, strlen(prefix));
-	put(&ln, ms, 5);
-	PUT_LIT(&ln, "\"");
-	add_str(&ln, "container", c->id);
-	add_str(&ln, "project", c->project);
-	add_str(&ln, "proto", "control");
+	ln->o = 0;
+	PUT_LIT(ln, "{\"time\":\"");
+	put(ln, prefix, strlen(prefix));
+	put(ln, ms, 5);
+	PUT_LIT(ln, "\"");
+	add_str(ln, "container", c->id);
+	add_str(ln, "project", c->project);
+	add_str(ln, "proto", proto);
+}
+
+void pd_netlog_key(struct pd_container *c, const struct pd_netlog_key *k)
+{
+	struct line ln;
+
+	if (c->log_fd < 0)
+		return;
+	line_start(&ln, c, "agent");
+	add_str(&ln, "key", k->key);
+	add_str(&ln, "fingerprint", k->fingerprint);
+	add_str(&ln, "kind", k->kind);
+	add_str(&ln, "name", k->target);
+	add_str(&ln, "signed", k->hash);
+	add_str(&ln, "verdict", k->verdict);
+	add_str(&ln, "reason", k->reason);
+	ln.buf[ln.o++] = '}';
+	ln.buf[ln.o++] = '\n';
+	queue_line(c, ln.buf, ln.o);
+}
+
+void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
+		      const char *verdict, const char *reason)
+{
+	struct line ln;
+
+	if (c->log_fd < 0)
+		return;
+	line_start(&ln, c, "control");
 	add_str(&ln, "event", event);
 	add_str(&ln, "member", member);
 	add_str(&ln, "verdict", verdict);

@@ -105,17 +105,23 @@ bool hezo_pin_any(const struct hezo_pins *p, int family, const uint8_t *addr, ui
 	return false;
 }
 
-bool hezo_pin_any_allowed(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now,
-			  const struct hezo_egress *e, uint16_t port)
+const char *hezo_pin_allowed_name(const struct hezo_pins *p, int family, const uint8_t *addr,
+				  uint64_t now, const struct hezo_egress *e, uint16_t port)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct hezo_pin *x = &p->v[i];
 
 		if (x->expires > now && same_addr(x, family, addr) &&
 		    hezo_egress_name_allowed(e, x->name, port))
-			return true;
+			return x->name;
 	}
-	return false;
+	return NULL;
+}
+
+bool hezo_pin_any_allowed(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now,
+			  const struct hezo_egress *e, uint16_t port)
+{
+	return hezo_pin_allowed_name(p, family, addr, now, e, port) != NULL;
 }
 
 void hezo_pin_clear(struct hezo_pins *p)

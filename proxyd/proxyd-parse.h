@@ -400,6 +400,57 @@ int hezo_ctl_request_parse(const char *buf, size_t len, struct hezo_ctl_request 
 int hezo_ctl_registration(const struct hezo_json *doc, struct hezo_ctl_request *out,
 			  struct hezo_error **err);
 
+/* ---- agentmsg.c: ssh-agent requests (draft-miller-ssh-agent) and what may be signed ---- */
+
+#define HEZO_AGENT_MSG_MAX 16384
+
+enum {
+	HEZO_AGENT_FAILURE = 5,
+	HEZO_AGENTC_REQUEST_IDENTITIES = 11,
+	HEZO_AGENT_IDENTITIES_ANSWER = 12,
+	HEZO_AGENTC_SIGN_REQUEST = 13,
+	HEZO_AGENT_SIGN_RESPONSE = 14,
+};
+
+/*
+ * One message at the front of buf (uint32 length, then type and body): its whole size (> 0),
+ * -EAGAIN while it is incomplete, -E2BIG past HEZO_AGENT_MSG_MAX or when empty.
+ */
+long hezo_agent_frame(const uint8_t *buf, size_t len, uint8_t *type, const uint8_t **body,
+		      size_t *blen);
+
+struct hezo_agent_sign {
+	const uint8_t *key, *data;
+	size_t keylen, datalen;
+	uint32_t flags;
+};
+
+/* A SIGN_REQUEST's body: string key blob, string data, uint32 flags, nothing after. -EINVAL. */
+int hezo_agent_sign_parse(const uint8_t *body, size_t len, struct hezo_agent_sign *out);
+
+/* The blob ssh-keygen -Y sign has signed (OpenSSH's PROTOCOL.sshsig): "SSHSIG", namespace,
+ * reserved (empty), hash algorithm (sha256 or sha512) and the message's hash of that size. */
+struct hezo_sshsig {
+	const uint8_t *ns, *hash;
+	size_t nslen, hashlen;
+	const char *alg; /* "sha256" or "sha512" */
+};
+
+int hezo_sshsig_parse(const uint8_t *d, size_t len, struct hezo_sshsig *out);
+
+/*
+ * What an SSH client signs to authenticate by public key (RFC 4252, section 7): string session
+ * identifier, byte SSH_MSG_USERAUTH_REQUEST, string user, string "ssh-connection", string
+ * "publickey" (or OpenSSH's "publickey-hostbound-v00@openssh.com", then the server's host key
+ * after the key blob), boolean TRUE, string algorithm, string key blob; nothing after.
+ */
+struct hezo_userauth {
+	const uint8_t *session, *user, *alg, *key, *hostkey; /* hostkey: NULL unless hostbound */
+	size_t sessionlen, userlen, alglen, keylen, hostkeylen;
+};
+
+int hezo_userauth_parse(const uint8_t *d, size_t len, struct hezo_userauth *out);
+
 /* ---- pin.c ---- */
 
 #define HEZO_PIN_TTL_FLOOR 60u
@@ -427,6 +478,9 @@ bool hezo_pin_any(const struct hezo_pins *p, int family, const uint8_t *addr, ui
 /* Is some live pin of addr for a name that e allows on port? (Port 0: never.) */
 bool hezo_pin_any_allowed(const struct hezo_pins *p, int family, const uint8_t *addr, uint64_t now,
 			  const struct hezo_egress *e, uint16_t port);
+/* The name of the first such pin, NULL when there is none. */
+const char *hezo_pin_allowed_name(const struct hezo_pins *p, int family, const uint8_t *addr,
+				  uint64_t now, const struct hezo_egress *e, uint16_t port);
 void hezo_pin_expire(struct hezo_pins *p, uint64_t now);
 void hezo_pin_clear(struct hezo_pins *p);
 

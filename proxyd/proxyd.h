@@ -86,6 +86,7 @@ struct pd_stats {
 	uint64_t dns_queries, dns_allowed, dns_refused, dns_ratelimited, dns_failed;
 	uint64_t bytes_out, bytes_in;
 	uint64_t secrets_substituted, secrets_masked; /* intercepted connections */
+	uint64_t keys_signed, keys_refused;	      /* the agent's sign requests */
 };
 
 /* Every registration's, in total (each registration's own are its st). */
@@ -102,6 +103,7 @@ struct pd_tcp {
 	char name[HEZO_NAME_MAX]; /* the name it was allowed for ("" for an address entry) */
 	uint64_t start_ms;
 	uint64_t masks; /* intercepted: values masked in the answers (mask.c) */
+	bool ssh;	/* began with an SSH identification string: named by its pin */
 };
 
 /* A TCP connection of c ended, relayed or intercepted: its netlog line and its counters. */
@@ -111,6 +113,7 @@ void pd_tcp_end(struct pd_container *c, const struct pd_tcp *t, uint64_t bytes_o
 /* ---- the daemon's registrations (registry.c) ---- */
 
 struct pd_conn;
+struct pd_agentconn;
 struct pd_dnsconn;
 struct pd_dnsq;
 
@@ -150,6 +153,9 @@ struct pd_container {
 	struct pd_dnsconn *dnsconns;
 	struct pd_dnsq *queries;
 	struct pd_stats st;
+	struct pd_listener agent; /* the ssh agent's socket (agent.c), when it has keys */
+	struct pd_agentconn *agentconns;
+	unsigned nagent;
 };
 
 /* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
@@ -201,6 +207,9 @@ void pd_registry_tick(uint64_t now_ms);
 void pd_tcp_accept(struct pd_watch *w, uint32_t events);
 void pd_conn_abort_all(struct pd_container *c);
 void pd_relay_tick(struct pd_container *c, uint64_t now_ms);
+/* fn(t, arg) for each of c's SSH connections that is relayed or connecting. */
+void pd_relay_each_ssh(const struct pd_container *c, void (*fn)(const struct pd_tcp *t, void *arg),
+		       void *arg);
 unsigned pd_relay_active(void);
 
 /* ---- intercept.c: TLS to a secret's host (issue 17) ---- */
@@ -215,6 +224,13 @@ void pd_intercept_abort_all(struct pd_container *c);
 /* Does a plain-HTTP request head hold a placeholder of one of c's secrets that may not pass? */
 bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len);
 void pd_intercept_tick(struct pd_container *c, uint64_t now_ms);
+
+/* ---- agent.c: the ssh agent for a registration's keys (docs/hardening.md, "Keys") ---- */
+
+/* Serve STATE/agent/ID/agent.sock when c has keys (the shim bind-mounts that directory). */
+int pd_agent_start(struct pd_container *c, struct hezo_error **err);
+/* Close the socket, its connections, and unlink it. */
+void pd_agent_stop(struct pd_container *c);
 
 /* ---- dnsproxy.c ---- */
 
@@ -248,6 +264,12 @@ struct pd_netlog {
 int pd_netlog_open(struct pd_container *c, struct hezo_error **err);
 /* Queue one line; lines reach the file in whole-line batches (pd_netlog_flush*). */
 void pd_netlog_write(struct pd_container *c, const struct pd_netlog *l);
+/* An agent line: a signature made or a request refused, with the key's name and fingerprint,
+ * the kind ("git" namespace, "ssh" host) and the hash signed (ALG:HEX). */
+struct pd_netlog_key {
+	const char *key, *fingerprint, *kind, *target, *hash, *verdict, *reason;
+};
+void pd_netlog_key(struct pd_container *c, const struct pd_netlog_key *k);
 /* A control line: member joined ("join") or left ("leave") c's registration. */
 void pd_netlog_member(struct pd_container *c, const char *event, const char *member,
 		      const char *verdict, const char *reason);

@@ -80,6 +80,7 @@ static void container_free(struct pd_container *c)
 		pd_watch_close(&c->udp[i].w);
 		pd_watch_close(&c->dnstcp[i].w);
 	}
+	pd_agent_stop(c);
 	pd_netlog_flush(c);
 	free(c->logbuf);
 	c->logbuf = NULL;
@@ -87,7 +88,7 @@ static void container_free(struct pd_container *c)
 		close(c->log_fd);
 	if (c->netns_fd >= 0)
 		close(c->netns_fd);
-	c->log_fd = c->netns_fd = -1;
+	c->log_fd = c->netns_fd = c->agent.w.fd = -1;
 	hezo_egress_clear(&c->eg);
 	hezo_pin_clear(&c->pins);
 	hezo_json_free(c->reg);
@@ -231,6 +232,7 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	}
 
 	r = pd_netlog_open(c, err);
+	r = r ?: pd_agent_start(c, err);
 	if (r < 0) {
 		container_free(c);
 		return r;

@@ -168,6 +168,23 @@ static void read_head(struct pd_conn *k)
 		return;
 	}
 	k->up.len += (size_t)n;
+	/* SSH names no host: the address's pin does, as for the client's own DNS lookup. */
+	if (memcmp(k->up.buf, "SSH-", k->up.len < 4 ? k->up.len : 4) == 0) {
+		const char *pinned;
+
+		if (k->up.len < 4)
+			return;
+		pinned = hezo_pin_allowed_name(&k->c->pins, k->t.dst.ss_family, addr,
+					       pd_now_ms() / 1000, &k->c->eg, port);
+		if (!pinned) {
+			refuse(k, "port not allowed for any name resolved to this address");
+			return;
+		}
+		snprintf(k->t.name, sizeof(k->t.name), "%s", pinned);
+		k->t.ssh = true;
+		connect_upstream(k, "ssh");
+		return;
+	}
 	if (k->up.buf[0] == 0x16) {
 		kind = "sni";
 		r = hezo_sni_parse(k->up.buf, k->up.len, raw);
@@ -362,6 +379,14 @@ void pd_conn_abort_all(struct pd_container *c)
 	while (c->conns)
 		relay_conn_end(c->conns, "deny", "container deregistered", true);
 	pd_intercept_abort_all(c);
+}
+
+void pd_relay_each_ssh(const struct pd_container *c, void (*fn)(const struct pd_tcp *t, void *arg),
+		       void *arg)
+{
+	for (const struct pd_conn *k = c->conns; k; k = k->next)
+		if (k->t.ssh && (k->st == ST_RELAY || k->st == ST_CONNECTING))
+			fn(&k->t, arg);
 }
 
 void pd_relay_tick(struct pd_container *c, uint64_t now)

@@ -9,13 +9,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hezo-b64.h"
 #include "proxyd-parse.h"
 
 #define VALUE_MAX 4096
 /* A decoded Basic credential: user-id ":" password, with room for substituted values. */
 #define BASIC_MAX 8192
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 bool hezo_subst_value_ok(const uint8_t *v, size_t len)
 {
@@ -124,53 +123,12 @@ static void subst_seg(const uint8_t *seg, size_t len, enum place at, const uint8
 	put(o, seg + from, len - from);
 }
 
-static int b64_val(uint8_t c)
-{
-	const char *p = c ? strchr(b64, c) : NULL;
-
-	return p ? (int)(p - b64) : -1;
-}
-
-/* Strict base64 (padding required, no whitespace) into out; -1 when it is not that. */
-static long b64_decode(const uint8_t *s, size_t len, uint8_t *out, size_t size)
-{
-	size_t n = 0;
-
-	if (len == 0 || len % 4)
-		return -1;
-	for (size_t i = 0; i < len; i += 4) {
-		int a = b64_val(s[i]), b = b64_val(s[i + 1]);
-		int c = s[i + 2] == '=' ? -2 : b64_val(s[i + 2]);
-		int d = s[i + 3] == '=' ? -2 : b64_val(s[i + 3]);
-
-		if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2) ||
-		    ((c == -2 || d == -2) && i + 4 != len) || n + 3 > size)
-			return -1;
-		out[n++] = (uint8_t)(a << 2 | b >> 4);
-		if (c >= 0)
-			out[n++] = (uint8_t)((b & 15) << 4 | c >> 2);
-		if (d >= 0)
-			out[n++] = (uint8_t)((c & 3) << 6 | d);
-	}
-	return (long)n;
-}
-
 static void b64_encode(const uint8_t *s, size_t len, struct out *o)
 {
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16;
-		char q[4];
+	char q[4];
 
-		if (i + 1 < len)
-			v |= (uint32_t)s[i + 1] << 8;
-		if (i + 2 < len)
-			v |= s[i + 2];
-		q[0] = b64[v >> 18 & 63];
-		q[1] = b64[v >> 12 & 63];
-		q[2] = i + 1 < len ? b64[v >> 6 & 63] : '=';
-		q[3] = i + 2 < len ? b64[v & 63] : '=';
-		put(o, q, 4);
-	}
+	for (size_t i = 0; i < len; i += 3)
+		put(o, q, hezo_b64_encode(s + i, len - i < 3 ? len - i : 3, q));
 }
 
 static void merge(struct hezo_subst_result *res, const struct hezo_subst_result *r)
@@ -240,7 +198,7 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 			s++;
 		put(o, val, s);
 		at = o->len;
-		dl = b64_decode(val + s, e - s, dec, sizeof(dec));
+		dl = hezo_b64_decode(val + s, e - s, dec, sizeof(dec));
 		if (dl > 0) {
 			struct out so = {.p = sub, .size = sizeof(sub)};
 

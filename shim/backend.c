@@ -60,6 +60,12 @@ static int runsc_extra_args(const struct hezo_policy *p, struct hezo_strv *out)
 		return r;
 	if ((size_t)n >= HEZO_ARRAY_SIZE(net))
 		return -EINVAL;
+	/*
+	 * The ssh agent is a host socket in a bind-mounted directory (shim/keys.c): the Sentry
+	 * may connect to host sockets only with this. Creating them (--host-uds=create) stays off.
+	 */
+	if (hezo_policy_keys(p) && hezo_strv_push(out, "--host-uds=open") < 0)
+		return -ENOMEM;
 	return hezo_strv_pushf(out, "--network=%s", net[n]);
 }
 

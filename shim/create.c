@@ -201,8 +201,8 @@ static int build_record(const struct shim_ctx *ctx, const char *id, const char *
 }
 
 static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy *p,
-			    const struct hezo_json *secrets, struct hezo_json *spec,
-			    struct hezo_error **err)
+			    const struct hezo_json *secrets, const struct hezo_json *keys,
+			    struct hezo_json *spec, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *eg = NULL;
 	_cleanup_free_ char *egress = NULL, *env0 = NULL;
@@ -225,7 +225,8 @@ static int add_egress_hooks(const struct shim_ctx *ctx, const struct hezo_policy
 				      mode == HEZO_EGRESS_PROXY ? "proxy" : "deny");
 	eg = hezo_policy_egress_json(p);
 	/* proxyd learns each secret's hosts, placeholder and file; the value stays in the file. */
-	if (!eg || (secrets && hezo_json_set(eg, "secrets", hezo_json_clone(secrets)) < 0))
+	if (!eg || (secrets && hezo_json_set(eg, "secrets", hezo_json_clone(secrets)) < 0) ||
+	    (keys && hezo_json_set(eg, "keys", hezo_json_clone(keys)) < 0))
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = hezo_json_dump(eg, false, &egress, &len, err);
 	if (r < 0)
@@ -943,8 +944,8 @@ static bool same_held(const struct hezo_held *a, const struct hezo_held *b)
 int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
-	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
-					*judged = NULL, *again = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *keys = NULL,
+					*input = NULL, *judged = NULL, *again = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
@@ -1054,7 +1055,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			return r;
 	}
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
-	r = r ?: add_egress_hooks(ctx, p, secrets, spec, err);
+	r = r ?: shim_keys_prepare(ctx, p, id, spec, &keys, err);
+	r = r ?: add_egress_hooks(ctx, p, secrets, keys, spec, err);
 	r = r ?: build_record(ctx, id, bundle_real, &t, p, input, spec, engine_seccomp, &rec, err);
 	if (r == 0 && shim_workspace_record_home(input, spec, rec) < 0)
 		r = hezo_error_set(err, ENOMEM, "out of memory");
@@ -1103,7 +1105,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	/* Names, hosts, files and placeholders: exec puts the placeholders in again. */
-	if (secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0)
+	if ((secrets && hezo_json_set(rec, "secrets", TAKE_PTR(secrets)) < 0) ||
+	    (keys && hezo_json_set(rec, "keys", TAKE_PTR(keys)) < 0))
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	if (set_string(rec, "init", init_how) < 0 ||
 	    (exec_bpf && set_string(rec, "execSeccomp", exec_bpf) < 0))

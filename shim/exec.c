@@ -82,9 +82,9 @@ static int parse_user(const char *s, int64_t *uid)
 static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb *v,
 			      enum hezo_backend b, const struct hezo_policy *p, const char *path,
 			      const struct hezo_strv *prefix, int64_t nproc, int64_t uid_only,
-			      const struct hezo_json *secrets, const struct hezo_json *rec,
-			      bool files_ok, struct shim_rlimits *rl, char **clamped,
-			      struct hezo_error **err)
+			      const struct hezo_json *secrets, const struct hezo_json *keys,
+			      const struct hezo_json *rec, bool files_ok, struct shim_rlimits *rl,
+			      char **clamped, struct hezo_error **err)
 {
 	char priv[PATH_MAX], pname[64];
 	_cleanup_close_ int pfd = -1;
@@ -151,6 +151,9 @@ static int clamp_process_file(const struct shim_ctx *ctx, const struct shim_verb
 	/* And the HOME its create gave the box, where the engine copied the image's. */
 	if (r == 0 && shim_workspace_exec_home(proc, rec) < 0)
 		r = hezo_error_set(err, ENOMEM, "env: cannot set HOME");
+	/* ... and the agent's socket and git's signing configuration. */
+	if (r == 0 && shim_keys_set_env(proc, keys) < 0)
+		r = hezo_error_set(err, ENOMEM, "env: cannot set keys");
 	if (r < 0)
 		return hezo_error_prefix(err, "exec --process %s", path);
 	if (prefix && prefix->n) {
@@ -300,6 +303,24 @@ static int secrets_as_flags(const char *verb, struct hezo_strv *kept,
 	return 0;
 }
 
+/* The same for the keys: SSH_AUTH_SOCK and git's configuration as --env flags. */
+static int keys_as_flags(const char *verb, struct hezo_strv *kept, const struct hezo_json *keys,
+			 struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *proc = hezo_json_new_object();
+	_cleanup_strv_ struct hezo_strv env = {0};
+	const struct hezo_json *e;
+	int r = proc ? shim_keys_set_env(proc, keys) : -ENOMEM;
+
+	e = hezo_json_get(proc, "env");
+	for (size_t j = 0; r == 0 && e && j < e->len; j++)
+		r = hezo_strv_pushf(&env, "--env=%s", hezo_json_string(e->items[j]) ?: "");
+	r = r ?: insert_at_id(verb, kept, &env, false, err);
+	if (r < 0)
+		return hezo_error_set(err, ENOMEM, "exec: cannot add the keys' environment");
+	return 0;
+}
+
 int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *p = NULL;
@@ -307,7 +328,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_free_ char *clamped = NULL, *eq_form = NULL;
-	const struct hezo_json *secrets;
+	const struct hezo_json *secrets, *keys;
 	struct shim_userns own_ns;
 	static struct shim_rlimits rl; /* ctx points at it until the process ends */
 	bool files_ok, own_rl;
@@ -344,6 +365,7 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	if (!rec && shim_record_read(ctx, id, &rec, NULL) < 0)
 		rec = NULL;
 	secrets = hezo_json_get_type(rec, "secrets", HEZO_JSON_OBJECT);
+	keys = hezo_json_get_type(rec, "keys", HEZO_JSON_OBJECT);
 	/*
 	 * A regular file as stdio: runsc's Sentry holds it; a box with a user namespace of its own
 	 * reopens it through /proc/self/fd only as far as the file's mode lets others.
@@ -365,7 +387,8 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	}
 	if (process) {
 		r = clamp_process_file(ctx, v, t.backend, p, process, &prefix, nproc, uid_only,
-				       secrets, rec, files_ok, own_rl ? &rl : NULL, &clamped, err);
+				       secrets, keys, rec, files_ok, own_rl ? &rl : NULL, &clamped,
+				       err);
 		if (r < 0)
 			return r;
 		if (repoint_process(&v->args, v->argv, clamped, &eq_form) < 0)
@@ -408,6 +431,11 @@ int shim_cmd_exec(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	/* The command-line form: the placeholders as --env, after the caller's own. */
 	if (!process && secrets && secrets->len) {
 		r = secrets_as_flags(v->name, &kept, secrets, err);
+		if (r < 0)
+			return r;
+	}
+	if (!process && keys && keys->len) {
+		r = keys_as_flags(v->name, &kept, keys, err);
 		if (r < 0)
 			return r;
 	}

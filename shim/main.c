@@ -97,7 +97,7 @@ static void usage(FILE *f)
 	      "          policy check FILE           validate a policy file, naming every error\n"
 	      "          policy show [--project P]   the effective policy (of a project)\n"
 	      "          inspect CONTAINER           the box a container got, as applied\n"
-	      "          netlog [--follow] [--blocked] CONTAINER\n"
+	      "          netlog [--follow] [--blocked] [--keys] CONTAINER\n"
 	      "          ps [-q] [--no-trunc] [--format table|json]   every live box\n"
 	      "          stats [--no-stream] [--format table|json] [--interval S]   live use\n"
 	      "\n"

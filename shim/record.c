@@ -544,6 +544,9 @@ int shim_record_remove_same(const struct shim_ctx *ctx, const char *id, const st
 	/* A create of the same ID since: its record (and private bundle) stays. */
 	if ((a || b) && !(a && b && hezo_json_equal(a, b)))
 		return 0;
+	/* The agent's directory was this record's: proxyd's socket in it went at unwire. */
+	if (hezo_json_get(now, "keys"))
+		shim_keys_remove(ctx, id);
 	return shim_record_remove(ctx, id);
 }
 

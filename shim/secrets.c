@@ -15,30 +15,31 @@
 #include "hezo-egress.h"
 #include "shim.h"
 
-/* The file may hold the value only if no container and no unprivileged user can read it. */
-static int check_file(const char *name, const char *path, struct hezo_error **err)
+/* The file may hold a value or a key only if no container and no unprivileged user can read it. */
+int shim_root_file_open(const char *what, const char *name, const char *path,
+			struct hezo_error **err)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	struct stat st;
 
 	if (fd < 0)
-		return hezo_error_set_errno(err, errno, "secret %s: file %s", name, path);
+		return hezo_error_set_errno(err, errno, "%s %s: file %s", what, name, path);
 	if (fstat(fd, &st) < 0)
-		return hezo_error_set_errno(err, errno, "secret %s: file %s", name, path);
+		return hezo_error_set_errno(err, errno, "%s %s: file %s", what, name, path);
 	if (!S_ISREG(st.st_mode))
-		return hezo_error_set(err, EINVAL, "secret %s: file %s: not a regular file", name,
+		return hezo_error_set(err, EINVAL, "%s %s: file %s: not a regular file", what, name,
 				      path);
 	if (st.st_uid != 0)
-		return hezo_error_set(err, EPERM, "secret %s: file %s: owned by uid %u, not root",
+		return hezo_error_set(err, EPERM, "%s %s: file %s: owned by uid %u, not root", what,
 				      name, path, (unsigned)st.st_uid);
 	if (st.st_mode & 077)
 		return hezo_error_set(err, EPERM,
-				      "secret %s: file %s: mode %04o lets group or others in "
+				      "%s %s: file %s: mode %04o lets group or others in "
 				      "(want 0600 or 0400)",
-				      name, path, (unsigned)(st.st_mode & 07777));
+				      what, name, path, (unsigned)(st.st_mode & 07777));
 	if (st.st_size == 0)
-		return hezo_error_set(err, EINVAL, "secret %s: file %s: empty", name, path);
-	return 0;
+		return hezo_error_set(err, EINVAL, "%s %s: file %s: empty", what, name, path);
+	return TAKE_FD(fd);
 }
 
 static int make_placeholder(char out[HEZO_PLACEHOLDER_LEN + 1], struct hezo_error **err)
@@ -67,7 +68,7 @@ static const char *const ca_vars[] = {
 };
 
 /* name=value into env, replacing every name= before it. */
-static int env_put(struct hezo_json *env, const char *name, const char *value)
+int shim_env_put(struct hezo_json *env, const char *name, const char *value)
 {
 	_cleanup_free_ char *kv = NULL;
 	size_t nl = strlen(name);
@@ -100,12 +101,12 @@ int shim_secrets_set_env(struct hezo_json *process, const struct hezo_json *secr
 		if (!ph)
 			return -EINVAL;
 		/* Whatever the engine or image set for NAME goes: only the placeholder is kept. */
-		r = env_put(env, secrets->keys[i], ph);
+		r = shim_env_put(env, secrets->keys[i], ph);
 		if (r < 0)
 			return r;
 	}
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(ca_vars); i++) {
-		r = env_put(env, ca_vars[i], SHIM_CA_BUNDLE_DEST);
+		r = shim_env_put(env, ca_vars[i], SHIM_CA_BUNDLE_DEST);
 		if (r < 0)
 			return r;
 	}
@@ -174,7 +175,10 @@ int shim_secrets_prepare(const struct shim_ctx *ctx, const struct hezo_policy *p
 		char ph[HEZO_PLACEHOLDER_LEN + 1];
 		const char *file = hezo_json_string(hezo_json_get(wire->items[i], "file"));
 
-		r = check_file(wire->keys[i], file ? file : "(none)", err);
+		int fd = shim_root_file_open("secret", wire->keys[i], file ? file : "(none)", err);
+
+		/* Checked, never read: proxyd reads the value when it is due. */
+		r = fd < 0 ? fd : close(fd) * 0;
 		r = r ?: make_placeholder(ph, err);
 		if (r < 0)
 			return r;

@@ -571,6 +571,28 @@ int shim_secrets_prepare(const struct shim_ctx *ctx, const struct hezo_policy *p
  * CA variables (none of it without secrets). -errno.
  */
 int shim_secrets_set_env(struct hezo_json *process, const struct hezo_json *secrets);
+/* name=value into a process's env array, replacing every name= before it. -errno. */
+int shim_env_put(struct hezo_json *env, const char *name, const char *value);
+/* A secret's or key's file opened when it is regular, root's, not empty and without group or
+ * other bits: its fd, or -errno with an error naming what ("secret", "key") and name. */
+int shim_root_file_open(const char *what, const char *name, const char *path,
+			struct hezo_error **err);
+
+/*
+ * keys.c (docs/policy.md, "Keys"): at create, each key file checked as a secret's and parsed for
+ * its public half (the private one is wiped at once), the agent's directory made and bind-mounted
+ * at SHIM_AGENT_DEST, SSH_AUTH_SOCK and git's signing configuration put into process.env; *out
+ * gets the wire form {NAME: {file, sign, ssh, public}} for the record and the hook (NULL: none).
+ */
+#define SHIM_AGENT_DEST "/run/hezo-agent"
+#define SHIM_AGENT_SOCK SHIM_AGENT_DEST "/agent.sock"
+int shim_keys_prepare(const struct shim_ctx *ctx, const struct hezo_policy *p, const char *id,
+		      struct hezo_json *spec, struct hezo_json **out, struct hezo_error **err);
+/* SSH_AUTH_SOCK and git's GIT_CONFIG_* for the keys' wire form into a process's env. -errno. */
+int shim_keys_set_env(struct hezo_json *process, const struct hezo_json *keys);
+/* The agent's directory of container id removed (its socket first), if there is one. */
+void shim_keys_remove(const struct shim_ctx *ctx, const char *id);
+
 /* {NAME: {hosts}}: what `hezo-shim inspect` shows. NULL: out of memory. */
 struct hezo_json *shim_secrets_public(const struct hezo_json *secrets);
 

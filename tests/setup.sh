@@ -29,6 +29,8 @@ PACKAGES=(
 	runc crun docker.io containerd podman docker-compose
 	# network, images, test tools
 	nftables iproute2 dnsmasq busybox-static debootstrap jq openssl curl util-linux procps python3 valgrind
+	# the ssh agent's test (tests/integration/keys-docker.sh) runs its own sshd in a namespace
+	openssh-server
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
 	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
@@ -60,7 +62,16 @@ export DEBIAN_FRONTEND=noninteractive
 if [ "${#missing[@]}" -gt 0 ]; then
 	log "installing ${missing[*]}"
 	apt-get update
-	apt-get install -y -o Dpkg::Options::=--force-confold "${missing[@]}"
+	# No service may start from an install (openssh-server would leave an sshd on the host):
+	# a policy-rc.d of our own for the install's length, unless the machine has one already.
+	prc=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		prc=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$prc"
+		chmod 0755 "$prc"
+	fi
+	apt-get install -y -o Dpkg::Options::=--force-confold "${missing[@]}" || { [ -z "$prc" ] || rm -f "$prc"; exit 1; }
+	[ -z "$prc" ] || rm -f "$prc"
 else
 	log "all packages present"
 fi

@@ -1,0 +1,298 @@
+#!/bin/bash
+# Integration (issue 30 through Docker): a project's ssh key stays on the host, proxyd's agent
+# signs for the box. An sshd of the test's own (Debian's openssh-server, in a network namespace
+# made here, user "git" only in sshd's own mount namespace) serves a bare repository; the box (the
+# dev image: git and openssh-client, no git configuration) clones it over ssh://git@git.test,
+# commits (signed through the agent: the shim's GIT_CONFIG_* only) and pushes; on the host `git
+# verify-commit` passes with an allowed-signers file and the server has that commit. The private
+# key is in no file, environment or log of the box, the bundle, the shim, proxyd or Docker. Each
+# refusal is a row: namespace "file", ssh toward a host the key does not allow, add/remove/lock,
+# arbitrary data, another box on the socket, a key file open to the group, a missing key file,
+# the agent down. HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/common.sh
+. "$here/../lib/common.sh"
+# shellcheck source=tests/lib/docker.sh
+. "$here/../lib/docker.sh"
+# shellcheck source=tests/lib/netns.sh
+. "$here/../lib/netns.sh"
+# shellcheck source=tests/lib/proxyd.sh
+. "$here/../lib/proxyd.sh"
+# shellcheck source=tests/lib/devimage.sh
+. "$here/../lib/devimage.sh"
+# shellcheck source=tests/lib/gitssh.sh
+. "$here/../lib/gitssh.sh"
+
+hezo_require_root
+hezo_require_tools jq ip nft dnsmasq python3 git ssh-keygen unshare nsenter timeout /usr/sbin/sshd "$HEZO_DOCKER"
+hezo_require_backend
+hezo_require_shim
+PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
+[ -x "$PROXYD" ] || hezo_cannot_run "no hezo-proxyd at $PROXYD"
+[ -x "$HEZO_HOOK_BIN" ] || hezo_cannot_run "no hezo-hook at $HEZO_HOOK_BIN"
+hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
+hezo_devimage_docker || hezo_cannot_run "no dev image ($HEZO_DEV_IMAGE)"
+
+mkdir -p "$HEZO_TEST_DIR"
+E=$(mktemp -d "$HEZO_TEST_DIR/keys-docker.XXXXXX")
+chmod 0755 "$E"
+TAG=ky$$
+INS=ky-$$-up
+VETH=ky$$v
+NET=ky-$$-net
+PROJ=ky$$a
+RT=hezo-test-keys-$HEZO_TEST_BACKEND
+RT_N=hezo-test-keys-n-$HEZO_TEST_BACKEND
+DNS_PORT=$((20000 + ($$ + 11) % 20000))
+PFX=10.241.0
+PIDS=()
+CONTAINERS=()
+tap_cleanup "rm -rf '$E'"
+tap_cleanup "ip netns del $INS 2>/dev/null; ip link del $VETH 2>/dev/null"
+tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done; [ -f "$E/sshd/pid" ] && kill "$(cat "$E/sshd/pid")" 2>/dev/null; for m in "$E"/proxyd/netns/*; do [ -e "$m" ] && umount -l "$m"; done; true'
+tap_cleanup "hezo_docker network rm $NET"
+tap_cleanup 'for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c"; done'
+
+# ---- the key, the repository, the sshd in a namespace of its own ----
+mkdir -m 0700 "$E/keys"
+ssh-keygen -q -t ed25519 -N '' -C deploy -f "$E/keys/deploy" || bail_out "ssh-keygen cannot make the key"
+chmod 0600 "$E/keys/deploy"
+PUB=$(cut -d' ' -f1,2 "$E/keys/deploy.pub")
+FPR=$(ssh-keygen -l -f "$E/keys/deploy.pub" | awk '{print $2}')
+hezo_gitssh_server "$E" "$INS" "$VETH" "$PFX" 2>"$E/gitssh.err" || bail_out "$(cat "$E/gitssh.err")"
+cp "$E/keys/deploy.pub" "$E/sshd/authorized_keys"
+tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
+	--no-resolv --no-hosts --user=root --address=/git.test/$PFX.2 --address=/other.test/$PFX.3
+KH="git.test $(cut -d' ' -f1,2 "$E/sshd/host.pub")
+other.test $(cut -d' ' -f1,2 "$E/sshd/host.pub")"
+
+mkdir -p "$E/proxyd" "$E/netlog" "$E/state" "$E/projects"
+start_proxyd() { hezo_proxyd_start_in "$E" --upstream "127.0.0.1:$DNS_PORT"; }
+start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not start"; }
+
+# ---- the policy: egress to both hosts on 22; the project's key may authenticate to git.test ----
+hezo_policy_json docker | jq --arg dns "127.0.0.1:$DNS_PORT" --arg p "$E/projects" '
+	.egress = {mode: "proxy", allow: ["git.test:22", "other.test:22"], resolvers: [$dns],
+		allowRanges: ["'"$PFX"'.0/24"]}
+	| .projectsDir = $p
+	| if .backends.runsc then .backends.runsc.network = "host" else . end' >"$E/policy.json" ||
+	bail_out "cannot write the policy"
+jq -n --arg f "$E/keys/deploy" '{keys: {deploy: {file: $f, sign: ["git"], ssh: ["git.test"]}}}' \
+	>"$E/projects/$PROJ.json"
+hezo_proxyd_shim_wrapper "$E/hezo-shim" "$E" --hezo-project "$PROJ"
+hezo_proxyd_shim_wrapper "$E/hezo-shim-n" "$E"
+hezo_docker_register_runtime "$RT" "$E/hezo-shim" || bail_out "cannot register $RT"
+hezo_docker_register_runtime "$RT_N" "$E/hezo-shim-n" || bail_out "cannot register $RT_N"
+diag "backend $HEZO_TEST_BACKEND, runtime $RT (project $PROJ) -> $HEZO_SHIM_BIN"
+hezo_docker network create --subnet 10.242.0.0/24 "$NET" >/dev/null || bail_out "cannot create docker network $NET"
+
+# dexec NAME SCRIPT: `docker exec` SCRIPT in NAME (bash); output in OUT, status in RC.
+dexec() { OUT=$(timeout -k 5 120 "$HEZO_DOCKER" exec "$1" bash -c "$2" 2>&1 </dev/null) && RC=0 || RC=$?; }
+# drun RUNTIME NAME: a box of the dev image that sleeps; output in OUT, status in RC.
+drun()
+{
+	OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run -d --runtime "$1" --name "$2" --network "$NET" \
+		--dns "$PFX.1" "$HEZO_DEV_IMAGE" sleep 900 2>&1 </dev/null) && RC=0 || RC=$?
+}
+
+A=$TAG-a
+CONTAINERS+=("$A")
+drun "$RT" "$A"
+expect_eq "$RC" 0 "[run] docker run -d of a box whose project has a key" || diag "$OUT"
+IDA=$(hezo_docker inspect -f '{{.Id}}' "$A")
+dexec "$A" "printf '%s\n' '$KH' >/tmp/kh; echo \"\$SSH_AUTH_SOCK\"; env | grep -c '^GIT_CONFIG_'"
+expect_eq "$OUT" "/run/hezo-agent/agent.sock
+7" "[env] SSH_AUTH_SOCK is the agent's socket, git's configuration in 7 GIT_CONFIG_* variables" || diag "$OUT"
+dexec "$A" 'ssh-add -L'
+expect_eq "$OUT" "$PUB deploy" "[agent] ssh-add -L in the box lists the project's key, and only it" ||
+	{ diag "$OUT"; diag "$(tail -n 5 "$E/proxyd.log")"; }
+
+# ---- clone, signed commit, push; verified on the host ----
+SSHC='ssh -o UserKnownHostsFile=/tmp/kh -o StrictHostKeyChecking=yes -o BatchMode=yes'
+dexec "$A" "cd /tmp && GIT_SSH_COMMAND='$SSHC' git clone -q ssh://git@git.test/repo.git && echo cloned"
+expect_eq "$(tail -n 1 <<<"$OUT")" cloned "[git] git clone ssh://git@git.test/repo.git from the box" ||
+	{ diag "$OUT"; diag "$(cat "$E"/netlog/*.jsonl)"; }
+dexec "$A" "cd /tmp/repo && echo from-the-box >f && git add f &&
+	GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@box GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@box \
+	git commit -q -m 'signed in the box' && git cat-file commit HEAD | grep -c '^gpgsig -----BEGIN SSH SIGNATURE-----' && git rev-parse HEAD"
+expect_eq "$RC" 0 "[git] git commit in the box (no git configuration in the image)" || diag "$OUT"
+expect_eq "$(head -n 1 <<<"$OUT")" 1 "[git] ... the commit carries an SSH signature" || diag "$OUT"
+COMMIT=$(tail -n 1 <<<"$OUT")
+dexec "$A" "cd /tmp/repo && GIT_SSH_COMMAND='$SSHC' git push -q origin main && echo pushed"
+expect_eq "$(tail -n 1 <<<"$OUT")" pushed "[git] git push over ssh from the box" || diag "$OUT"
+expect_eq "$(git -C "$E/srv/repo.git" -c safe.directory="*" rev-parse main 2>&1)" "$COMMIT" "[git] the server's main is the commit signed in the box"
+printf 'agent@box namespaces="git" %s\n' "$PUB" >"$E/allowed_signers"
+OUT=$(git -C "$E/srv/repo.git" -c safe.directory="*" -c gpg.ssh.allowedSignersFile="$E/allowed_signers" verify-commit "$COMMIT" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[git] on the host: git verify-commit of the pushed commit passes" || diag "$OUT"
+expect_eq "$(grep -cF "Good \"git\" signature for agent@box with ED25519 key $FPR" <<<"$OUT")" 1 \
+	"[git] ... signed by the project's key" || diag "$OUT"
+dexec "$A" "GIT_SSH_COMMAND='$SSHC' $SSHC -T git@git.test"
+expect_eq "$OUT" "hello from git.test" "[ssh] ssh -T git@git.test from the box" || diag "$OUT"
+
+# ---- refusals ----
+dexec "$A" 'echo data >/tmp/d && ssh-add -L >/tmp/pub && ssh-keygen -Y sign -n file -f /tmp/pub /tmp/d; echo rc=$?'
+expect_match "$OUT" 'rc=[1-9]' "[refuse] ssh-keygen -Y sign -n file: refused (namespace not allowed)" || diag "$OUT"
+dexec "$A" "$SSHC -T git@other.test; echo rc=\$?"
+expect_match "$OUT" 'agent refused operation' "[refuse] ssh toward other.test (egress allows it, the key does not): the agent refuses" || diag "$OUT"
+expect_match "$OUT" '^rc=255$' "[refuse] ... and ssh fails (Permission denied)" || diag "$OUT"
+dexec "$A" 'ssh-keygen -q -t ed25519 -N "" -f /tmp/mine && ssh-add /tmp/mine; echo add=$?; ssh-add -d /tmp/pub; echo remove=$?; ssh-add -D; echo removeall=$?'
+expect_match "$OUT" 'add=1' "[refuse] ssh-add KEY: refused" || diag "$OUT"
+expect_match "$OUT" 'remove=1' "[refuse] ssh-add -d: refused" || diag "$OUT"
+expect_match "$OUT" 'removeall=1' "[refuse] ssh-add -D: refused" || diag "$OUT"
+cat >"$E/agent.py" <<'EOF'
+# A raw ssh-agent client: each request named on the command line, its answer's type printed.
+import os, socket, struct, sys
+
+def msg(t, body=b""):
+    return struct.pack(">I", len(body) + 1) + bytes([t]) + body
+
+def s(b):
+    return struct.pack(">I", len(b)) + b
+
+def call(m):
+    try:
+        return call1(m)
+    except (BrokenPipeError, ConnectionResetError):
+        return "closed"
+
+def call1(m):
+    c = socket.socket(socket.AF_UNIX)
+    path = sys.argv[1] if len(sys.argv) > 2 else os.environ["SSH_AUTH_SOCK"]
+    # A state dir's path may be longer than sun_path: connect from the socket's directory.
+    os.chdir(os.path.dirname(path))
+    c.connect(os.path.basename(path))
+    c.sendall(m)
+    d = b""
+    while len(d) < 4:
+        x = c.recv(4 - len(d))
+        if not x:
+            return "closed"
+        d += x
+    n = struct.unpack(">I", d)[0]
+    d = b""
+    while len(d) < n:
+        x = c.recv(n - len(d))
+        if not x:
+            return "closed"
+        d += x
+    return d
+
+ids = call(msg(11))
+blob = b""
+if not isinstance(ids, str) and ids[0] == 12 and struct.unpack(">I", ids[1:5])[0] > 0:
+    n = struct.unpack(">I", ids[5:9])[0]
+    blob = ids[9:9 + n]
+for what in sys.argv[-1].split(","):
+    if what == "ids":
+        r = ids
+    elif what == "lock":
+        r = call(msg(22, s(b"pw")))
+    elif what == "data":
+        r = call(msg(13, s(blob) + s(b"arbitrary bytes to sign") + struct.pack(">I", 0)))
+    print(what, r if isinstance(r, str) else r[0])
+EOF
+timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/agent.py' <"$E/agent.py"
+dexec "$A" 'python3 /tmp/agent.py lock,data'
+expect_match "$OUT" 'lock 5' "[refuse] lock: SSH_AGENT_FAILURE" || diag "$OUT"
+expect_match "$OUT" 'data 5' "[refuse] a sign request for arbitrary data (neither SSHSIG nor userauth): SSH_AGENT_FAILURE" || diag "$OUT"
+
+# Another box (no project) reaching A's socket by its host path from its own namespace.
+N=$TAG-n
+CONTAINERS+=("$N")
+drun "$RT_N" "$N"
+expect_eq "$RC" 0 "[other] a second box, of no project" || diag "$OUT"
+PIDN=$(hezo_docker inspect -f '{{.State.Pid}}' "$N")
+SOCKA=$E/proxyd/agent/$IDA/agent.sock
+expect_eq "$(test -S "$SOCKA" && echo yes)" yes "[other] A's agent socket is at STATE/agent/ID/agent.sock on the host"
+OUT=$(nsenter -t "$PIDN" -n python3 "$E/agent.py" "$SOCKA" ids 2>&1)
+expect_eq "$OUT" "ids closed" "[refuse] a process in the other box's network namespace on A's socket: closed, nothing listed" || diag "$OUT"
+OUT=$(python3 "$E/agent.py" "$SOCKA" ids 2>&1)
+expect_eq "$OUT" "ids closed" "[refuse] a host process (not in A's namespace) on A's socket: closed" || diag "$OUT"
+dexec "$N" 'echo "SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-none}"; ls /run/hezo-agent 2>&1 | head -n 1'
+expect_match "$OUT" 'SSH_AUTH_SOCK=none' "[other] the box of no project has no agent" || diag "$OUT"
+
+# ---- the netlog: one line per signature and per refusal ----
+sleep 0.3
+NL=$("$HEZO_SHIM_BIN" netlog --keys --log-dir "$E/netlog" "$IDA" 2>&1)
+expect_eq "$(jq -c 'select(.verdict=="allow" and .kind=="sign") | [.key,.fingerprint,.name]' <<<"$NL" 2>&1 | sort -u)" \
+	"[\"deploy\",\"$FPR\",\"git\"]" "[netlog] the commit's signature: key, fingerprint, namespace git" || diag "$NL"
+expect_match "$(jq -r 'select(.verdict=="allow" and .kind=="sign") | .signed' <<<"$NL" 2>&1)" '^sha512:[0-9a-f]{128}$' \
+	"[netlog] ... and the hash it signed" || diag "$NL"
+expect_eq "$(jq -r 'select(.verdict=="allow" and .kind=="ssh") | .name' <<<"$NL" 2>&1 | sort -u)" "git.test:22" \
+	"[netlog] clone, push and ssh -T: userauth signatures toward git.test:22" || diag "$NL"
+expect_match "$(jq -r 'select(.verdict=="allow" and .kind=="ssh") | .signed' <<<"$NL" 2>&1 | head -n 1)" '^session:[0-9a-f]{40,128}$' \
+	"[netlog] ... each with its session id" || diag "$NL"
+expect_eq "$(jq -r 'select(.verdict=="deny" and .kind=="sign" and .name=="file") | .reason' <<<"$NL" 2>&1)" \
+	"namespace not allowed for this key" "[netlog] namespace file: a deny line" || diag "$NL"
+expect_match "$(jq -r 'select(.verdict=="deny" and .kind=="ssh") | .reason' <<<"$NL" 2>&1)" \
+	"no live SSH connection to a host this key allows" "[netlog] ssh toward other.test: a deny line" || diag "$NL"
+expect_match "$(jq -r 'select(.verdict=="deny" and .kind=="request") | .reason' <<<"$NL" 2>&1 | sort -u | tr '\n' ,)" \
+	'add identity refused,.*lock refused,.*remove all identities refused,remove identity refused' \
+	"[netlog] add, remove, remove all, lock: deny lines" || diag "$NL"
+expect_eq "$(jq -r 'select(.kind=="connect") | .reason' <<<"$NL" 2>&1 | sort -u)" \
+	"peer is not in the box's network namespace" "[netlog] the other namespace's connections: deny lines" || diag "$NL"
+expect_eq "$("$HEZO_SHIM_BIN" netlog --log-dir "$E/netlog" "$IDA" | jq -r 'select(.proto=="tcp" and .name=="git.test") | .reason' | sort -u)" \
+	"ssh" "[egress] the SSH connections: relayed by name (the pin), netlog reason ssh"
+
+# ---- no private key anywhere ----
+mapfile -t PRIV < <(python3 - "$E/keys/deploy" <<'EOF'
+import base64, sys
+lines = [l.strip() for l in open(sys.argv[1]) if l.strip() and not l.startswith("-----")]
+body = base64.b64decode("".join(lines))
+i = body.index(b"ssh-ed25519", body.index(b"ssh-ed25519") + 1)  # the private section's copy
+seed = body[i + 11 + 4 + 32 + 4:][:32]
+print(seed.hex())
+for k in range(3):  # base64 of the seed at each alignment, inner characters only
+    print(base64.b64encode(b"\0" * k + seed).decode()[4:40])
+for l in lines[2:-1]:  # the file's own lines that hold the private section
+    print(l)
+EOF
+)
+expect_eq "${#PRIV[@]}" "$((4 + $(grep -vc -- '-----' "$E/keys/deploy") - 3))" "[leak] patterns of the private key: the seed (hex, base64) and the file's lines"
+leaks()
+{
+	local f=$1 p
+	for p in "${PRIV[@]}"; do grep -qF -- "$p" "$f" && echo "$p"; done
+}
+timeout -k 5 300 "$HEZO_DOCKER" exec "$A" bash -c 'env; tr "\000" "\n" </proc/1/environ; for p in /proc/[0-9]*; do tr "\000" "\n" <$p/environ; tr "\000" " " <$p/cmdline; done 2>/dev/null; find / -xdev \( -path /proc -o -path /sys \) -prune -o -type f -size -2M -print0 2>/dev/null | xargs -0 cat 2>/dev/null; find /tmp /run -type f -print0 | xargs -0 cat 2>/dev/null' </dev/null 2>&1 | tr -d '\000' >"$E/box.dump"
+expect_eq "$(leaks "$E/box.dump")" "" "[leak] the box: environment, /proc/*/environ and cmdline, every file (/tmp, /run included)"
+B=$(hezo_docker_bundle "$A") || B=$E/no-bundle
+found=$(for p in "${PRIV[@]}"; do grep -rlF -- "$p" "$B" "/var/lib/docker/containers/$IDA" "$E/state" "$E/proxyd" "$E/netlog" "$E/proxyd.log" /run/hezo* 2>/dev/null; done |
+	grep -v "^$E/keys/" | sort -u)
+expect_eq "$found" "" "[leak] the bundle, Docker's container dir, the shim's state, proxyd's state, log and netlog"
+
+# ---- fail closed ----
+kill -KILL "$PROXYD_PID"
+wait "$PROXYD_PID" 2>/dev/null
+dexec "$A" 'ssh-add -L; echo rc=$?; cd /tmp/repo && git commit -q --allow-empty -m down; echo commit=$?'
+expect_match "$OUT" 'rc=2' "[down] proxyd down: ssh-add -L cannot reach the agent" || diag "$OUT"
+expect_match "$OUT" 'commit=[1-9]' "[down] ... and a commit is not signed (it fails, nothing falls back)" || diag "$OUT"
+rm -f "$E/proxyd/control.sock"
+start_proxyd || { diag "$(tail -n 20 "$E/proxyd.log")"; bail_out "hezo-proxyd did not restart"; }
+ok=
+for _ in $(seq 20); do
+	dexec "$A" 'ssh-add -L'
+	[ "$OUT" = "$PUB deploy" ] && { ok=1; break; }
+	sleep 0.3
+done
+expect_eq "${ok:-no}" 1 "[down] proxyd restarted: the agent answers in the running box again" || diag "$OUT"
+
+chmod 0640 "$E/keys/deploy"
+OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime "$RT" --network "$NET" "$HEZO_DEV_IMAGE" true 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refuse] a key file readable by its group: docker run fails" || diag "$OUT"
+expect_match "$OUT" "key deploy: file $E/keys/deploy: mode 0640 lets group or others in" "[refuse] ... in one line naming the key, file and mode" || diag "$OUT"
+chmod 0600 "$E/keys/deploy"
+mv "$E/keys/deploy" "$E/keys/deploy.away"
+OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime "$RT" --network "$NET" "$HEZO_DEV_IMAGE" true 2>&1 </dev/null) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refuse] a key file missing: docker run fails" || diag "$OUT"
+expect_match "$OUT" "key deploy: file $E/keys/deploy: No such file" "[refuse] ... naming it" || diag "$OUT"
+dexec "$A" 'ssh-add -L >/dev/null; cd /tmp/repo && git commit -q --allow-empty -m gone; echo commit=$?'
+expect_match "$OUT" 'commit=[1-9]' "[refuse] the running box once its key file is gone: nothing signed" || diag "$OUT"
+mv "$E/keys/deploy.away" "$E/keys/deploy"
+
+for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c" >/dev/null 2>&1; done
+expect_eq "$(ls "$E/proxyd/agent" 2>&1)" "" "[cleanup] the agents' directories went with their boxes"
+expect_eq "$(find "$E" -maxdepth 1 -name 'asan*' -o -maxdepth 1 -name 'ubsan*' | sort)" "" "no sanitizer reports from shim runs"
+tap_done
