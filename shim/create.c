@@ -1241,6 +1241,21 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		restore_kept(bfd, kept_old, kept_old_len);
 		return hezo_error_prefix(err, "container %s", id);
 	}
+	/* The record names the waiter: the container lives while it does (admission.c). */
+	if (r == 0 && waiter > 0) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		struct hezo_json *w = hezo_json_new_object();
+		uint64_t wstart = 0;
+
+		if (!w || hezo_json_set(rec, "waiter", w) < 0 ||
+		    shim_proc_start_time(waiter, &wstart) < 0 ||
+		    hezo_json_set(w, "pid", hezo_json_new_int(waiter)) < 0 ||
+		    hezo_json_set(w, "start", hezo_json_new_uint(wstart)) < 0 ||
+		    shim_record_write(ctx, id, rec, &e) < 0)
+			shim_log(ctx, "warning",
+				 "container %s: its record does not name its waiter %ld", id,
+				 waiter);
+	}
 	if (r != 0 && backend_lacks(ctx, &t, id)) {
 		/* Not made: config.json and the side file go back as they were. */
 		tcp_accounting_undo(spec, tcp_made);

@@ -495,6 +495,17 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 				      id);
 	if (r < 0)
 		return r;
+	/*
+	 * One sandbox runs all of a pod's containers, with one host cgroup: the box's limits and
+	 * the pod cgroup's above it hold for the pod as a whole, and none can be one container's.
+	 */
+	if (shim_runsc_pod_app(rec, &cgpath, NULL) != 0)
+		return hezo_error_set(
+			err, EOPNOTSUPP,
+			"update %s: under runsc a pod's containers share one sandbox, "
+			"whose limits are the pod's (its sandbox container's and the pod "
+			"cgroup's): one container's cannot be changed",
+			id);
 	cgpath = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	if (!cgpath)
 		return hezo_error_set(err, ENOENT,
