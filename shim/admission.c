@@ -98,6 +98,13 @@ bool shim_record_live(const struct hezo_json *rec)
 	    hezo_json_get_uint64(hezo_json_get_path(rec, "creator.start"), &start) == 0 &&
 	    shim_proc_alive((long)pid, start))
 		return true;
+	/*
+	 * A runsc pod's app container has no host process of its own (its cgroup stays empty):
+	 * it lives as long as the waiter that stands for it (runsc-pod.c).
+	 */
+	if (hezo_json_get_int64(hezo_json_get_path(rec, "waiter.pid"), &pid) == 0 &&
+	    hezo_json_get_uint64(hezo_json_get_path(rec, "waiter.start"), &start) == 0)
+		return shim_proc_alive((long)pid, start);
 	r = cgroup_populated(rec);
 	if (r == -EINVAL) {
 		/*
@@ -176,6 +183,9 @@ static int count_one(void *data, const char *key, struct hezo_json *rec)
 	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
 
 	if (c->id && id && strcmp(key, c->key) == 0 && strcmp(id, c->id) == 0)
+		return 0;
+	/* A runsc pod's app container runs in its pod's sandbox, which is counted. */
+	if (hezo_json_get(rec, "waiter"))
 		return 0;
 	if (shim_record_live(rec))
 		c->active++;
@@ -406,12 +416,19 @@ int shim_admission_enter(const struct shim_ctx *ctx, const struct hezo_policy *p
 	struct hezo_admission a;
 	uint64_t limit, ticket = 0, start, deadline;
 	char how[256], name[32];
+	const char *pod;
 	unsigned active = 0;
 	struct queue q;
 	int r;
 
 	*lock_fd = -1;
 	hezo_policy_admission(p, &a);
+	/* A runsc pod is one sandbox: it was admitted with its sandbox (pause) container. */
+	if (hezo_policy_backend(p) == HEZO_BACKEND_RUNSC &&
+	    shim_runsc_pod_app(spec, &pod, NULL) > 0)
+		return set_admission(rec, "pod", 0) < 0
+			       ? hezo_error_set(err, ENOMEM, "out of memory")
+			       : 0;
 	if (!a.max_active && !a.auto_size)
 		return set_admission(rec, "unlimited", 0) < 0
 			       ? hezo_error_set(err, ENOMEM, "out of memory")

@@ -316,9 +316,12 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 	return r;
 }
 
-/* The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID). */
-static int backend_verb_args(const struct shim_verb *v, const char *bundle, struct hezo_strv *out,
-			     struct hezo_error **err)
+/*
+ * The verb's arguments with the caller's --bundle replaced by ours (first: Go stops at the ID),
+ * and without --pid-file when the shim writes it itself (a runsc pod's app container).
+ */
+static int backend_verb_args(const struct shim_verb *v, const char *bundle, bool own_pid_file,
+			     struct hezo_strv *out, struct hezo_error **err)
 {
 	int r;
 
@@ -327,6 +330,8 @@ static int backend_verb_args(const struct shim_verb *v, const char *bundle, stru
 	for (size_t i = 0; r == 0 && i < v->args.n; i++) {
 		const struct shim_opt *o = &v->args.opts[i];
 
+		if (o->flag && own_pid_file && strcmp(o->flag->name, "pid-file") == 0)
+			continue;
 		if (!o->flag || strcmp(o->flag->name, "bundle") != 0)
 			r = shim_args_push_opt(out, o, v->argv);
 	}
@@ -837,6 +842,16 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 	r = r ?: shim_id_in_use(ctx, id, bundle_real, &in_use, err);
 	if (r < 0)
 		return r;
+	/* Under runsc a pod's app container runs in the sandbox its annotation names. */
+	if (t->backend == HEZO_BACKEND_RUNSC) {
+		const char *sandbox;
+
+		r = shim_runsc_pod_app(spec, &sandbox, err);
+		if (r > 0)
+			r = shim_runsc_pod_join(&owner_q, id, sandbox, err);
+		if (r < 0)
+			return r;
+	}
 	shim_engine_roots(docker_root, podman_root);
 	/* One look at the mount table for the --root's names and the handed objects' places. */
 	r = hezo_mounts_read(&mounts);
@@ -953,6 +968,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	char bundle_real[PATH_MAX], again_real[PATH_MAX], priv[PATH_MAX], tcp_made[PATH_MAX];
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
+	_cleanup_free_ char *pod_sandbox = NULL;
+	const char *pid_file = shim_args_get(&v->args, "pid-file");
+	long waiter = 0;
 	int64_t tasks = 0, host_pids = 0;
 	unsigned enosys_rules = 0;
 	struct shim_userns userns = {0};
@@ -998,6 +1016,16 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = bundle_path(bfd, bundle, bundle_real, err);
 	if (r < 0)
 		return r;
+	/* A runsc pod's app container gets a waiter (runsc-pod.c) for containerd to reap. */
+	if (t.backend == HEZO_BACKEND_RUNSC && strcmp(verb, "create") == 0 && pid_file) {
+		const char *sandbox;
+
+		r = shim_runsc_pod_app(spec, &sandbox, err);
+		if (r < 0)
+			return r;
+		if (r > 0 && !(pod_sandbox = strdup(sandbox)))
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
 	r = shim_workspace_prepare(p, spec, err);
 	r = r ?: shim_stage_namespace(err);
@@ -1188,7 +1216,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 					  userns_fd, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "backend bundle"));
-	r = backend_verb_args(v, priv, &vargs, err);
+	r = backend_verb_args(v, priv, pod_sandbox != NULL, &vargs, err);
 	r = r ?: shim_backend_argv(ctx, &t, verb, (int)vargs.n, vargs.v, &av, err);
 	if (r < 0)
 		return drop_record(ctx, id, r);
@@ -1261,6 +1289,32 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
 		restore_kept(bfd, kept_old, kept_old_len);
 		return -EPERM;
+	}
+	/* The waiter stands for the container in the pid file; without one it must not stay. */
+	if (r == 0 && pod_sandbox &&
+	    shim_runsc_waiter_start(ctx, &t, id, pod_sandbox, pid_file, &waiter, err) < 0) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+
+		(void)shim_runsc_destroy(ctx, &t, id, &e);
+		shim_record_remove(ctx, id);
+		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
+		restore_kept(bfd, kept_old, kept_old_len);
+		return hezo_error_prefix(err, "container %s", id);
+	}
+	/* The record names the waiter: the container lives while it does (admission.c). */
+	if (r == 0 && waiter > 0) {
+		_cleanup_error_ struct hezo_error *e = NULL;
+		struct hezo_json *w = hezo_json_new_object();
+		uint64_t wstart = 0;
+
+		if (!w || hezo_json_set(rec, "waiter", w) < 0 ||
+		    shim_proc_start_time(waiter, &wstart) < 0 ||
+		    hezo_json_set(w, "pid", hezo_json_new_int(waiter)) < 0 ||
+		    hezo_json_set(w, "start", hezo_json_new_uint(wstart)) < 0 ||
+		    shim_record_write(ctx, id, rec, &e) < 0)
+			shim_log(ctx, "warning",
+				 "container %s: its record does not name its waiter %ld", id,
+				 waiter);
 	}
 	if (r != 0 && backend_lacks(ctx, &t, id)) {
 		/* Not made: config.json and the side file go back as they were. */

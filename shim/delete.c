@@ -64,6 +64,9 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = shim_spawn_wait(ctx, &av, err);
 	if (r < 0)
 		return r;
+	/* A runsc pod's app container deleted before it ran (or while it runs): no waiter stays. */
+	if (t.backend == HEZO_BACKEND_RUNSC && one)
+		shim_runsc_waiter_tell(ctx, id, 'D');
 	if (r != 0 && one) {
 		_cleanup_error_ struct hezo_error *e = NULL;
 		_cleanup_free_ char *status = NULL;

@@ -4,6 +4,7 @@
  * missing sandbox, host PIDs for ps, no features command).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,8 @@ static int destroy_if_created(struct shim_ctx *ctx, const struct shim_target *t,
 	}
 	shim_log(ctx, "warning", "%s: sandbox %ld of container %s destroyed (state was created)",
 		 why, pid, id);
+	/* A pod's app container: its waiter ends as a killed init would. */
+	shim_runsc_waiter_tell(ctx, id, 'D');
 	return 0;
 }
 
@@ -138,19 +141,46 @@ int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 	return r == -EAGAIN ? shim_cmd_passthrough(ctx, v, err) : r;
 }
 
+/* Close the descriptors a start held (a 3-array, -1 for none). */
+static void close3(int (*fds)[3])
+{
+	for (int i = 0; i < 3; i++)
+		if ((*fds)[i] >= 0)
+			close((*fds)[i]);
+}
+
 int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0};
+	_cleanup_(close3) int stdio[3] = {-1, -1, -1}, saved[3] = {-1, -1, -1};
+	bool pod_app;
 	int r;
 
 	r = runsc_container(ctx, v->id, &t, &rec, err);
 	if (r <= 0)
 		return r < 0 ? r : shim_cmd_passthrough(ctx, v, err);
+	/* A pod's app container: runsc starts its gofer now, where its mounts are staged. */
+	r = shim_runsc_waiter_enter(ctx, v->id, stdio, err);
+	if (r < 0)
+		return r;
+	pod_app = r > 0;
 	r = shim_backend_argv(ctx, &t, v->name, v->argc, v->argv, &av, err);
+	/* ... and with the container's stdio, ours again afterwards. */
+	for (int i = 0; r == 0 && pod_app && i < 3; i++) {
+		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
+		if (saved[i] < 0 || dup2(stdio[i], i) < 0)
+			r = hezo_error_set_errno(err, errno, "start %s: stdio", v->id);
+	}
 	if (r == 0)
 		r = shim_spawn_wait(ctx, &av, err);
+	for (int i = 0; i < 3; i++)
+		if (saved[i] >= 0)
+			(void)dup2(saved[i], i);
+	/* A pod's app container runs: its waiter may wait for it now (runsc-pod.c). */
+	if (r == 0 && pod_app)
+		shim_runsc_waiter_tell(ctx, v->id, 'S');
 	/* The engine sees start's error; the sandbox must not outlive it. */
 	if (r > 0)
 		destroy_if_created(ctx, &t, v->id, rec, "start failed");

@@ -512,3 +512,43 @@ int shim_pod_uid(const struct shim_owner_query *q, const char *id, char **uid,
 	scan_done(&s);
 	return r;
 }
+
+int shim_runsc_pod_join(const struct shim_owner_query *q, const char *id, const char *sandbox,
+			struct hezo_error **err)
+{
+	struct owner_scan s = {.q = q};
+	const struct cgroup_owner *o = NULL;
+	const char *why = NULL;
+	int r;
+
+	/*
+	 * runsc joins whatever sandbox of its --root the annotation names, with its network, its
+	 * volumes and its kernel: only the pod's own sandbox, judged from the shim's records and
+	 * the engine's bundles, never from the annotations alone.
+	 */
+	r = load_records(q->ctx->state_dir, &s, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < s.n && !o; i++)
+		if (strcmp(s.v[i].id, sandbox) == 0 && same(s.v[i].root, q->ctx->g.root))
+			o = &s.v[i];
+	if (!o)
+		why = "no live sandbox of hezo-shim's under this --root has that ID";
+	else if (!same(o->backend, "runsc"))
+		why = "it does not run under runsc";
+	else if (!same(o->type, "sandbox") || !same(o->pod[KEY_SANDBOX_ID], sandbox))
+		why = "it is not a pod's sandbox";
+	else if (!same(q->project, o->project))
+		why = "it is another project's";
+	else if (!same_box(q, o))
+		why = "its pod annotations are another pod's";
+	else if (!app_beside_sandbox(q, id, o))
+		why = "this container's bundle is not the engine's task beside the sandbox's";
+	if (why)
+		r = hezo_error_set(err, EPERM,
+				   "container %s may not join runsc sandbox %s: %s (a pod's app "
+				   "container runs only in its own pod's sandbox)",
+				   id, sandbox, why);
+	scan_done(&s);
+	return r;
+}

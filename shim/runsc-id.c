@@ -75,8 +75,8 @@ static bool trusted(const struct stat *st)
  * mode only root could have made, naming this container and its sandbox (a copy of another
  * container's file would not). -ENOENT when there is none: the container does not exist.
  */
-static int state_file_check(const char *root, const char *id, const char *marker,
-			    struct hezo_error **err)
+static int state_file_check(const char *root, const char *id, const char *sandbox,
+			    const char *marker, struct hezo_error **err)
 {
 	_cleanup_close_ int rfd = -1, fd = -1;
 	_cleanup_json_ struct hezo_json *st_json = NULL;
@@ -124,7 +124,7 @@ static int state_file_check(const char *root, const char *id, const char *marker
 					 marker);
 	fid = hezo_json_string(hezo_json_get(st_json, "id"));
 	sid = hezo_json_string(hezo_json_get(hezo_json_get(st_json, "sandbox"), "id"));
-	if (!fid || !sid || strcmp(fid, id) != 0 || strcmp(sid, id) != 0)
+	if (!fid || !sid || strcmp(fid, id) != 0 || strcmp(sid, sandbox) != 0)
 		return hezo_error_set(err, EPERM,
 				      "container %s: %s/%s names another container, not this one",
 				      id, root, marker);
@@ -135,7 +135,9 @@ int shim_runsc_name(const struct shim_ctx *ctx, const struct shim_target *t, con
 		    char **out, struct hezo_error **err)
 {
 	_cleanup_close_ int pfd = -1, mfd = -1;
+	_cleanup_json_ struct hezo_json *rec = NULL;
 	char priv[PATH_MAX], marker[2 * SHIM_ID_MAX + 32];
+	const char *sandbox = id;
 	size_t ups, len, o = 0;
 	char *s;
 	int r;
@@ -144,13 +146,24 @@ int shim_runsc_name(const struct shim_ctx *ctx, const struct shim_target *t, con
 	if (!hezo_id_valid(id))
 		return hezo_error_set(err, EINVAL, "invalid container id \"%s\"", id);
 	/*
+	 * A pod's app container lives in its pod's sandbox (ROOT/ID_sandbox:SANDBOX.state), which
+	 * the shim's record of it names, as judged at create (runsc-pod.c); any other container is
+	 * its own sandbox.
+	 */
+	if (shim_record_read(ctx, id, &rec, NULL) == 0 &&
+	    shim_runsc_pod_app(rec, &sandbox, NULL) <= 0)
+		sandbox = id;
+	if (!hezo_id_valid(sandbox))
+		return hezo_error_set(err, EINVAL, "container %s: invalid sandbox id \"%s\"", id,
+				      sandbox);
+	/*
 	 * runsc takes the lock file of the name it resolved before it finds the state file missing,
 	 * and leaves it: a container that is gone is answered here, and a file that is not runsc's
-	 * own is refused before runsc could load it. The shim makes no runsc container in another's
-	 * sandbox (pod app containers are refused), so the sandbox's ID is the container's.
+	 * own is refused before runsc could load it.
 	 */
-	snprintf(marker, sizeof(marker), "%s_sandbox:%s.state", id, id);
-	r = state_file_check(ctx->g.root ?: shim_backend_default_root("runsc"), id, marker, err);
+	snprintf(marker, sizeof(marker), "%s_sandbox:%s.state", id, sandbox);
+	r = state_file_check(ctx->g.root ?: shim_backend_default_root("runsc"), id, sandbox, marker,
+			     err);
 	if (r < 0)
 		return r;
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_CREATE, priv, sizeof(priv), err);

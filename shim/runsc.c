@@ -99,8 +99,7 @@ int shim_cgroup_dir(const char *root, const char *cgroups_path, bool systemd,
 	return 0;
 }
 
-/* Is pid listed in dir/cgroup.procs? */
-static int cgroup_holds(const char *dir, long pid, struct hezo_error **err)
+int shim_cgroup_holds(const char *dir, long pid, struct hezo_error **err)
 {
 	_cleanup_free_ char *data = NULL, *path = NULL;
 	size_t len;
@@ -305,32 +304,13 @@ int shim_cgroup_update_v1(const char *root, const char *cgpath, bool systemd,
 	return 0;
 }
 
-/* The annotation keys CRI implementations put on every container of a pod. */
-static const char *const pod_type_keys[] = {
-	"io.kubernetes.cri.container-type",
-	"io.kubernetes.cri-o.ContainerType",
-};
-
 int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *spec,
 			  struct hezo_error **err)
 {
-	const struct hezo_json *ann = hezo_json_get_type(spec, "annotations", HEZO_JSON_OBJECT);
 	const struct hezo_json *nss = hezo_json_get_path(spec, "linux.namespaces");
 	_cleanup_json_ struct hezo_json *pj = NULL;
 	const struct hezo_json *allow;
 	bool netns = false, host_ok = false;
-
-	for (size_t i = 0; i < HEZO_ARRAY_SIZE(pod_type_keys); i++) {
-		const char *v = hezo_json_string(hezo_json_get(ann, pod_type_keys[i]));
-		if (v && strcmp(v, "container") == 0)
-			return hezo_error_set(
-				err, EOPNOTSUPP,
-				"runsc cannot run a pod's app container (%s=container) behind "
-				"containerd's runc v2 shim: use a RuntimeClass with gVisor's own "
-				"shim "
-				"or a runc backend for this project",
-				pod_type_keys[i]);
-	}
 
 	/*
 	 * --network=host with no network namespace in the spec puts the sandbox on the host's
@@ -460,7 +440,7 @@ int shim_runsc_host_pids(struct shim_ctx *ctx, const struct shim_target *t,
 	if (pid > 0 &&
 	    shim_cgroup_dir("/sys/fs/cgroup", cgpath, shim_record_systemd(rec), "pids", dir,
 			    sizeof(dir)) == 0 &&
-	    cgroup_holds(dir, pid, NULL) == 1) {
+	    shim_cgroup_holds(dir, pid, NULL) == 1) {
 		snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 		if (hezo_read_file_at(AT_FDCWD, path, CGROUP_FILE_MAX, &data, &len, NULL) == 0) {
 			for (char *s = data, *e; *s; s = e) {
@@ -515,6 +495,17 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 				      id);
 	if (r < 0)
 		return r;
+	/*
+	 * One sandbox runs all of a pod's containers, with one host cgroup: the box's limits and
+	 * the pod cgroup's above it hold for the pod as a whole, and none can be one container's.
+	 */
+	if (shim_runsc_pod_app(rec, &cgpath, NULL) != 0)
+		return hezo_error_set(
+			err, EOPNOTSUPP,
+			"update %s: under runsc a pod's containers share one sandbox, "
+			"whose limits are the pod's (its sandbox container's and the pod "
+			"cgroup's): one container's cannot be changed",
+			id);
 	cgpath = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	if (!cgpath)
 		return hezo_error_set(err, ENOENT,
@@ -535,7 +526,7 @@ int shim_runsc_update(struct shim_ctx *ctx, const struct shim_target *t, const c
 	/* Write only into a cgroup that really holds this container's sandbox. */
 	r = shim_cgroup_dir("/sys/fs/cgroup", cgpath, shim_record_systemd(rec), "memory", dir,
 			    sizeof(dir));
-	if (r < 0 || pid <= 0 || cgroup_holds(dir, pid, NULL) != 1)
+	if (r < 0 || pid <= 0 || shim_cgroup_holds(dir, pid, NULL) != 1)
 		return hezo_error_set(err, ESRCH,
 				      "update %s: the sandbox (pid %ld) is not in cgroup %s", id,
 				      pid, cgpath);

@@ -465,7 +465,43 @@ int shim_runsc_size_pids(const struct shim_runsc_model *m, const struct hezo_pol
 			 struct hezo_json *spec, int64_t *tasks, int64_t *host,
 			 struct hezo_error **err);
 
-/* After policy: pod app containers (CRI annotations), host-network guard. */
+/*
+ * runsc-pod.c: a pod's app container under runsc joins the pod's sandbox. 1 and *sandbox (in
+ * spec) for an app container (CRI container-type "container", containerd's or CRI-O's keys,
+ * which must agree), 0 for any other container, -errno when it names no sandbox.
+ */
+int shim_runsc_pod_app(const struct hezo_json *spec, const char **sandbox, struct hezo_error **err);
+/* The waiter's host path: $HEZO_POD_WAIT, next to the shim, or ../libexec/hezo/. */
+int shim_runsc_waiter_helper(char *buf, size_t size);
+/*
+ * After runsc created app container id in sandbox: start its waiter (hezo-pod-wait), the host
+ * process containerd's shim reaps for it, in the sandbox's memory cgroup and in this process's
+ * mount namespace (the staged mounts), and write its pid to pid_file. *waiter: its pid.
+ */
+int shim_runsc_waiter_start(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			    const char *sandbox, const char *pid_file, long *waiter,
+			    struct hezo_error **err);
+/*
+ * Before runsc starts app container id: enter its waiter's mount namespace, where its staged
+ * root and binds are (runsc starts the container's gofer then), and open the container's stdio
+ * as create got it into stdio[0..2] (runsc gives the container start's). 0: id has no waiter;
+ * 1: entered.
+ */
+int shim_runsc_waiter_enter(const struct shim_ctx *ctx, const char *id, int stdio[3],
+			    struct hezo_error **err);
+/* Tell id's waiter, if it has one still waiting: 'S' started, 'D' deleted (it exits 137). */
+void shim_runsc_waiter_tell(const struct shim_ctx *ctx, const char *id, char what);
+/* Is pid listed in dir/cgroup.procs? 1 yes, 0 no, -errno. */
+int shim_cgroup_holds(const char *dir, long pid, struct hezo_error **err);
+/*
+ * owner.c: may app container id join the runsc sandbox it names: a live sandbox of the shim's
+ * under the same --root and backend, of the same project and pod, whose engine task is beside
+ * this container's (the bundle containerd made for it)? Else refused with the reason.
+ */
+int shim_runsc_pod_join(const struct shim_owner_query *q, const char *id, const char *sandbox,
+			struct hezo_error **err);
+
+/* After policy: host-network guard. */
 int shim_runsc_check_spec(const struct hezo_policy *p, const struct hezo_json *spec,
 			  struct hezo_error **err);
 /*

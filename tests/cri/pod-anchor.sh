@@ -6,7 +6,7 @@
 # container created after that is refused and mounts nothing. A pod annotation cannot set
 # io.kubernetes.cri.sandbox-uid. A hezo pod restarting (sandbox removed, a new one with the same
 # uid, as kubelet does) keeps its volumes. HEZO_TEST_BACKEND: runc (default) or runsc (the
-# sandbox-side rows; runsc refuses a pod's app containers in any case).
+# sandbox-side rows; the app-container rows run under runc only, tests/cri/pod-runsc.sh has runsc's).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -23,6 +23,10 @@ if command -v containerd >/dev/null; then
 	check "containerd reads hezo.toml appended to its default config" sh -c "
 		containerd config default >'$work/c.toml' && cat '$P/containerd/hezo.toml' >>'$work/c.toml' &&
 		containerd --config '$work/c.toml' config dump | grep -A12 'runtimes.hezo\]' | grep -q 'runtime_type = \"io.containerd.runc.v2\"'"
+	check "containerd reads containerd-gvisor-default.toml, whose default runtime is hezo on hezo-shim" sh -c "
+		containerd --config '$P/kubernetes/containerd-gvisor-default.toml' config dump >'$work/g.toml' &&
+		grep -q 'default_runtime_name = \"hezo\"' '$work/g.toml' &&
+		grep -A12 'runtimes.hezo.options\]' '$work/g.toml' | grep -q 'BinaryName = \"/usr/bin/hezo-shim\"'"
 else
 	skip "containerd is not installed"
 fi

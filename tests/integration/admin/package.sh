@@ -68,6 +68,7 @@ check "package holds shim, hook, proxyd, unit, policy, man pages, manifests" sh 
 	dpkg-deb -c '$deb' >'$work/list' &&
 	for p in ./usr/bin/hezo-shim hezo-hook ./usr/sbin/hezo-proxyd /system/hezo-proxyd.service ./etc/hezo/policy.json \
 		man8/hezo-shim.8 man8/hezo-proxyd.8 man5/hezo-policy.5 kubernetes/runtimeclass.yaml \
+		kubernetes/containerd-gvisor-default.toml hezo-pod-wait hezo-seccomp-exec \
 		containerd/hezo.toml compose/docker-compose.yml; do grep -q \"\$p\" '$work/list' || { echo missing \$p; exit 1; }; done"
 check "the package needs runsc 2024-07-29 or newer (bookworm-backports on Debian 12)" sh -c "dpkg-deb -f '$deb' Depends | grep -qF 'runsc (>= 0.0~20240729)'"
 # The package is built with -Dtest_switches=false: the hook's pause and timing switches and

@@ -1561,7 +1561,7 @@ static void test_runsc_check_spec(void **state)
 	_cleanup_error_ struct hezo_error *err = NULL;
 	struct hezo_json *s;
 
-	/* a pod's sandbox (pause) container is fine; an app container is refused */
+	/* a pod's sandbox (pause) container and its app containers pass the spec checks */
 	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
 		    "\"io.kubernetes.cri.sandbox-id\":\"x\"},"
 		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
@@ -1570,16 +1570,60 @@ static void test_runsc_check_spec(void **state)
 	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
 		    "\"io.kubernetes.cri.sandbox-id\":\"x\"},"
 		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
-	assert_true(shim_runsc_check_spec(p, s, &err) < 0);
-	assert_non_null(strstr(err->msg, "io.kubernetes.cri.container-type=container"));
+	assert_int_equal(shim_runsc_check_spec(p, s, NULL), 0);
 	hezo_json_free(s);
-	hezo_error_free(err);
-	err = NULL;
-	s = spec_of("{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"container\"},"
-		    "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}");
-	assert_true(shim_runsc_check_spec(p, s, NULL) < 0);
-	hezo_json_free(s);
+}
 
+static void test_runsc_pod_app(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	const char *sb = NULL;
+	struct hezo_json *s;
+
+	(void)state;
+	/* an app container names its sandbox, by containerd's key or CRI-O's */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\"}}");
+	assert_int_equal(shim_runsc_pod_app(s, &sb, NULL), 1);
+	assert_string_equal(sb, "pod1");
+	hezo_json_free(s);
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri-o.ContainerType\":\"container\","
+		    "\"io.kubernetes.cri-o.SandboxID\":\"pod2\"}}");
+	assert_int_equal(shim_runsc_pod_app(s, &sb, NULL), 1);
+	assert_string_equal(sb, "pod2");
+	hezo_json_free(s);
+	/* the sandbox itself, and a container of no pod, are not app containers */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\"}}");
+	assert_int_equal(shim_runsc_pod_app(s, &sb, NULL), 0);
+	hezo_json_free(s);
+	s = spec_of("{}");
+	assert_int_equal(shim_runsc_pod_app(s, &sb, NULL), 0);
+	hezo_json_free(s);
+	/* the two keys naming different sandboxes or types: runsc would read one, refused */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\","
+		    "\"io.kubernetes.cri-o.SandboxID\":\"victim\"}}");
+	assert_true(shim_runsc_pod_app(s, &sb, &err) < 0);
+	assert_non_null(strstr(err->msg, "disagree"));
+	hezo_json_free(s);
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		    "\"io.kubernetes.cri-o.ContainerType\":\"container\","
+		    "\"io.kubernetes.cri-o.SandboxID\":\"victim\"}}");
+	assert_true(shim_runsc_pod_app(s, &sb, NULL) < 0);
+	hezo_json_free(s);
+	/* an app container that names no sandbox */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\"}}");
+	assert_true(shim_runsc_pod_app(s, &sb, NULL) < 0);
+	hezo_json_free(s);
+}
+
+static void test_runsc_check_spec_rest(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = runsc_policy(""), *hostnet = NULL;
+	struct hezo_json *s;
+
+	(void)state;
 	/* no pids floor any more: the host's limit is derived from the workload's */
 	s = spec_of("{\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"
 		    "\"resources\":{\"pids\":{\"limit\":5}}}}");
@@ -2195,6 +2239,8 @@ int main(void)
 		cmocka_unit_test(test_backend_systemd_cgroup),
 		cmocka_unit_test(test_cgroup_update_v1),
 		cmocka_unit_test(test_runsc_check_spec),
+		cmocka_unit_test(test_runsc_pod_app),
+		cmocka_unit_test(test_runsc_check_spec_rest),
 		cmocka_unit_test(test_runsc_pids),
 		cmocka_unit_test(test_signal_is_kill),
 		cmocka_unit_test(test_spawn_capture),
