@@ -1021,12 +1021,13 @@ bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *hea
 bool pd_intercept_wanted(const struct pd_container *c, const struct pd_member *m, const char *name,
 			 uint16_t port)
 {
-	const struct hezo_secret *pod[HEZO_SUBST_MAX];
-	size_t n = m ? m->nsecrets : pod_secrets(c, NULL, pod, HEZO_SUBST_MAX, NULL);
+	for (size_t j = 0; j < (m ? 1 : c->nmembers); j++) {
+		const struct pd_member *o = m ? m : c->members[j];
 
-	for (size_t i = 0; i < n; i++)
-		if (hezo_secret_names_host(m ? &m->secrets[i] : pod[i], name, port))
-			return true;
+		for (size_t i = 0; i < o->nsecrets; i++)
+			if (hezo_secret_names_host(&o->secrets[i], name, port))
+				return true;
+	}
 	return false;
 }
 

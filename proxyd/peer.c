@@ -114,8 +114,13 @@ const struct pd_member *pd_member_of(const struct pd_container *c,
 	const struct pd_member *found = NULL;
 	uint64_t cg;
 
-	/* Alone in its namespace, a container's connections are its own. */
-	if (c->nmembers == 1)
+	/*
+	 * A member of unknown cgroup (an older hook, a state file of an older proxyd) is known
+	 * only alone: then the namespace's connections are taken for its own, as they were.
+	 * Otherwise even a sole member's cgroup is checked: a process of a container that joined
+	 * the namespace without registering gets none of its secrets.
+	 */
+	if (c->nmembers == 1 && (c->members[0]->cgroup == 0 || c->diag_fd < 0))
 		return c->members[0];
 	if (c->diag_fd < 0 || pd_peer_cgroup(c->diag_fd, src, dst, &cg) < 0 || cg == 0)
 		return NULL;
