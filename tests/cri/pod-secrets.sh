@@ -127,6 +127,20 @@ out=$(up b "${PH[b]}")
 expect_match "$out" "x=${PH[b]} .* status=200" "[secrets] b's secret still works" || diag "$out"
 expect_match "$(grep " /b " "$UPLOG" | tail -n 1)" "x=$VALUE_B " "[secrets] ... its value went up"
 
+# ---- proxyd restarts: the members, their cgroups and secrets come back from its state ----
+check "[secrets] hezo-proxyd restarts on its state" cri_egress_proxyd_restart
+expect_eq "$(cri_proxyd_list | jq -c '[.containers[].members[]]')" "[\"$POD\",\"${ID[b]}\"]" \
+	"[secrets] ... with the sandbox and b as members"
+out=$(up b "${PH[b]}")
+expect_match "$out" "x=${PH[b]} .* status=200" "[secrets] ... b's secret works after the restart" ||
+	diag "$out"
+expect_match "$(grep " /b " "$UPLOG" | tail -n 1)" "x=$VALUE_B " "[secrets] ... its value went up"
+out=$(up b "${PH[a]}")
+expect_match "$(grep " /b " "$UPLOG" | tail -n 1)" "x=${PH[a]} " \
+	"[secrets] ... a's placeholder, now no member's, goes up as it is" || diag "$out"
+check "[secrets] ... a's value never went up in b's requests" \
+	test "$(grep " /b " "$UPLOG" | grep -c -e "$VALUE_A")" = 0
+
 check "[secrets] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD"
 sleep 0.5
 expect_eq "$(cri_proxyd_list | jq -c '.containers')" "[]" "[secrets] the pod's removal took its registration down"
