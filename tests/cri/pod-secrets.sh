@@ -106,6 +106,28 @@ for c in a b; do
 	check "[secrets] ... $other's value is nowhere upstream in $c's requests" \
 		test "$(grep " /$c " "$UPLOG" | grep -c -e "${!oval}")" = 0
 done
+# ---- a process in the pod's namespace but in no member's cgroup (the host's, by nsenter) ----
+# It sends the sandbox's own placeholder (read from the pause process's environment): the
+# namespace is the pod's, the socket is not the sandbox's, so no value goes.
+PAUSE_PID=$(cri PodSandboxStatus "{\"pod_sandbox_id\":\"$POD\",\"verbose\":true}" |
+	jq -r '.info.info | fromjson | .pid')
+PH_POD=$(tr '\0' '\n' <"/proc/$PAUSE_PID/environ" | sed -n 's/^TOKB=//p')
+expect_match "$PH_POD" '^hzph[a-z0-9]{40}$' "[secrets] the sandbox has a placeholder of its own for TOKB"
+NETNS=$(cri_pod_netns "$POD")
+# Trusts the upstream's CA (not intercepted) and proxyd's (intercepted).
+cat "$S/ca.crt" "$CRI_EGRESS/proxyd/tls/bundle.crt" >"$S/both.crt"
+# host_up HEADER_VALUE: a GET of https://api.test/host from the pod's namespace, outside the pod.
+host_up()
+{
+	nsenter --net="$NETNS" curl -sS --max-time 15 --cacert "$S/both.crt" \
+		--resolve "api.test:443:$CRI_ALLOWED_IP" -H "X-Token: $1" https://api.test/host 2>&1 |
+		tr '\n' ' '
+}
+out=$(host_up "$PH_POD")
+expect_match "$(grep " /host " "$UPLOG" | tail -n 1)" "x=$PH_POD " \
+	"[secrets] a socket of no member's cgroup in the pod's namespace: the sandbox's placeholder goes up as it is" ||
+	diag "$out"
+
 LOG=$CRI_EGRESS/netlog/$POD.jsonl
 sleep 0.3
 expect_match "$(cat "$LOG")" '"verdict":"deny".*another container' \
@@ -140,6 +162,22 @@ expect_match "$(grep " /b " "$UPLOG" | tail -n 1)" "x=${PH[a]} " \
 	"[secrets] ... a's placeholder, now no member's, goes up as it is" || diag "$out"
 check "[secrets] ... a's value never went up in b's requests" \
 	test "$(grep " /b " "$UPLOG" | grep -c -e "$VALUE_A")" = 0
+
+# ---- b leaves too: the sandbox alone, whose cgroup is still checked ----
+cri StopContainer "{\"container_id\":\"${ID[b]}\",\"timeout\":1}" >/dev/null &&
+	cri RemoveContainer "{\"container_id\":\"${ID[b]}\"}" >/dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[secrets] StopContainer and RemoveContainer b"
+sleep 0.3
+expect_eq "$(cri_proxyd_list | jq -c '[.containers[].members[]]')" "[\"$POD\"]" \
+	"[secrets] the sandbox is the registration's only member"
+n0=$(grep -c " /host " "$UPLOG")
+out=$(host_up "$PH_POD")
+expect_match "$(grep " /host " "$UPLOG" | tail -n 1)" "x=$PH_POD " \
+	"[secrets] a socket outside the sole member's cgroup: its placeholder goes up as it is" ||
+	diag "$out"
+expect_eq "$(grep -c " /host " "$UPLOG")" "$((n0 + 1))" "[secrets] ... (that request reached the upstream)"
+check "[secrets] ... no value of the pod's went up from outside it" \
+	test "$(grep " /host " "$UPLOG" | grep -c -e "$VALUE_A" -e "$VALUE_B")" = 0
 
 check "[secrets] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD"
 sleep 0.5
