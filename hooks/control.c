@@ -76,8 +76,8 @@ static int dump_request(struct hezo_json *req, char **out, size_t *outlen, struc
 	return r < 0 ? hezo_error_prefix(err, "proxyd request") : 0;
 }
 
-int hezo_hook_build_register(const char *id, const struct hezo_hook_egress *eg, char **out,
-			     size_t *outlen, struct hezo_error **err)
+int hezo_hook_build_register(const char *id, const struct hezo_hook_egress *eg, uint64_t cgroup,
+			     char **out, size_t *outlen, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *req = hezo_json_new_object();
 	struct hezo_json *egress;
@@ -90,7 +90,8 @@ int hezo_hook_build_register(const char *id, const struct hezo_hook_egress *eg, 
 	    hezo_json_set(req, "project",
 			  eg->project ? hezo_json_new_string(eg->project) : hezo_json_new_null()) <
 		    0 ||
-	    hezo_json_set(req, "egress", egress) < 0)
+	    hezo_json_set(req, "egress", egress) < 0 ||
+	    (cgroup && hezo_json_set(req, "cgroup", hezo_json_new_uint(cgroup)) < 0))
 		return hezo_error_set(err, ENOMEM, "proxyd request: out of memory");
 	return dump_request(req, out, outlen, err);
 }

@@ -115,15 +115,26 @@ static int deregister(int fd, const char *id, struct hezo_error **err)
 	return r;
 }
 
-static int do_register(int fd, int nsfd, const char *id, const struct hezo_hook_egress *eg,
-		       struct hezo_hook_nft_params *p, struct hezo_error **err)
+static int do_register(int fd, int nsfd, const struct hezo_hook_state *st,
+		       const struct hezo_hook_egress *eg, struct hezo_hook_nft_params *p,
+		       struct hezo_error **err)
 {
+	_cleanup_error_ struct hezo_error *cgerr = NULL;
 	_cleanup_free_ char *req = NULL;
 	struct hezo_hook_reply reply = {0};
+	uint64_t cgroup = 0;
 	size_t reqlen;
 	int r;
 
-	r = hezo_hook_build_register(id, eg, &req, &reqlen, err);
+	/*
+	 * Which connections are this container's when others share its namespace. Unknown (0),
+	 * its secrets go only while it is alone there: proxyd gives them to no connection it
+	 * cannot tell apart.
+	 */
+	if (hezo_hook_cgroup_id(st->pid, &cgroup, &cgerr) < 0)
+		fprintf(stderr, "hezo-hook: warning: %s\n",
+			cgerr && cgerr->msg ? cgerr->msg : "cgroup");
+	r = hezo_hook_build_register(st->id, eg, cgroup, &req, &reqlen, err);
 	if (r < 0)
 		return r;
 	r = hezo_hook_control_call(fd, req, reqlen, nsfd, PROXYD_TIMEOUT_MS, &reply, err);
@@ -207,7 +218,7 @@ static int cmd_wire(int argc, char **argv)
 		r = hezo_hook_control_connect(proxyd_socket(), &ctl, &err);
 		if (r < 0)
 			goto out;
-		r = do_register(ctl, nsfd, st.id, &eg, &p, &err);
+		r = do_register(ctl, nsfd, &st, &eg, &p, &err);
 		if (r < 0)
 			goto out;
 		registered = true;

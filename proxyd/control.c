@@ -137,7 +137,7 @@ static struct hezo_json *list_entry(const struct pd_container *c)
 		return NULL;
 	}
 	for (size_t i = 0; i < c->nmembers; i++)
-		if (hezo_json_append(members, hezo_json_new_string(c->members[i])) < 0) {
+		if (hezo_json_append(members, hezo_json_new_string(c->members[i]->id)) < 0) {
 			hezo_json_free(o);
 			return NULL;
 		}

@@ -5,7 +5,8 @@
  * follows the HTTP/1.1 requests (http.c's tracker, as plain HTTP) one by one: Host must be the
  * SNI and its port the connection's, placeholders become values (subst.c) in header values only,
  * bodies pass as they are with their framing followed; the answers come back with every value
- * masked (mask.c).
+ * masked (mask.c). In a namespace several containers share, a connection takes the secrets of
+ * the member it came from (pd_member_of); the other members' placeholders are refused.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,7 @@ enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
 struct pd_icpt {
 	struct pd_icpt *next, **pprev;
 	struct pd_container *c;
+	const struct pd_member *m; /* whose connection it is: its secrets go, the others' not */
 	struct pd_watch cw, uw;
 	enum phase ph;
 	SSL *cs, *us;
@@ -50,8 +52,11 @@ struct pd_icpt {
 	struct hezo_http_track tr; /* where the client's next request head is */
 	bool opaque;		   /* a 101 answered a held Upgrade: the rest passes unread */
 	bool loaded;
-	size_t nsv;
+	size_t nsv, nown; /* sv: m's secrets [0, nown), then the other members' */
 	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
+	/* Copies: another member's secrets may go while this connection lasts. */
+	char phs[HEZO_SUBST_MAX][HEZO_PLACEHOLDER_LEN + 1];
+	char names[HEZO_SUBST_MAX][HEZO_SECRET_NAME_MAX];
 	uint8_t *values[HEZO_SUBST_MAX];
 	struct hezo_mask_value mv[HEZO_MASK_VALUES];
 	uint8_t *basic[BASIC_SLOTS];	 /* sent and written, one allocation */
@@ -194,6 +199,28 @@ static void to_client(void *ud, const uint8_t *b, size_t n)
 }
 
 /*
+ * The secrets of c's members, m's first (own: how many are m's), at most max. A connection of
+ * no member (m NULL) has none of its own.
+ */
+static size_t pod_secrets(const struct pd_container *c, const struct pd_member *m,
+			  const struct hezo_secret **out, size_t max, size_t *own)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; m && i < m->nsecrets && n < max; i++)
+		out[n++] = &m->secrets[i];
+	if (own)
+		*own = n;
+	for (size_t j = 0; j < c->nmembers; j++) {
+		const struct pd_member *o = c->members[j];
+
+		for (size_t i = 0; o != m && i < o->nsecrets && n < max; i++)
+			out[n++] = &o->secrets[i];
+	}
+	return n;
+}
+
+/*
  * A head the parser refused may be one whose method is a placeholder (longer than any method it
  * takes): named as such, as a placeholder in the method of a head it reads is.
  */
@@ -201,10 +228,11 @@ static bool placeholder_in_method(const struct pd_icpt *k)
 {
 	const uint8_t *sp = memchr(k->in, ' ', k->inlen);
 	size_t mlen = sp ? (size_t)(sp - k->in) : k->inlen;
-	const struct hezo_egress *eg = &k->c->eg;
+	const struct hezo_secret *pod[HEZO_SUBST_MAX];
+	size_t n = pod_secrets(k->c, k->m, pod, HEZO_SUBST_MAX, NULL);
 
-	for (size_t i = 0; i < eg->nsecrets; i++) {
-		const char *ph = eg->secrets[i].placeholder;
+	for (size_t i = 0; i < n; i++) {
+		const char *ph = pod[i]->placeholder;
 
 		if (*ph && memmem(k->in, mlen, ph, strlen(ph)))
 			return true;
@@ -212,13 +240,19 @@ static bool placeholder_in_method(const struct pd_icpt *k)
 	return false;
 }
 
-/* Read every secret's value from its file, as the shim checked it: root's, no group or other. */
+/*
+ * Read every secret's value from its file, as the shim checked it: root's, no group or other.
+ * The connection's member's secrets go toward the hosts they name; the other members' are
+ * refused anywhere (never "here", never passed) and their values masked in the answers too.
+ */
 static int load_values(struct pd_icpt *k)
 {
-	const struct hezo_egress *eg = &k->c->eg;
+	const struct hezo_secret *pod[HEZO_SUBST_MAX];
+	size_t n_all = pod_secrets(k->c, k->m, pod, HEZO_SUBST_MAX, &k->nown);
 
-	for (size_t i = 0; i < eg->nsecrets && i < HEZO_SUBST_MAX; i++) {
-		const struct hezo_secret *s = &eg->secrets[i];
+	for (size_t i = 0; i < n_all; i++) {
+		const struct hezo_secret *s = pod[i];
+		bool own = i < k->nown;
 		int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		struct stat st;
 		uint8_t *v;
@@ -244,20 +278,22 @@ static int load_values(struct pd_icpt *k)
 		if (n > 0 && v[n - 1] == '\r')
 			n--;
 		k->values[i] = v;
+		snprintf(k->phs[i], sizeof(k->phs[i]), "%s", s->placeholder);
+		snprintf(k->names[i], sizeof(k->names[i]), "%s", s->name);
 		/* The real destination port: an entry without one names 443 only. */
 		k->sv[i] = (struct hezo_subst_secret){
-			.placeholder = s->placeholder,
+			.placeholder = k->phs[i],
 			.value = v,
 			.value_len = n > 0 ? (size_t)n : 0,
-			.here = hezo_secret_names_host(s, k->t.name, k->port),
-			.pass = s->pass_elsewhere,
-			.header = s->in_header,
-			.query = s->in_query,
-			.headers = s->headers,
-			.nheaders = s->nheaders,
+			.here = own && hezo_secret_names_host(s, k->t.name, k->port),
+			.pass = own && s->pass_elsewhere,
+			.header = own && s->in_header,
+			.query = own && s->in_query,
+			.headers = own ? s->headers : NULL,
+			.nheaders = own ? s->nheaders : 0,
 		};
-		/* Every value of the container is masked, not only those that go here. */
-		k->mv[i] = (struct hezo_mask_value){s->placeholder, v, k->sv[i].value_len};
+		/* Every value of the pod is masked, not only those that go here. */
+		k->mv[i] = (struct hezo_mask_value){k->phs[i], v, k->sv[i].value_len};
 		k->nsv = i + 1;
 		if (n <= 0 || !hezo_subst_value_ok(v, (size_t)n))
 			return -EINVAL;
@@ -416,7 +452,7 @@ static void log_request(struct pd_icpt *k, const uint8_t *head, size_t mlen,
 	for (size_t i = 0; i < k->nsv; i++)
 		if (mask >> i & 1)
 			o += (size_t)snprintf(names + o, o < sizeof(names) ? sizeof(names) - o : 0,
-					      "%s%s", o ? "," : "", k->c->eg.secrets[i].name);
+					      "%s%s", o ? "," : "", k->names[i]);
 	pd_netlog_write(k->c, &l);
 }
 
@@ -501,6 +537,14 @@ static bool take_head(struct pd_icpt *k)
 	if (r == -EPROTO) {
 		log_request(k, k->in, req.method_len, &res, "deny", res.why);
 		answer_and_end(k, 400, "deny", res.why);
+		return false;
+	}
+	if (r == -EACCES && (res.refused >> k->nown) != 0) {
+		log_request(k, k->in, req.method_len, &res, "deny",
+			    "another container's placeholder");
+		answer_and_end(k, 403, "deny",
+			       "a placeholder of another container's secret (a secret is only "
+			       "its own container's)");
 		return false;
 	}
 	if (r == -EACCES) {
@@ -960,29 +1004,36 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len)
 {
 	struct hezo_subst_secret sv[HEZO_SUBST_MAX];
+	const struct hezo_secret *pod[HEZO_SUBST_MAX];
 	struct hezo_subst_result res;
-	size_t n = c->eg.nsecrets < HEZO_SUBST_MAX ? c->eg.nsecrets : HEZO_SUBST_MAX, olen;
+	size_t n = pod_secrets(c, NULL, pod, HEZO_SUBST_MAX, NULL), olen;
 
 	if (n == 0)
 		return false;
+	/* Whichever member sent it: a pod's placeholders are judged alike over plain HTTP. */
 	for (size_t i = 0; i < n; i++)
-		sv[i] = (struct hezo_subst_secret){.placeholder = c->eg.secrets[i].placeholder,
-						   .pass = c->eg.secrets[i].pass_elsewhere};
+		sv[i] = (struct hezo_subst_secret){.placeholder = pod[i]->placeholder,
+						   .pass = pod[i]->pass_elsewhere};
 	/* Nothing is here over plain HTTP: only the refusal matters, no output is kept. */
 	return hezo_subst_head(head, len, sv, n, NULL, 0, &olen, &res) == -EACCES;
 }
 
-bool pd_intercept_wanted(const struct pd_container *c, const char *name, uint16_t port)
+bool pd_intercept_wanted(const struct pd_container *c, const struct pd_member *m, const char *name,
+			 uint16_t port)
 {
-	for (size_t i = 0; i < c->eg.nsecrets; i++)
-		if (hezo_secret_names_host(&c->eg.secrets[i], name, port))
-			return true;
+	for (size_t j = 0; j < (m ? 1 : c->nmembers); j++) {
+		const struct pd_member *o = m ? m : c->members[j];
+
+		for (size_t i = 0; i < o->nsecrets; i++)
+			if (hezo_secret_names_host(&o->secrets[i], name, port))
+				return true;
+	}
 	return false;
 }
 
-void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, size_t len,
-			const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
-			const char *name)
+void pd_intercept_start(struct pd_container *c, const struct pd_member *m, int fd,
+			const uint8_t *hello, size_t len, const struct sockaddr_storage *src,
+			const struct sockaddr_storage *dst, const char *name)
 {
 	struct pd_icpt *k = calloc(1, sizeof(*k));
 
@@ -992,6 +1043,7 @@ void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, si
 		return;
 	}
 	k->c = c;
+	k->m = m;
 	hezo_http_track_init(&k->tr);
 	k->t.src = *src;
 	k->t.dst = *dst;
@@ -1038,6 +1090,17 @@ void pd_intercept_abort_all(struct pd_container *c)
 		next = k->next;
 		if (k->c == c)
 			end(k, "deny", "container deregistered");
+	}
+}
+
+void pd_intercept_abort_member(struct pd_container *c, const struct pd_member *m)
+{
+	struct pd_icpt *k = all, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (k->c == c && k->m == m)
+			end(k, "deny", "its container left the namespace");
 	}
 }
 

@@ -1,11 +1,13 @@
 /*
  * Everything that needs CAP_SYS_ADMIN lives here: entering a container's network namespace just
- * long enough to create its listeners, and bind-mounting the namespace under the state dir.
+ * long enough to create its listeners (and the sock_diag socket that says whose a connection
+ * is), and bind-mounting the namespace under the state dir.
  * It runs in a small helper process forked at start, which alone keeps CAP_SYS_ADMIN; the daemon
  * that parses container traffic asks it over a socketpair and keeps no capability at all.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -132,6 +134,28 @@ static int do_listen(int netns_fd, int fds[6], struct hezo_error **err)
 	return r;
 }
 
+/* A netlink socket belongs to the namespace it was made in: made there, asked from here. */
+static int do_diag(int netns_fd, int *out, struct hezo_error **err)
+{
+	int fd, e = 0;
+
+	if (setns(netns_fd, CLONE_NEWNET) < 0)
+		return hezo_error_set_errno(err, errno,
+					    "entering the container's network namespace");
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		e = errno;
+	if (setns(host_netns, CLONE_NEWNET) < 0) {
+		pd_log("error", "cannot return to proxyd's own network namespace: %s",
+		       strerror(errno));
+		abort();
+	}
+	if (fd < 0)
+		return hezo_error_set_errno(err, e, "sock_diag socket");
+	*out = fd;
+	return 0;
+}
+
 static void do_unpin(const char *id);
 
 static int do_pin(int netns_fd, const char *id, struct hezo_error **err)
@@ -191,7 +215,7 @@ bool pd_netns_alive(int netns_fd)
 
 /* ---- the helper and its protocol ---- */
 
-enum { OP_LISTEN = 1, OP_PIN, OP_UNPIN };
+enum { OP_LISTEN = 1, OP_PIN, OP_UNPIN, OP_DIAG };
 
 struct ns_req {
 	int op;
@@ -308,6 +332,12 @@ static __attribute__((noreturn)) void helper_main(int sock)
 			if (hezo_id_valid(q.id))
 				do_unpin(q.id);
 			break;
+		case OP_DIAG:
+			p.r = nsfd < 0 ? hezo_error_set(&e, EBADF, "no namespace fd")
+				       : do_diag(nsfd, &compact[0], &e);
+			if (p.r == 0)
+				nout = 1;
+			break;
 		default:
 			p.r = hezo_error_set(&e, EINVAL, "unknown request");
 		}
@@ -392,6 +422,19 @@ int pd_netns_listen(int netns_fd, int fds[6], struct hezo_error **err)
 		return hezo_error_set(err, EIO, "netns helper returned no IPv4 listeners");
 	}
 	return 0;
+}
+
+int pd_netns_diag(int netns_fd, struct hezo_error **err)
+{
+	struct ns_rep p;
+	int fd = -1, n = 0, r;
+
+	r = ask(OP_DIAG, NULL, netns_fd, &fd, 1, &n, &p, err);
+	if (r < 0)
+		return r;
+	if (n != 1)
+		return hezo_error_set(err, EIO, "netns helper returned no sock_diag socket");
+	return fd;
 }
 
 int pd_netns_pin(int netns_fd, const char *id, struct hezo_error **err)

@@ -5,6 +5,7 @@
  * joining network namespaces and bind-mounting them.
  */
 #include <errno.h>
+#include <linux/netlink.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -146,6 +147,11 @@ static int install_seccomp(bool helper, struct hezo_error **err)
 		if (r == 0)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(umount2), 1,
 					     SCMP_A1(SCMP_CMP_EQ, MNT_DETACH));
+		/* sock_diag only: whose a connection is (netns.c, peer.c). */
+		if (r == 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
+					     SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
+					     SCMP_A2(SCMP_CMP_EQ, NETLINK_SOCK_DIAG));
 	}
 	if (r == 0)
 		r = seccomp_load(ctx);

@@ -385,7 +385,8 @@ struct hezo_ctl_request {
 	char project[HEZO_CTL_PROJECT_MAX]; /* register: "" when none */
 	struct hezo_json *egress;	    /* register: the section as it came (owned) */
 	struct hezo_egress eg;		    /* register: the section as proxyd enforces it */
-	char after[HEZO_CTL_ID_MAX];	    /* list, stats: page after this id; "": first page */
+	uint64_t cgroup;	     /* register: the container's cgroup v2 id (0: unknown) */
+	char after[HEZO_CTL_ID_MAX]; /* list, stats: page after this id; "": first page */
 };
 
 void hezo_ctl_request_clear(struct hezo_ctl_request *r);
@@ -396,7 +397,8 @@ int hezo_ctl_request_parse(const char *buf, size_t len, struct hezo_ctl_request 
 			   struct hezo_error **err);
 
 /* Check a registration document: a register request, or the state file proxyd keeps of one
- * ({"id","project","egress"}). */
+ * ({"id","project","egress"}); "cgroup" (optional) is the registering container's cgroup v2 id,
+ * which tells its connections from those of the namespace's other members. */
 int hezo_ctl_registration(const struct hezo_json *doc, struct hezo_ctl_request *out,
 			  struct hezo_error **err);
 

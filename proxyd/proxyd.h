@@ -125,6 +125,18 @@ struct pd_listener {
 };
 
 /*
+ * A container of a registration. Its secrets are its own: a connection takes them only when the
+ * socket it came from was made in the member's cgroup (pd_member_of), as the kernel records it.
+ */
+struct pd_member {
+	char id[PD_ID_MAX];
+	uint64_t cgroup; /* its cgroup v2 id, from the hook; 0: unknown */
+	struct hezo_secret *secrets;
+	size_t nsecrets;
+	struct hezo_json *secrets_json; /* as registered, persisted with it; NULL: none */
+};
+
+/*
  * One registration per network namespace, named by the first container that registered it. The
  * containers that share the namespace (a pod's, `--network=container:`) are its members: the
  * last to leave takes it down, and a joiner can only narrow its egress.
@@ -132,8 +144,9 @@ struct pd_listener {
 struct pd_container {
 	struct pd_container *next;
 	char id[PD_ID_MAX];
-	char (*members)[PD_ID_MAX];
+	struct pd_member **members;
 	size_t nmembers;
+	int diag_fd; /* NETLINK_SOCK_DIAG in the namespace: whose a connection is; -1: none */
 	char project[PD_PROJECT_MAX];
 	struct hezo_egress eg;
 	struct hezo_json *reg; /* the registration as persisted */
@@ -188,6 +201,23 @@ void pd_netns_unpin(const char *id);
 int pd_netns_open_pinned(const char *id, struct hezo_error **err);
 /* Does any process still live in this namespace? (start-up only: reads /proc) */
 bool pd_netns_alive(int netns_fd);
+/* A NETLINK_SOCK_DIAG socket of the namespace (pd_peer_cgroup asks it), or -errno. */
+int pd_netns_diag(int netns_fd, struct hezo_error **err);
+
+/* ---- peer.c: whose a connection accepted in a container's namespace is ---- */
+
+/*
+ * The cgroup v2 id of the socket a container connected from, src its address and dst the
+ * destination it asked for (before the redirect), found by sock_diag in that namespace.
+ * -ENOENT: no such socket (it closed).
+ */
+int pd_peer_cgroup(int diag_fd, const struct sockaddr_storage *src,
+		   const struct sockaddr_storage *dst, uint64_t *cgroup);
+/* The member of c a connection from src to dst (as the container asked for it) came from: the
+ * only member, else the one member whose cgroup made the socket; NULL when none or two are. */
+const struct pd_member *pd_member_of(const struct pd_container *c,
+				     const struct sockaddr_storage *src,
+				     const struct sockaddr_storage *dst);
 
 /* ---- registry.c ---- */
 
@@ -214,13 +244,17 @@ unsigned pd_relay_active(void);
 
 /* ---- intercept.c: TLS to a secret's host (issue 17) ---- */
 
-/* Does one of c's secrets name this host on this port? */
-bool pd_intercept_wanted(const struct pd_container *c, const char *name, uint16_t port);
-/* Take over client fd (counted in c->nconns) with the ClientHello bytes already read from it. */
-void pd_intercept_start(struct pd_container *c, int fd, const uint8_t *hello, size_t len,
-			const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
-			const char *name);
+/* Does one of m's secrets (any member's: m NULL and c given) name this host on this port? */
+bool pd_intercept_wanted(const struct pd_container *c, const struct pd_member *m, const char *name,
+			 uint16_t port);
+/* Take over client fd (counted in c->nconns) with the ClientHello bytes already read from it:
+ * a connection of member m, whose secrets it takes (the other members' are refused). */
+void pd_intercept_start(struct pd_container *c, const struct pd_member *m, int fd,
+			const uint8_t *hello, size_t len, const struct sockaddr_storage *src,
+			const struct sockaddr_storage *dst, const char *name);
 void pd_intercept_abort_all(struct pd_container *c);
+/* Member m is leaving: its intercepted connections end (they point at its secrets). */
+void pd_intercept_abort_member(struct pd_container *c, const struct pd_member *m);
 /* Does a plain-HTTP request head hold a placeholder of one of c's secrets that may not pass? */
 bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len);
 void pd_intercept_tick(struct pd_container *c, uint64_t now_ms);

@@ -1,8 +1,8 @@
 /*
  * Registrations, one per network namespace: creating one (listeners in its namespace, a bind
  * mount and a state file so a restarted proxyd finds it again), the containers that join and
- * leave it, removing it with its last member, restoring all at start, and the once-a-second
- * housekeeping.
+ * leave it (each with its own cgroup and secrets), removing it with its last member, restoring
+ * all at start, and the once-a-second housekeeping.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -30,9 +30,66 @@ _Static_assert(PD_PROJECT_MAX == HEZO_CTL_PROJECT_MAX, "PD_PROJECT_MAX");
 static ssize_t member_index(const struct pd_container *c, const char *id)
 {
 	for (size_t i = 0; i < c->nmembers; i++)
-		if (strcmp(c->members[i], id) == 0)
+		if (strcmp(c->members[i]->id, id) == 0)
 			return (ssize_t)i;
 	return -1;
+}
+
+static void member_free(struct pd_member *m)
+{
+	if (!m)
+		return;
+	hezo_secrets_free(m->secrets, m->nsecrets);
+	hezo_json_free(m->secrets_json);
+	free(m);
+}
+
+/*
+ * A member: id, its cgroup, and its secrets, those of q's egress (moved out of it: the
+ * namespace's egress keeps none) or of json (a state file's, checked again). NULL: out of memory
+ * or json refused (err says why).
+ */
+static struct pd_member *member_new(const char *id, uint64_t cgroup, struct hezo_ctl_request *q,
+				    const struct hezo_json *json, struct hezo_error **err)
+{
+	struct pd_member *m = calloc(1, sizeof(*m));
+	const struct hezo_json *from = json;
+
+	if (!m) {
+		hezo_error_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	snprintf(m->id, sizeof(m->id), "%s", id);
+	m->cgroup = cgroup;
+	if (q) {
+		from = hezo_json_get(q->egress, "secrets");
+		m->secrets = q->eg.secrets;
+		m->nsecrets = q->eg.nsecrets;
+		q->eg.secrets = NULL;
+		q->eg.nsecrets = 0;
+	} else if (json && hezo_secrets_parse(json, true, &m->secrets, &m->nsecrets, err) < 0) {
+		member_free(m);
+		return NULL;
+	}
+	if (from && !(m->secrets_json = hezo_json_clone(from))) {
+		member_free(m);
+		hezo_error_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	return m;
+}
+
+/* A member as the state file keeps it. */
+static struct hezo_json *member_json(const struct pd_member *m)
+{
+	struct hezo_json *o = hezo_json_new_object();
+
+	if (o && (hezo_json_set(o, "id", hezo_json_new_string(m->id)) < 0 ||
+		  hezo_json_set(o, "cgroup", hezo_json_new_uint(m->cgroup)) < 0 ||
+		  (m->secrets_json &&
+		   hezo_json_set(o, "secrets", hezo_json_clone(m->secrets_json)) < 0)))
+		o = (hezo_json_free(o), NULL);
+	return o;
 }
 
 struct pd_container *pd_container_find(const char *id)
@@ -89,12 +146,18 @@ static void container_free(struct pd_container *c)
 	if (c->netns_fd >= 0)
 		close(c->netns_fd);
 	c->log_fd = c->netns_fd = c->agent.w.fd = -1;
+	if (c->diag_fd >= 0)
+		close(c->diag_fd);
+	c->diag_fd = -1;
 	hezo_egress_clear(&c->eg);
 	hezo_pin_clear(&c->pins);
 	hezo_json_free(c->reg);
 	c->reg = NULL;
+	for (size_t i = 0; i < c->nmembers; i++)
+		member_free(c->members[i]);
 	free(c->members);
 	c->members = NULL;
+	c->nmembers = 0;
 	pd_defer_free(c);
 }
 
@@ -105,7 +168,7 @@ static void state_name(const char *id, char *buf, size_t size)
 
 /* The state file of registration c: reg ({"id","project","egress"}) and its members. */
 static int write_state(const struct pd_container *c, const struct hezo_json *reg,
-		       char (*members)[PD_ID_MAX], size_t nmembers, struct hezo_error **err)
+		       struct pd_member *const *members, size_t nmembers, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *doc = hezo_json_clone(reg);
 	_cleanup_free_ char *text = NULL;
@@ -117,7 +180,7 @@ static int write_state(const struct pd_container *c, const struct hezo_json *reg
 	if (!doc || hezo_json_set(doc, "members", arr) < 0)
 		return hezo_error_set(err, ENOMEM, "state file: out of memory");
 	for (size_t i = 0; i < nmembers; i++)
-		if (hezo_json_append(arr, hezo_json_new_string(members[i])) < 0)
+		if (hezo_json_append(arr, member_json(members[i])) < 0)
 			return hezo_error_set(err, ENOMEM, "state file: out of memory");
 	state_name(c->id, name, sizeof(name));
 	r = hezo_json_dump(doc, false, &text, &len, err);
@@ -126,9 +189,13 @@ static int write_state(const struct pd_container *c, const struct hezo_json *reg
 	return r < 0 ? hezo_error_prefix(err, "state file") : 0;
 }
 
-/* members: ids of a state file's "members" (checked), or NULL for the registration's own id. */
-static int members_set(struct pd_container *c, const struct hezo_json *members,
-		       struct hezo_error **err)
+/*
+ * members: a state file's "members" (checked), or NULL for the registering container alone,
+ * whose secrets and cgroup q holds. A state file's member is {"id","cgroup","secrets"}, or an
+ * older proxyd's bare id: the registration's own then takes the secrets q's egress still holds.
+ */
+static int members_set(struct pd_container *c, struct hezo_ctl_request *q,
+		       const struct hezo_json *members, struct hezo_error **err)
 {
 	size_t n = members ? members->len : 1;
 
@@ -138,17 +205,29 @@ static int members_set(struct pd_container *c, const struct hezo_json *members,
 	if (!c->members)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	if (!members) {
-		memcpy(c->members[0], c->id, sizeof(c->id));
+		c->members[0] = member_new(c->id, q->cgroup, q, NULL, err);
+		if (!c->members[0])
+			return -ENOMEM;
 		c->nmembers = 1;
 		return 0;
 	}
 	HEZO_JSON_FOREACH (i, members) {
-		const char *id = hezo_json_string(members->items[i]);
+		const struct hezo_json *e = members->items[i];
+		const char *id =
+			hezo_json_string(e->type == HEZO_JSON_OBJECT ? hezo_json_get(e, "id") : e);
+		const struct hezo_json *cg = hezo_json_get(e, "cgroup");
+		uint64_t cgroup = 0;
+		bool own = id && strcmp(id, c->id) == 0 && e->type != HEZO_JSON_OBJECT;
 
-		if (!id || !hezo_id_valid(id) || member_index(c, id) >= 0)
-			return hezo_error_set(err, EINVAL, "members[%zu]: not a new container id",
-					      i);
-		strcpy(c->members[c->nmembers++], id);
+		if (!id || !hezo_id_valid(id) || member_index(c, id) >= 0 ||
+		    (cg && hezo_json_get_uint64(cg, &cgroup) < 0))
+			return hezo_error_set(err, EINVAL, "members[%zu]: not a new container", i);
+		c->members[c->nmembers] = member_new(
+			id, cgroup, own ? q : NULL,
+			e->type == HEZO_JSON_OBJECT ? hezo_json_get(e, "secrets") : NULL, err);
+		if (!c->members[c->nmembers])
+			return hezo_error_prefix(err, "members[%zu]", i);
+		c->nmembers++;
 	}
 	return 0;
 }
@@ -162,6 +241,7 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 			const struct hezo_json *members, struct hezo_error **err)
 {
 	_cleanup_close_ int nsfd = netns_fd;
+	_cleanup_error_ struct hezo_error *derr = NULL;
 	const struct pd_container *o;
 	struct pd_container *c;
 	struct stat nst;
@@ -188,7 +268,7 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	c->log_fd = c->netns_fd = -1;
+	c->log_fd = c->netns_fd = c->diag_fd = -1;
 	for (int i = 0; i < 2; i++) {
 		c->tcp[i].w.fd = c->udp[i].w.fd = c->dnstcp[i].w.fd = -1;
 		c->tcp[i].c = c->udp[i].c = c->dnstcp[i].c = c;
@@ -197,8 +277,18 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	memcpy(c->project, q->project, sizeof(c->project));
 	c->tokens = 2.0 * pd_cfg.dns_rate;
 	c->tokens_ms = pd_now_ms();
+	/* The secrets go to their member: the namespace's egress holds none. */
+	r = members_set(c, q, members, err);
+	if (r < 0) {
+		container_free(c);
+		return r;
+	}
+	hezo_json_remove(q->egress, "secrets");
 	c->eg = q->eg;
 	memset(&q->eg, 0, sizeof(q->eg));
+	hezo_secrets_free(c->eg.secrets, c->eg.nsecrets);
+	c->eg.secrets = NULL;
+	c->eg.nsecrets = 0;
 	c->reg = hezo_json_new_object();
 	if (!c->reg || hezo_json_set(c->reg, "id", hezo_json_new_string(c->id)) < 0 ||
 	    hezo_json_set(c->reg, "project", hezo_json_new_string(c->project)) < 0 ||
@@ -206,10 +296,13 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 		container_free(c);
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	}
-	r = members_set(c, members, err);
-	if (r < 0) {
-		container_free(c);
-		return r;
+	/* Without it a pod's connections are no member's (no secrets); the rest works. */
+	c->diag_fd = pd_netns_diag(nsfd, &derr);
+	if (c->diag_fd < 0) {
+		pd_log("warning",
+		       "registration %s: %s: secrets only for a container alone in its namespace",
+		       c->id, derr ? derr->msg : "sock_diag");
+		c->diag_fd = -1;
 	}
 
 	r = pd_netns_listen(nsfd, fds, err);
@@ -268,9 +361,11 @@ static int container_join(struct pd_container *c, struct hezo_ctl_request *q,
 			  struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *egress = NULL, *reg = NULL;
-	_cleanup_free_ char(*members)[PD_ID_MAX] = NULL;
+	_cleanup_free_ struct pd_member **members = NULL;
+	struct pd_member *m = NULL;
 	struct hezo_egress eg = {0};
-	bool narrowed = false, already = member_index(c, q->id) >= 0;
+	ssize_t at = member_index(c, q->id);
+	bool narrowed = false, already = at >= 0;
 	size_t n = c->nmembers + (already ? 0 : 1);
 	char why[200];
 	int r;
@@ -294,25 +389,41 @@ static int container_join(struct pd_container *c, struct hezo_ctl_request *q,
 	}
 	reg = hezo_json_clone(c->reg);
 	members = calloc(n, sizeof(*members));
+	/* The joiner's secrets are its own member's; the namespace's egress keeps none. */
+	m = member_new(q->id, q->cgroup, q, NULL, err);
+	if (!m) {
+		hezo_egress_clear(&eg);
+		return -ENOMEM;
+	}
 	if (!reg || !members || hezo_json_set(reg, "egress", TAKE_PTR(egress)) < 0) {
 		hezo_egress_clear(&eg);
+		member_free(m);
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	}
+	hezo_json_remove(hezo_json_get(reg, "egress"), "secrets");
 	memcpy(members, c->members, c->nmembers * sizeof(*members));
-	if (!already)
-		memcpy(members[n - 1], q->id, sizeof(q->id));
+	members[already ? (size_t)at : n - 1] = m;
 	r = write_state(c, reg, members, n, err);
 	if (r < 0) {
 		hezo_egress_clear(&eg);
+		member_free(m);
 		return r;
 	}
 
 	if (narrowed) {
+		hezo_secrets_free(eg.secrets, eg.nsecrets);
+		eg.secrets = NULL;
+		eg.nsecrets = 0;
 		hezo_egress_clear(&c->eg);
 		c->eg = eg;
 	}
 	hezo_json_free(c->reg);
 	c->reg = TAKE_PTR(reg);
+	/* A member registered again (a retrying hook) is replaced, its connections with it. */
+	if (already) {
+		pd_intercept_abort_member(c, c->members[at]);
+		member_free(c->members[at]);
+	}
 	free(c->members);
 	c->members = TAKE_PTR(members);
 	c->nmembers = n;
@@ -333,15 +444,18 @@ static void member_leave(struct pd_container *c, const char *id)
 
 	if (i < 0)
 		return;
-	memmove(c->members + i, c->members + i + 1,
-		(c->nmembers - (size_t)i - 1) * sizeof(*c->members));
-	c->nmembers--;
-	if (c->nmembers == 0) {
+	if (c->nmembers == 1) {
 		memcpy(regid, c->id, sizeof(regid));
 		container_down(c);
 		forget_state(regid);
 		return;
 	}
+	/* Its connections point at its secrets: they end with it. */
+	pd_intercept_abort_member(c, c->members[i]);
+	member_free(c->members[i]);
+	memmove(c->members + i, c->members + i + 1,
+		(c->nmembers - (size_t)i - 1) * sizeof(*c->members));
+	c->nmembers--;
 	pd_netlog_member(c, "leave", id, "allow", "left; the registration stays for the others");
 	if (write_state(c, c->reg, c->members, c->nmembers, &err) < 0)
 		pd_log("warning", "registration %s: %s (a restart may keep %s a member)", c->id,

@@ -133,8 +133,9 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 	relay_run(k, 0, events);
 }
 
-/* Hand the client socket and its ClientHello to intercept.c; the connection leaves the relay. */
-static void intercept_handoff(struct pd_conn *k)
+/* Hand the client socket and its ClientHello to intercept.c, a connection of member m; it leaves
+ * the relay. */
+static void intercept_handoff(struct pd_conn *k, const struct pd_member *m)
 {
 	int fd;
 
@@ -143,7 +144,7 @@ static void intercept_handoff(struct pd_conn *k)
 		k->next->pprev = k->pprev;
 	relay_nactive--;
 	fd = pd_watch_release(&k->cw);
-	pd_intercept_start(k->c, fd, k->up.buf, k->up.len, &k->t.src, &k->t.dst, k->t.name);
+	pd_intercept_start(k->c, m, fd, k->up.buf, k->up.len, &k->t.src, &k->t.dst, k->t.name);
 	relay_dir_release(&k->up);
 	pd_defer_free(k);
 }
@@ -233,10 +234,18 @@ static void read_head(struct pd_conn *k)
 		refuse(k, "destination is not an address proxyd resolved for this name");
 		return;
 	}
-	/* A secret's host: proxyd ends the TLS itself (intercept.c) and takes the socket. */
-	if (kind[0] == 's' && pd_intercept_wanted(k->c, k->t.name, port)) {
-		intercept_handoff(k);
-		return;
+	/*
+	 * A secret's host, of the member the connection came from: proxyd ends the TLS itself
+	 * (intercept.c) and takes the socket. Another member's secret host is relayed as it is:
+	 * this container has no value for it, and may not trust proxyd's CA.
+	 */
+	if (kind[0] == 's' && pd_intercept_wanted(k->c, NULL, k->t.name, port)) {
+		const struct pd_member *m = pd_member_of(k->c, &k->t.src, &k->t.dst);
+
+		if (m && pd_intercept_wanted(k->c, m, k->t.name, port)) {
+			intercept_handoff(k, m);
+			return;
+		}
 	}
 	if (kind[0] == 'h') {
 		/* Follow every request: this first one passes the check again, what the client

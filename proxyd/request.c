@@ -56,8 +56,8 @@ static int check_keys(const struct hezo_json *doc, const char *const *known, siz
 int hezo_ctl_registration(const struct hezo_json *doc, struct hezo_ctl_request *out,
 			  struct hezo_error **err)
 {
-	static const char *const known[] = {"op", "id", "project", "egress"};
-	const struct hezo_json *egress, *pj;
+	static const char *const known[] = {"op", "id", "project", "egress", "cgroup"};
+	const struct hezo_json *egress, *pj, *cg;
 	struct hezo_ctl_request q = {.op = HEZO_CTL_REGISTER};
 	int r;
 
@@ -83,6 +83,9 @@ int hezo_ctl_registration(const struct hezo_json *doc, struct hezo_ctl_request *
 					      "project: not a string of at most 64 bytes");
 		strcpy(q.project, project);
 	}
+	cg = hezo_json_get(doc, "cgroup");
+	if (cg && hezo_json_get_uint64(cg, &q.cgroup) < 0)
+		return hezo_error_set(err, EINVAL, "cgroup: not a cgroup id");
 	r = hezo_egress_parse(egress, &q.eg, err);
 	if (r < 0)
 		return r;

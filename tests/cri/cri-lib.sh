@@ -42,6 +42,10 @@ _cri_image()
 	local d=$1 cfg man ldig lsize cdig csize mdig msize
 	mkdir -p "$d/oci/blobs/sha256" || return 1
 	hezo_busybox_rootfs "$d/rootfs" || return 1
+	# A test may add to the image (cri_image_extra ROOTFS, defined before cri_setup).
+	if declare -F cri_image_extra >/dev/null; then
+		cri_image_extra "$d/rootfs" || return 1
+	fi
 	tar -C "$d/rootfs" --numeric-owner -cf "$d/layer.tar" . || return 1
 	ldig=$(sha256sum "$d/layer.tar" | cut -d' ' -f1)
 	lsize=$(stat -c %s "$d/layer.tar")

@@ -15,6 +15,10 @@ CRI_DENIED_IP=10.$CRI_EGRESS_NET.0.11
 CRI_EGRESS=
 CRI_EGRESS_PIDS=()
 CRI_PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
+# Set before cri_setup: more arguments for proxyd (e.g. --test-upstream-ca FILE), more names for
+# the resolver (dnsmasq --address=/NAME/IP arguments).
+CRI_PROXYD_ARGS=()
+CRI_EGRESS_DNS_ARGS=()
 
 cri_egress_require()
 {
@@ -67,15 +71,34 @@ cri_egress_world()
 	EOF
 	_cri_egress_bg dnsmasq -k -C /dev/null --port "$CRI_EGRESS_DNS_PORT" \
 		--listen-address 127.0.0.1 --bind-interfaces --no-resolv --no-hosts --user=root \
-		--address=/allowed.test/"$CRI_ALLOWED_IP" --address=/denied.test/"$CRI_DENIED_IP"
+		--address=/allowed.test/"$CRI_ALLOWED_IP" --address=/denied.test/"$CRI_DENIED_IP" \
+		"${CRI_EGRESS_DNS_ARGS[@]}"
+	_cri_proxyd_start || bail_out "hezo-proxyd did not start: $(tail -n 5 "$CRI_EGRESS/proxyd.log")"
+}
+
+CRI_PROXYD_PID=
+_cri_proxyd_start()
+{
+	local i
 	_cri_egress_bg "$CRI_PROXYD" --socket "$CRI_EGRESS/proxyd/control.sock" \
 		--state-dir "$CRI_EGRESS/proxyd" --log-dir "$CRI_EGRESS/netlog" \
-		--upstream "127.0.0.1:$CRI_EGRESS_DNS_PORT" >"$CRI_EGRESS/proxyd.log" 2>&1
+		--upstream "127.0.0.1:$CRI_EGRESS_DNS_PORT" "${CRI_PROXYD_ARGS[@]}" \
+		>>"$CRI_EGRESS/proxyd.log" 2>&1
+	CRI_PROXYD_PID=$!
 	for ((i = 0; i < 50; i++)); do
-		[ -S "$CRI_EGRESS/proxyd/control.sock" ] && return 0
+		cri_proxyd_list >/dev/null && return 0
 		sleep 0.1
 	done
-	bail_out "hezo-proxyd did not start: $(tail -n 5 "$CRI_EGRESS/proxyd.log")"
+	return 1
+}
+
+# cri_egress_proxyd_restart: stop proxyd (SIGTERM, its registrations stay in its state
+# directory) and start it again on the same state; fails when it does not answer.
+cri_egress_proxyd_restart()
+{
+	kill -TERM "$CRI_PROXYD_PID" 2>/dev/null
+	wait "$CRI_PROXYD_PID" 2>/dev/null
+	_cri_proxyd_start
 }
 
 # TCP packets that reached the internet namespace, from anyone.

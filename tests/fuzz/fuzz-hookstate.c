@@ -105,7 +105,7 @@ static void check_egress(const uint8_t *data, size_t size)
 		abort();
 
 	/* What the hook then sends proxyd must carry the section unchanged. */
-	if (hezo_hook_build_register("fuzz-id", &eg, &req, &reqlen, &err) < 0 || !req ||
+	if (hezo_hook_build_register("fuzz-id", &eg, size, &req, &reqlen, &err) < 0 || !req ||
 	    strlen(req) != reqlen)
 		abort();
 	if (hezo_json_parse(req, reqlen, &back, &err) < 0)

@@ -17,8 +17,16 @@
  * value in any byte toward the box, and, when the masking took everything, the bytes toward the
  * box are well-framed answers: chunked toward HTTP/1.1, never chunked toward HTTP/1.0, no
  * Content-Length beside chunked, a body up to the close only last.
+ *
+ * Built answers (the second bit set too): the bytes describe well-framed answers (per answer its
+ * framing, Content-Length, chunked in 1 to 16 chunks, or up to the close, or none; HEAD, 204 and
+ * HTTP/1.0 requests; its body), which the target writes as an upstream would and feeds in reads
+ * of 1 to 32 bytes. Invariants: the masking takes them all; the box reads as many answers, each
+ * with its status, and each body, de-framed, is the upstream's with every value replaced by its
+ * placeholder and nothing else changed, however the values fall across chunks and reads.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -309,9 +317,210 @@ static int answers(const uint8_t *data, size_t size)
 	return 0;
 }
 
+/* ---- built answers ---- */
+
+#define BUILT_MAX 8
+
+struct built {
+	unsigned n;
+	uint8_t flags[BUILT_MAX];			/* as answers(): 1 HEAD, 2 HTTP/1.0 */
+	unsigned status[BUILT_MAX];			/* 200 or 204 */
+	size_t want_at[BUILT_MAX], want_len[BUILT_MAX]; /* the expected body, in want */
+};
+
+static uint8_t up_bytes[1 << 16], want[1 << 17], body[1 << 17];
+
+static size_t up_put(size_t at, const void *b, size_t n)
+{
+	if (at + n > sizeof(up_bytes))
+		abort();
+	memcpy(up_bytes + at, b, n);
+	return at + n;
+}
+
+/* The body as the box must read it: each value, leftmost first, as its placeholder. (No value
+ * overlaps another or itself, so any scan finds the same ones.) */
+static size_t mask_ref(const uint8_t *b, size_t n, uint8_t *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		int hit = -1;
+
+		for (int k = 0; k < 3 && hit < 0; k++)
+			if (n - i >= strlen(val[k]) && memcmp(b + i, val[k], strlen(val[k])) == 0)
+				hit = k;
+		if (hit < 0) {
+			out[o++] = b[i++];
+			continue;
+		}
+		memcpy(out + o, ph[hit], strlen(ph[hit]));
+		o += strlen(ph[hit]);
+		i += strlen(val[hit]);
+	}
+	return o;
+}
+
+/* Read the box's answers as a client that sent bt's requests; every body must be the wanted one. */
+static void check_built(const struct built *bt)
+{
+	const uint8_t *p = got, *end = got + gotlen;
+
+	for (unsigned i = 0; i < bt->n; i++) {
+		const uint8_t *he = find(p, end, "\r\n\r\n"), *cl, *te;
+		size_t blen = 0;
+		unsigned status;
+
+		if (!he || end - p < 12 || memcmp(p, "HTTP/1.", 7) != 0)
+			abort();
+		he += 4;
+		status = (unsigned)(p[9] - '0') * 100 + (unsigned)(p[10] - '0') * 10 +
+			 (unsigned)(p[11] - '0');
+		if (status != bt->status[i])
+			abort();
+		cl = field(p, he, "content-length");
+		te = field(p, he, "transfer-encoding");
+		p = he;
+		if ((bt->flags[i] & 1) || status == 204) {
+			blen = 0;
+		} else if (te) {
+			for (;;) {
+				char *x;
+				unsigned long c = strtoul((const char *)p, &x, 16);
+
+				if ((const uint8_t *)x == p || (const uint8_t *)x + 2 > end)
+					abort();
+				p = (const uint8_t *)x + 2;
+				if (c == 0)
+					break;
+				if ((size_t)(end - p) < c + 2 || blen + c > sizeof(body))
+					abort();
+				memcpy(body + blen, p, c);
+				blen += c;
+				p += c + 2;
+			}
+			if (end - p < 2 || memcmp(p, "\r\n", 2) != 0)
+				abort();
+			p += 2;
+		} else if (cl) {
+			blen = strtoul((const char *)cl, NULL, 10);
+			if ((size_t)(end - p) < blen)
+				abort();
+			memcpy(body, p, blen);
+			p += blen;
+		} else {
+			/* Up to the close: the last answer. */
+			blen = (size_t)(end - p);
+			memcpy(body, p, blen);
+			p = end;
+			if (i + 1 != bt->n)
+				abort();
+		}
+		if (blen != bt->want_len[i] || memcmp(body, want + bt->want_at[i], blen) != 0)
+			abort();
+	}
+	if (p != end)
+		abort(); /* bytes no request asked for */
+}
+
+static int built_answers(const uint8_t *data, size_t size)
+{
+	static struct hezo_mask m;
+	static struct built bt;
+	struct hezo_mask_value v[3];
+	size_t at = 0, wat = 0, step = (size_t)(data[0] & 0x1f) + 1, i = 1;
+	unsigned want_n = (data[0] >> 5 & 1) ? 8 : 4;
+	int r = 0;
+
+	memset(&bt, 0, sizeof(bt));
+	while (bt.n < want_n && i + 2 <= size) {
+		uint8_t c = data[i], kind = c & 3;
+		size_t len = data[i + 1], chunks = (size_t)(c >> 4) + 1;
+		const uint8_t *b = data + i + 2;
+		bool last = false;
+		char line[64];
+		unsigned k = bt.n;
+
+		i += 2;
+		if (len > size - i)
+			len = size - i;
+		i += len;
+		bt.flags[k] = (uint8_t)(c >> 2 & 3);
+		bt.status[k] = kind == 3 ? 204 : 200;
+		at = up_put(at, "HTTP/1.1 ", 9);
+		at = up_put(at, kind == 3 ? "204 No Content\r\n" : "200 OK\r\n",
+			    kind == 3 ? 16 : 8);
+		if ((bt.flags[k] & 1) || kind == 3) {
+			/* No body goes, whatever the head says of one. */
+			if (kind == 0)
+				at = up_put(at, line,
+					    (size_t)snprintf(line, sizeof(line),
+							     "Content-Length: %zu\r\n", len));
+			at = up_put(at, "\r\n", 2);
+			len = 0;
+		} else if (kind == 0) {
+			at = up_put(at, line,
+				    (size_t)snprintf(line, sizeof(line),
+						     "Content-Length: %zu\r\n\r\n", len));
+			at = up_put(at, b, len);
+		} else if (kind == 1) {
+			size_t each = len / chunks + 1, o = 0;
+
+			at = up_put(at, "Transfer-Encoding: chunked\r\n\r\n", 30);
+			while (o < len) {
+				size_t cn = len - o < each ? len - o : each;
+
+				at = up_put(at, line,
+					    (size_t)snprintf(line, sizeof(line), "%zx\r\n", cn));
+				at = up_put(at, b + o, cn);
+				at = up_put(at, "\r\n", 2);
+				o += cn;
+			}
+			at = up_put(at, "0\r\n\r\n", 5);
+		} else {
+			at = up_put(at, "\r\n", 2);
+			at = up_put(at, b, len);
+			last = true;
+		}
+		/* A body toward HTTP/1.0 goes up to the close, nothing after it: any body by its
+		 * framing, an empty chunked one too (only Content-Length: 0 has none). */
+		if ((bt.flags[k] & 2) && !(bt.flags[k] & 1) && kind != 3 && (kind != 0 || len > 0))
+			last = true;
+		bt.want_at[k] = wat;
+		bt.want_len[k] = mask_ref(b, len, want + wat);
+		wat += bt.want_len[k];
+		bt.n++;
+		if (last)
+			break;
+	}
+	if (bt.n == 0)
+		return 0;
+	for (int k = 0; k < 3; k++)
+		v[k] = (struct hezo_mask_value){ph[k], (const uint8_t *)val[k], strlen(val[k])};
+	gotlen = 0;
+	hezo_mask_init(&m, v, 3, collect, NULL);
+	for (unsigned k = 0; k < bt.n; k++)
+		if (hezo_mask_request(&m, bt.flags[k] & 1, bt.flags[k] & 2) != 0)
+			abort();
+	for (size_t o = 0; o < at && r == 0; o += step)
+		r = hezo_mask_feed(&m, up_bytes + o, at - o < step ? at - o : step);
+	if (r >= 0)
+		r = hezo_mask_end(&m);
+	/* Well-framed answers are all taken. */
+	if (r < 0)
+		abort();
+	for (int k = 0; k < 3; k++)
+		if (contains(got, gotlen, val[k]))
+			abort();
+	check_built(&bt);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > 16384)
 		return 0;
+	if ((data[0] & 0xc0) == 0xc0)
+		return size > 1 ? built_answers(data + 1, size - 1) : 0;
 	return data[0] & 0x80 ? answers(data, size) : request(data, size);
 }

@@ -594,18 +594,28 @@ static void test_register_request(void **unused)
 	struct hezo_error *err = NULL;
 	struct hezo_json *req = NULL;
 	char *out = NULL;
+	uint64_t cg = 0;
 	size_t len;
 
 	assert_int_equal(
 		parse_egress("{\"mode\":\"proxy\",\"allow\":[\"a.test\"],\"project\":\"p\"}", &eg),
 		0);
-	assert_int_equal(hezo_hook_build_register("ctr1", &eg, &out, &len, &err), 0);
+	assert_int_equal(hezo_hook_build_register("ctr1", &eg, 0, &out, &len, &err), 0);
 	assert_int_equal(strlen(out), len);
 	assert_int_equal(hezo_json_parse(out, len, &req, &err), 0);
 	assert_string_equal(hezo_json_string(hezo_json_get(req, "op")), "register");
 	assert_string_equal(hezo_json_string(hezo_json_get(req, "id")), "ctr1");
 	assert_string_equal(hezo_json_string(hezo_json_get(req, "project")), "p");
 	assert_true(hezo_json_equal(hezo_json_get(req, "egress"), eg.json));
+	/* An unknown cgroup is left out; a known one is sent as a number. */
+	assert_null(hezo_json_get(req, "cgroup"));
+	hezo_json_free(req);
+	free(out);
+	assert_int_equal(hezo_hook_build_register("ctr1", &eg, 12345678901ull, &out, &len, &err),
+			 0);
+	assert_int_equal(hezo_json_parse(out, len, &req, &err), 0);
+	assert_int_equal(hezo_json_get_uint64(hezo_json_get(req, "cgroup"), &cg), 0);
+	assert_true(cg == 12345678901ull);
 	hezo_json_free(req);
 	free(out);
 	hezo_hook_egress_clear(&eg);
@@ -613,6 +623,22 @@ static void test_register_request(void **unused)
 	assert_int_equal(hezo_hook_build_deregister("ctr1", &out, &len, &err), 0);
 	assert_string_equal(out, "{\"op\":\"deregister\",\"id\":\"ctr1\"}");
 	free(out);
+}
+
+/* The unified hierarchy's line of /proc/PID/cgroup, hybrid or pure v2; nothing else. */
+static void test_cgroup2_path(void **unused)
+{
+	const char *hybrid = "9:name=systemd:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n";
+	char out[64];
+
+	assert_int_equal(hezo_hook_cgroup2_path(hybrid, strlen(hybrid), out, sizeof(out)), 0);
+	assert_string_equal(out, "/docker/abc");
+	assert_int_equal(hezo_hook_cgroup2_path("0::/\n", 5, out, sizeof(out)), 0);
+	assert_string_equal(out, "/");
+	assert_int_equal(hezo_hook_cgroup2_path("1:cpu:/x\n", 9, out, sizeof(out)), -ENOENT);
+	/* Outside the reader's cgroup namespace: no path to open. */
+	assert_int_equal(hezo_hook_cgroup2_path("0::/../../x\n", 12, out, sizeof(out)), -EINVAL);
+	assert_int_equal(hezo_hook_cgroup2_path("0::/abcdef\n", 11, out, 4), -EINVAL);
 }
 
 /* The call over a real SOCK_SEQPACKET pair: the peer must get the request and the fd. */
@@ -726,6 +752,7 @@ int main(void)
 		cmocka_unit_test(test_nft_bad_input),
 		cmocka_unit_test(test_reply_parse),
 		cmocka_unit_test(test_register_request),
+		cmocka_unit_test(test_cgroup2_path),
 		cmocka_unit_test(test_control_call_passes_fd),
 		cmocka_unit_test(test_control_call_timeout_and_hangup),
 		cmocka_unit_test(test_control_connect_missing),

@@ -1,0 +1,88 @@
+/*
+ * The container's cgroup v2 id, sent with its registration: proxyd tells the connections of
+ * containers that share one network namespace apart by the cgroup the kernel records on each
+ * socket (proxyd/peer.c). On a cgroup v1 host runc also places the container in the unified
+ * hierarchy (mounted at /sys/fs/cgroup/unified in hybrid mode).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "hezo-cleanup.h"
+#include "hezo-file.h"
+#include "hezo-hook.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+int hezo_hook_cgroup2_path(const char *buf, size_t len, char *out, size_t size)
+{
+	const char *p = buf, *end = buf + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		/* "0::PATH": the unified hierarchy's line; a path outside our namespace's view
+		 * shows as "/../..." and is no path we can open. */
+		if (n > 3 && memcmp(p, "0::/", 4) == 0) {
+			if (n - 3 >= size || memchr(p + 3, '\0', n - 3) ||
+			    memmem(p + 3, n - 3, "/..", 3))
+				return -EINVAL;
+			memcpy(out, p + 3, n - 3);
+			out[n - 3] = '\0';
+			return 0;
+		}
+		p += n + 1;
+	}
+	return -ENOENT;
+}
+
+static int cgroup2_root(void)
+{
+	static const char *const roots[] = {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"};
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(roots); i++) {
+		struct statfs sf;
+		int fd = open(roots[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			continue;
+		if (fstatfs(fd, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+			return fd;
+		close(fd);
+	}
+	return -ENOENT;
+}
+
+int hezo_hook_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int root = -1;
+	char proc[64], path[4096];
+	struct stat st;
+	size_t len;
+	int r;
+
+	*out = 0;
+	snprintf(proc, sizeof(proc), "/proc/%d/cgroup", pid);
+	r = hezo_read_file_at(AT_FDCWD, proc, 1 << 16, &buf, &len, err);
+	if (r < 0)
+		return r;
+	r = hezo_hook_cgroup2_path(buf, len, path, sizeof(path));
+	if (r < 0)
+		return hezo_error_set(err, -r, "%s: no cgroup v2 path", proc);
+	root = cgroup2_root();
+	if (root < 0)
+		return hezo_error_set(err, ENOENT, "no cgroup v2 hierarchy mounted");
+	/* The id of a cgroup is its directory's inode number in cgroupfs. */
+	if (fstatat(root, path[1] ? path + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return hezo_error_set_errno(err, errno, "cgroup %s", path);
+	*out = (uint64_t)st.st_ino;
+	return 0;
+}
