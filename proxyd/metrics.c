@@ -108,6 +108,8 @@ static const struct family per_container[] = {
 	F("hezo_proxyd_secrets_masked_total", "counter",
 	  "Secrets' values replaced by their placeholder in answers toward the box.",
 	  secrets_masked),
+	F("hezo_proxyd_h2_streams_total", "counter",
+	  "HTTP/2 streams on intercepted connections (each has its netlog line).", h2_streams),
 	F("hezo_proxyd_dns_queries_total", "counter", "DNS queries from the box.", dns_queries),
 	F("hezo_proxyd_dns_answers_total", "counter", "DNS queries answered from upstream.",
 	  dns_allowed),
