@@ -348,7 +348,7 @@ static void answer_block(struct hezo_h2 *h, struct stream *s, const nghttp2_fram
 	bool end = fr->hd.flags & NGHTTP2_FLAG_END_STREAM;
 	nghttp2_nv *nv = NULL;
 	uint8_t *b = NULL;
-	size_t n = 0, vl;
+	size_t n = 0, vl = 0;
 	const uint8_t *st = field_get(&s->fl, ":status", &vl), *ce;
 
 	if (s->c_closed)
@@ -438,7 +438,7 @@ static size_t head_put(uint8_t *out, size_t o, size_t room, const void *p, size_
 /* The request's fields as an HTTP/1.1 head; 0 when it does not fit or lacks a part. */
 static size_t h1_head(const struct fields *f, uint8_t *out, size_t room)
 {
-	size_t ml, pl, al, sl, o = 0;
+	size_t ml = 0, pl = 0, al = 0, sl = 0, o = 0;
 	const uint8_t *m = field_get(f, ":method", &ml), *p = field_get(f, ":path", &pl),
 		      *a = field_get(f, ":authority", &al), *sc = field_get(f, ":scheme", &sl);
 
