@@ -583,10 +583,8 @@ static int c_begin(nghttp2_session *session, const nghttp2_frame *fr, void *ud)
 	if (fr->hd.type != NGHTTP2_HEADERS)
 		return 0;
 	s = by_client(h, fr->hd.stream_id);
-	if (s) {
-		fields_reset(&s->fl); /* trailers */
-		return 0;
-	}
+	if (s)
+		return 0; /* trailers: refused whole, their fields never read */
 	if (fr->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	s = calloc(1, sizeof(*s));
@@ -610,7 +608,8 @@ static int c_field(nghttp2_session *session, const nghttp2_frame *fr, const uint
 
 	(void)session;
 	(void)flags;
-	if (s)
+	/* Only the request's own block: fl is the answer's once the request went. */
+	if (s && fr->headers.cat == NGHTTP2_HCAT_REQUEST)
 		(void)fields_add(&s->fl, name, nl, value, vl);
 	return 0;
 }
