@@ -32,7 +32,7 @@ PACKAGES=(
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
 	# HTTP/2 test upstreams for proxyd's interception (tests/integration/secrets-egress.sh)
-	python3-h2 nghttp2-server
+	python3-h2
 	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
 	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the key-spelling differential test (tests/tools/keys.sh): Go and runtime-spec's Go types
