@@ -38,8 +38,15 @@ static int request(void *ud, const uint8_t *head, size_t len, uint8_t *out, size
 
 	(void)ud;
 	for (int i = 0; i < 3; i++)
-		s[i] = (struct hezo_subst_secret){ph[i], (const uint8_t *)val[i], strlen(val[i]),
-						  true, false, true, false, NULL, 0};
+		s[i] = (struct hezo_subst_secret){ph[i],
+						  (const uint8_t *)val[i],
+						  strlen(val[i]),
+						  true,
+						  false,
+						  true,
+						  false,
+						  NULL,
+						  0};
 	/* As intercept.c: the Host (:authority) must be the connection's name. */
 	if (hezo_http_parse_request(head, len, &req) != 1 || req.head_len != len ||
 	    strcmp(req.host, "h2.test") != 0) {
@@ -86,8 +93,8 @@ static void check_field(const struct side *sd, const uint8_t *b, size_t n)
 static void frame(struct side *sd, const uint8_t *f, size_t len)
 {
 	uint8_t type = f[3], flags = f[4];
-	uint32_t id = ((uint32_t)(f[5] & 0x7f) << 24) | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 |
-		      f[8];
+	uint32_t id =
+		((uint32_t)(f[5] & 0x7f) << 24) | (uint32_t)f[6] << 16 | (uint32_t)f[7] << 8 | f[8];
 	const uint8_t *p = f + 9;
 	size_t n = len - 9, pad = 0;
 
@@ -149,9 +156,9 @@ static void bytes(struct side *sd, const uint8_t *b, size_t n)
 			n -= k;
 			continue;
 		}
-		need = sd->frlen < 9 ? 9
-				     : 9 + ((size_t)sd->fr[0] << 16 | (size_t)sd->fr[1] << 8 |
-					    sd->fr[2]);
+		need = sd->frlen < 9
+			       ? 9
+			       : 9 + ((size_t)sd->fr[0] << 16 | (size_t)sd->fr[1] << 8 | sd->fr[2]);
 		if (need > sizeof(sd->fr))
 			abort(); /* a frame larger than any the peer allows */
 		k = need - sd->frlen < n ? need - sd->frlen : n;
