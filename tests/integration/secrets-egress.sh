@@ -25,7 +25,8 @@ hezo_require_tools jq runc ip nft dnsmasq openssl curl git python3 ldd timeout "
 hezo_require_backend
 # The HTTP/2 upstream needs Debian's python3 with python3-h2 (another python3 may come first).
 H2PY=/usr/bin/python3
-"$H2PY" -c 'import h2.connection' 2>/dev/null || hezo_cannot_run "no python3-h2 for $H2PY"
+"$H2PY" -c 'import h2.connection' 2>/dev/null && [ -d /usr/lib/python3.11 ] ||
+	hezo_cannot_run "no python3-h2 for $H2PY (Debian 12's python3.11)"
 hezo_require_shim
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
 [ -x "$PROXYD" ] || hezo_cannot_run "no hezo-proxyd at $PROXYD"
@@ -117,6 +118,12 @@ RFS=$E/rootfs
 hezo_busybox_rootfs "$RFS" || bail_out "cannot make the rootfs"
 hezo_copy_bin "$RFS" /usr/bin/curl /usr/bin/git /usr/bin/openssl /usr/lib/git-core/git-remote-https \
 	/usr/lib/git-core/git-remote-http || bail_out "cannot copy curl and git into the rootfs"
+# Debian's python3 with python3-h2 (pure Python) for the gRPC-style client of the HTTP/2 rows.
+hezo_copy_bin "$RFS" "$H2PY" /usr/lib/python3.11/lib-dynload/*.so &&
+	cp -a /usr/lib/python3.11 "$RFS/usr/lib/" && mkdir -p "$RFS/usr/lib/python3/dist-packages" &&
+	cp -a /usr/lib/python3/dist-packages/h2 /usr/lib/python3/dist-packages/hpack \
+		/usr/lib/python3/dist-packages/hyperframe "$RFS/usr/lib/python3/dist-packages/" &&
+	cp "$here/../lib/h2-grpc-client.py" "$RFS/usr/lib/" || bail_out "cannot copy python3-h2 into the rootfs"
 printf 'nameserver 10.205.1.1\n' >"$RFS/etc/resolv.conf"
 printf 'hosts: dns files\n' >"$RFS/etc/nsswitch.conf"
 mkdir -p "$RFS/etc/ssl/certs"
@@ -324,6 +331,18 @@ expect_match "$OUT" "echo:two" "[h2] ... then the second's" || diag "$OUT"
 expect_eq "$(grep -oE "key=hzph[a-z0-9]{40}" <<<"$OUT" | wc -l)" 3 "[h2] ... each of the three echoes masked (the value went up, the placeholder back)" || diag "$OUT"
 expect_match "$(cat h2.log)" "proto=h2 path=/stream key=$VTOK" "[h2] ... and the upstream got the value"
 expect_eq "$(grep -c "echo:two" <<<"$OUT") $(grep -cF -e "$VTOK" -e "$VALUE" <<<"$OUT")" "1 0" "[h2] ... the call done, and no value in any byte the box receives"
+# The same call from Python (python3-h2), gRPC's shape: a POST stream, trailers at its end.
+: >h2.log
+box h2grpc "PYTHONPATH=/usr/lib/python3/dist-packages timeout 20 $H2PY /usr/lib/h2-grpc-client.py h2.test one two 2>&1"
+expect_match "$(cat h2.log)" "proto=h2 path=/stream key=$VTOK" "[h2] python3-h2 gRPC-style client: the upstream gets the value in a header" || diag "$OUT"
+expect_match "$OUT" "alpn h2" "[h2] ... over HTTP/2 from the box"
+expect_eq "$(grep -cE "^data echo:(one|two) key=hzph[a-z0-9]{40}$" <<<"$OUT")" 2 "[h2] ... both messages echoed while the stream is open, masked" || diag "$OUT"
+expect_match "$OUT" "trailer x-trailer: hzph[a-z0-9]{40}" "[h2] ... the trailers come, masked" || diag "$OUT"
+expect_match "$OUT" "trailer grpc-status: 0" "[h2] ... grpc-status among them"
+expect_match "$OUT" "done" "[h2] ... and the stream ends"
+h2py_nv() { expect_eq "$(grep -c "^alpn h2" <<<"$OUT") $(grep -cF -e "$VTOK" -e "$VALUE" <<<"$OUT")" "1 0" "$1"; }
+h2py_nv "[h2] ... no value in any byte the box receives"
+
 : >h2.log
 box h2h1 "$CI --http1.1 -H \"X-Api-Key: \$TOK\" https://h2.test/e"
 expect_match "$(cat h2.log)" "proto=http/1.1 path=/e key=$VTOK" "[h2] an HTTP/1.1 client toward the same upstream: HTTP/1.1 both ways" || diag "$OUT"
