@@ -928,12 +928,20 @@ void hezo_h2_upstream_gone(struct hezo_h2 *h)
 						  NGHTTP2_INTERNAL_ERROR);
 		}
 	}
-	nghttp2_session_terminate_session(h->srv, NGHTTP2_NO_ERROR);
+	/* A graceful GOAWAY: the answers just queued (502s, resets) still go before it ends. */
+	nghttp2_submit_goaway(h->srv, NGHTTP2_FLAG_NONE,
+			      nghttp2_session_get_last_proc_stream_id(h->srv), NGHTTP2_NO_ERROR,
+			      NULL, 0);
 }
 
 bool hezo_h2_done(const struct hezo_h2 *h)
 {
 	return !nghttp2_session_want_read(h->srv) && !nghttp2_session_want_write(h->srv);
+}
+
+bool hezo_h2_client_owed(const struct hezo_h2 *h)
+{
+	return nghttp2_session_want_write(h->srv);
 }
 
 uint64_t hezo_h2_masked(const struct hezo_h2 *h)

@@ -66,6 +66,8 @@ void hezo_h2_client_gone(struct hezo_h2 *h);
 void hezo_h2_upstream_gone(struct hezo_h2 *h);
 /* Nothing is left to do on either side. */
 bool hezo_h2_done(const struct hezo_h2 *h);
+/* Frames are still due to the box (once the upstream is gone: what must go before the end). */
+bool hezo_h2_client_owed(const struct hezo_h2 *h);
 /* Values masked in answers so far, and bytes toward the upstream / the box. */
 uint64_t hezo_h2_masked(const struct hezo_h2 *h);
 /* What the last failure was (for the connection's log line). */

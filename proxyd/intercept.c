@@ -1278,7 +1278,8 @@ static void run_h2(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		end(k, "allow", k->nsubst ? "intercepted h2: substituted" : "intercepted h2");
 		return;
 	}
-	if ((k->u_eof || hezo_h2_done(k->h2)) && BIO_ctrl_pending(k->cwb) == 0) {
+	if ((k->u_eof ? !hezo_h2_client_owed(k->h2) : hezo_h2_done(k->h2)) &&
+	    BIO_ctrl_pending(k->cwb) == 0) {
 		SSL_shutdown(k->cs);
 		(void)flush_client(k);
 		end(k, "allow",
