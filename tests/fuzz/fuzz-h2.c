@@ -13,21 +13,10 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include "fuzz-secrets.h"
 #include "h2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const char *const ph[3] = {
-	"hzph0123456789abcdefghijklmnopqrstuvwxyz0123",
-	"hzphaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-	"hzph9999999999999999999999999999999999999999",
-};
-static const char *const val[3] = {"ghp_realtoken", "x?y#z/%41", "p@ss:w0rd"};
-
-static bool contains(const uint8_t *b, size_t len, const char *s)
-{
-	return memmem(b, len, s, strlen(s)) != NULL;
-}
 
 static int request(void *ud, const uint8_t *head, size_t len, uint8_t *out, size_t outsz,
 		   size_t *outlen, struct hezo_h2_verdict *v)
