@@ -850,6 +850,24 @@ static int read_client(struct pd_icpt *k)
 
 static void run_h2(struct pd_icpt *k, uint32_t cev, uint32_t uev);
 
+/* The upstream's next plaintext into scratch: its length, 0 when none is there yet, -1 at its
+ * end (or a failure: the same to the caller). */
+static int read_up(struct pd_icpt *k)
+{
+	int n = SSL_read(k->us, scratch, sizeof(scratch)), e;
+
+	if (n > 0) {
+		k->bytes_in += (size_t)n;
+		return n;
+	}
+	e = SSL_get_error(k->us, n);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	k->u_eof = true;
+	ERR_clear_error();
+	return -1;
+}
+
 static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 {
 	int r;
@@ -983,20 +1001,13 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		}
 		/* upstream -> client, every value masked on the way */
 		while (!k->u_eof && !k->down_done && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
-			int n = SSL_read(k->us, scratch, sizeof(scratch));
+			int n = read_up(k);
 
 			if (n <= 0) {
-				int e = SSL_get_error(k->us, n);
-
-				if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-					k->u_eof = true;
-					ERR_clear_error();
-					if (k->mask && hezo_mask_end(k->mask) < 0)
-						k->reason = k->mask->why;
-				}
+				if (n < 0 && k->mask && hezo_mask_end(k->mask) < 0)
+					k->reason = k->mask->why;
 				break;
 			}
-			k->bytes_in += (size_t)n;
 			progress = true;
 			if (!k->mask) {
 				/* No request waits: nothing is owed the upstream's bytes. */
@@ -1228,19 +1239,13 @@ static void run_h2(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			}
 		}
 		while (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
-			int n = SSL_read(k->us, scratch, sizeof(scratch));
+			int n = read_up(k);
 
 			if (n <= 0) {
-				int e = SSL_get_error(k->us, n);
-
-				if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-					k->u_eof = true;
-					ERR_clear_error();
+				if (n < 0)
 					hezo_h2_upstream_gone(k->h2);
-				}
 				break;
 			}
-			k->bytes_in += (size_t)n;
 			progress = true;
 			if (hezo_h2_from_upstream(k->h2, scratch, (size_t)n) < 0) {
 				k->u_eof = true;
