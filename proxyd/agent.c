@@ -403,7 +403,7 @@ static bool cgroups_named(const struct pd_container *c, char *text)
 			continue;
 		last = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 		for (size_t i = 0; i < c->nmembers && !ok; i++)
-			ok = hezo_cgroup_name_is_id(last, c->members[i]);
+			ok = hezo_cgroup_name_is_id(last, c->members[i]->id);
 		if (!ok)
 			return false;
 		named = true;

@@ -23,6 +23,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "h2.h"
 #include "proxyd.h"
 #include "tls.h"
 
@@ -71,6 +72,14 @@ struct pd_icpt {
 	uint64_t nreq;
 	unsigned nsubst;
 	const char *reason;
+	/* HTTP/2 (h2.c): the box offered h2 by ALPN, so its handshake waited for the upstream's. */
+	struct pd_tls_alpn alpn;
+	struct hezo_h2 *h2;
+	uint8_t *uo; /* HTTP/2 bytes on their way to the upstream */
+	size_t uooff, uolen, uocap;
+	/* The upstream failed while the box's handshake waited: answered once it is done. */
+	int fail_status;
+	const char *fail_verdict, *fail_reason;
 };
 
 static struct pd_icpt *all;
@@ -117,6 +126,14 @@ static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 	if (k->next)
 		k->next->pprev = k->pprev;
 	k->c->nconns--;
+	if (k->h2) {
+		k->masked += hezo_h2_masked(k->h2);
+		hezo_h2_free(k->h2);
+		k->h2 = NULL;
+	}
+	if (k->uo)
+		OPENSSL_cleanse(k->uo, k->uocap);
+	free(k->uo);
 	mask_drop(k);
 	k->t.masks = k->masked;
 	k->c->st.secrets_masked += k->t.masks;
@@ -224,17 +241,17 @@ static size_t pod_secrets(const struct pd_container *c, const struct pd_member *
  * A head the parser refused may be one whose method is a placeholder (longer than any method it
  * takes): named as such, as a placeholder in the method of a head it reads is.
  */
-static bool placeholder_in_method(const struct pd_icpt *k)
+static bool placeholder_in_method(const struct pd_icpt *k, const uint8_t *head, size_t len)
 {
-	const uint8_t *sp = memchr(k->in, ' ', k->inlen);
-	size_t mlen = sp ? (size_t)(sp - k->in) : k->inlen;
+	const uint8_t *sp = memchr(head, ' ', len);
+	size_t mlen = sp ? (size_t)(sp - head) : len;
 	const struct hezo_secret *pod[HEZO_SUBST_MAX];
 	size_t n = pod_secrets(k->c, k->m, pod, HEZO_SUBST_MAX, NULL);
 
 	for (size_t i = 0; i < n; i++) {
 		const char *ph = pod[i]->placeholder;
 
-		if (*ph && memmem(k->in, mlen, ph, strlen(ph)))
+		if (*ph && memmem(head, mlen, ph, strlen(ph)))
 			return true;
 	}
 	return false;
@@ -507,9 +524,10 @@ static bool take_head(struct pd_icpt *k)
 	}
 	if (r < 0) {
 		answer_and_end(k, 400, "deny",
-			       placeholder_in_method(k) ? "a secret's placeholder in the method"
-							: "not an HTTP/1.1 request with one Host "
-							  "header and unambiguous framing");
+			       placeholder_in_method(k, k->in, k->inlen)
+				       ? "a secret's placeholder in the method"
+				       : "not an HTTP/1.1 request with one Host "
+					 "header and unambiguous framing");
 		return false;
 	}
 	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
@@ -661,12 +679,12 @@ static bool feed_up(struct pd_icpt *k)
 	return true;
 }
 
-/* Drain pend into the upstream's TLS. <0: it failed. */
-static int flush_up(struct pd_icpt *k)
+/* Drain b[*off, *off + *len) into the upstream's TLS, each byte wiped once sent. <0: it failed. */
+static int drain_up(struct pd_icpt *k, uint8_t *b, size_t *off, size_t *len)
 {
 	k->u_want_write = false;
-	while (k->pendlen > 0) {
-		int n = SSL_write(k->us, k->pend + k->pendoff, (int)k->pendlen);
+	while (*len > 0) {
+		int n = SSL_write(k->us, b + *off, (int)*len);
 
 		if (n <= 0) {
 			int e = SSL_get_error(k->us, n);
@@ -677,13 +695,19 @@ static int flush_up(struct pd_icpt *k)
 			}
 			return -EIO;
 		}
-		OPENSSL_cleanse(k->pend + k->pendoff, (size_t)n);
-		k->pendoff += (size_t)n;
-		k->pendlen -= (size_t)n;
+		OPENSSL_cleanse(b + *off, (size_t)n);
+		*off += (size_t)n;
+		*len -= (size_t)n;
 		k->bytes_out += (size_t)n;
 	}
-	k->pendoff = 0;
+	*off = 0;
 	return 0;
+}
+
+/* Drain pend (HTTP/1) into the upstream's TLS. */
+static int flush_up(struct pd_icpt *k)
+{
+	return drain_up(k, k->pend, &k->pendoff, &k->pendlen);
 }
 
 /*
@@ -732,7 +756,7 @@ static void interest(struct pd_icpt *k)
 	case P_RUN:
 		if (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT)
 			ue |= EPOLLIN | EPOLLRDHUP;
-		if (k->pendlen > 0 && k->u_want_write)
+		if ((k->pendlen > 0 || k->uolen > 0) && k->u_want_write)
 			ue |= EPOLLOUT;
 		break;
 	}
@@ -743,26 +767,109 @@ static void interest(struct pd_icpt *k)
 static void on_client(struct pd_watch *w, uint32_t events);
 static void on_upstream(struct pd_watch *w, uint32_t events);
 
-static void start_connect(struct pd_icpt *k)
+static bool client_hs(struct pd_icpt *k);
+
+/* The box's handshake waits for the upstream (it offered h2)? */
+static bool held(const struct pd_icpt *k)
+{
+	return k->alpn.client_h2 && !k->alpn.decided;
+}
+
+/* The upstream failed: answered at once, or once the box's held handshake is done (as
+ * HTTP/1.1). */
+static void up_failed(struct pd_icpt *k, int status, const char *verdict, const char *reason)
+{
+	if (!held(k)) {
+		answer_and_end(k, status, verdict, reason);
+		return;
+	}
+	k->fail_status = status;
+	k->fail_verdict = verdict;
+	k->fail_reason = reason;
+	k->alpn.decided = true;
+	k->alpn.h2 = false;
+	k->ph = P_CLIENT_HS;
+	(void)client_hs(k);
+}
+
+/* false: it failed, and k may have ended. */
+static bool start_connect(struct pd_icpt *k)
 {
 	socklen_t len = k->t.dst.ss_family == AF_INET ? sizeof(struct sockaddr_in)
 						      : sizeof(struct sockaddr_in6);
 	int fd = socket(k->t.dst.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
 
 	if (fd < 0) {
-		answer_and_end(k, 502, "error", "cannot create upstream socket");
-		return;
+		up_failed(k, 502, "error", "cannot create upstream socket");
+		return false;
 	}
 	if (connect(fd, (struct sockaddr *)&k->t.dst, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
-		answer_and_end(k, 502, "error", "upstream connect failed");
-		return;
+		up_failed(k, 502, "error", "upstream connect failed");
+		return false;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	pd_watch_init(&k->uw, fd, on_upstream);
 	k->ph = P_CONNECT;
 	k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.connect_timeout_s * 1000;
 	PD_COUNT(k->c, conns_allowed);
+	return true;
+}
+
+static const struct hezo_h2_ops h2_ops;
+
+/*
+ * The box's TLS handshake. A box that offers h2 is held at its ClientHello while the upstream is
+ * asked (the answer decides the ALPN both ways). true: done with the upstream ready, go on to
+ * run; false: waiting, or k went on by another way (maybe ended).
+ */
+static bool client_hs(struct pd_icpt *k)
+{
+	const unsigned char *alpn;
+	unsigned alen;
+	int r = SSL_do_handshake(k->cs);
+	bool box_h2;
+
+	(void)flush_client(k);
+	if (r != 1) {
+		int e = SSL_get_error(k->cs, r);
+
+		if (e == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
+			if (k->uw.fd < 0 && !start_connect(k))
+				return false;
+			interest(k);
+			return false;
+		}
+		if (e == SSL_ERROR_WANT_READ && !k->c_eof) {
+			interest(k);
+			return false;
+		}
+		ERR_clear_error();
+		end(k, "deny", "client TLS handshake failed (proxyd offers h2 or http/1.1 only)");
+		return false;
+	}
+	if (k->fail_reason) {
+		answer_and_end(k, k->fail_status, k->fail_verdict, k->fail_reason);
+		return false;
+	}
+	if (!k->us) {
+		if (start_connect(k))
+			interest(k);
+		return false;
+	}
+	SSL_get0_alpn_selected(k->cs, &alpn, &alen);
+	box_h2 = alen == 2 && memcmp(alpn, "h2", 2) == 0;
+	if (box_h2 != k->alpn.h2) {
+		end(k, "error", "the box and the upstream took different protocols");
+		return false;
+	}
+	if (box_h2 && hezo_h2_new(&k->h2, &h2_ops, k, k->mv, 0) < 0) {
+		end(k, "error", "HTTP/2 setup failed");
+		return false;
+	}
+	k->ph = P_RUN;
+	k->deadline_ms = 0;
+	return true;
 }
 
 /* Read the client's socket into its TLS. */
@@ -785,6 +892,26 @@ static int read_client(struct pd_icpt *k)
 	return 0;
 }
 
+static void run_h2(struct pd_icpt *k, uint32_t cev, uint32_t uev);
+
+/* The upstream's next plaintext into scratch: its length, 0 when none is there yet, -1 at its
+ * end (or a failure: the same to the caller). */
+static int read_up(struct pd_icpt *k)
+{
+	int n = SSL_read(k->us, scratch, sizeof(scratch)), e;
+
+	if (n > 0) {
+		k->bytes_in += (size_t)n;
+		return n;
+	}
+	e = SSL_get_error(k->us, n);
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	k->u_eof = true;
+	ERR_clear_error();
+	return -1;
+}
+
 static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 {
 	int r;
@@ -793,26 +920,8 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		end(k, "allow", "client read error");
 		return;
 	}
-	if (k->ph == P_CLIENT_HS) {
-		r = SSL_do_handshake(k->cs);
-		(void)flush_client(k);
-		if (r != 1) {
-			int e = SSL_get_error(k->cs, r);
-
-			if (e == SSL_ERROR_WANT_READ && !k->c_eof) {
-				interest(k);
-				return;
-			}
-			ERR_clear_error();
-			end(k, "deny", "client TLS handshake failed (proxyd offers http/1.1 only)");
-			return;
-		}
-		start_connect(k);
-		if (k->uw.fd < 0)
-			return;
-		interest(k);
+	if (k->ph == P_CLIENT_HS && !client_hs(k))
 		return;
-	}
 	if (k->ph == P_CONNECT) {
 		int e = 0;
 		socklen_t elen = sizeof(e);
@@ -822,14 +931,14 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			return;
 		}
 		if (getsockopt(k->uw.fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0 || e) {
-			answer_and_end(k, 502, "error",
-				       e == ECONNREFUSED ? "upstream refused the connection"
-							 : "upstream connect failed");
+			up_failed(k, 502, "error",
+				  e == ECONNREFUSED ? "upstream refused the connection"
+						    : "upstream connect failed");
 			return;
 		}
-		k->us = pd_tls_client_new(k->t.name, k->uw.fd);
+		k->us = pd_tls_client_new(k->t.name, k->uw.fd, k->alpn.client_h2);
 		if (!k->us) {
-			answer_and_end(k, 502, "error", "upstream TLS setup failed");
+			up_failed(k, 502, "error", "upstream TLS setup failed");
 			return;
 		}
 		k->ph = P_UP_HS;
@@ -851,20 +960,35 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			ERR_clear_error();
 			/* No byte of the client's has gone upstream: the request waits in its TLS.
 			 */
-			answer_and_end(k, 502, "deny",
-				       v != X509_V_OK ? "upstream certificate not trusted for this "
-							"name"
-						      : "upstream TLS handshake failed");
+			up_failed(k, 502, "deny",
+				  v != X509_V_OK ? "upstream certificate not trusted for this name"
+						 : "upstream TLS handshake failed");
 			return;
 		}
 		SSL_get0_alpn_selected(k->us, &alpn, &alen);
-		if (alen && (alen != 8 || memcmp(alpn, "http/1.1", 8) != 0)) {
-			answer_and_end(k, 502, "deny",
-				       "upstream chose a protocol other than http/1.1");
+		if (alen == 2 && memcmp(alpn, "h2", 2) == 0 && k->alpn.client_h2) {
+			k->alpn.h2 = true;
+		} else if (alen && (alen != 8 || memcmp(alpn, "http/1.1", 8) != 0)) {
+			up_failed(k, 502, "deny",
+				  "upstream chose a protocol other than h2 or http/1.1");
 			return;
 		}
-		k->ph = P_RUN;
-		k->deadline_ms = 0;
+		if (held(k)) {
+			/* The box's handshake goes on, now that the upstream's protocol is known.
+			 */
+			k->alpn.decided = true;
+			k->ph = P_CLIENT_HS;
+			k->deadline_ms = pd_now_ms() + (uint64_t)pd_cfg.head_timeout_s * 1000;
+			if (!client_hs(k))
+				return;
+		} else {
+			k->ph = P_RUN;
+			k->deadline_ms = 0;
+		}
+	}
+	if (k->h2) {
+		run_h2(k, cev, uev);
+		return;
 	}
 	/* P_RUN */
 	k->last_ms = pd_now_ms();
@@ -921,20 +1045,13 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		}
 		/* upstream -> client, every value masked on the way */
 		while (!k->u_eof && !k->down_done && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
-			int n = SSL_read(k->us, scratch, sizeof(scratch));
+			int n = read_up(k);
 
 			if (n <= 0) {
-				int e = SSL_get_error(k->us, n);
-
-				if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-					k->u_eof = true;
-					ERR_clear_error();
-					if (k->mask && hezo_mask_end(k->mask) < 0)
-						k->reason = k->mask->why;
-				}
+				if (n < 0 && k->mask && hezo_mask_end(k->mask) < 0)
+					k->reason = k->mask->why;
 				break;
 			}
-			k->bytes_in += (size_t)n;
 			progress = true;
 			if (!k->mask) {
 				/* No request waits: nothing is owed the upstream's bytes. */
@@ -987,6 +1104,244 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 		free(k->pend);
 		k->in = k->pend = NULL;
 		k->pendoff = 0;
+	}
+	interest(k);
+}
+
+/* ---- HTTP/2 (h2.c does the protocol; here: the rules, the sockets, the log) ---- */
+
+/* One stream's request as an HTTP/1.1 head: the same checks and substitution as take_head. */
+static int h2_request(void *ud, const uint8_t *head, size_t len, uint8_t *out, size_t outsz,
+		      size_t *outlen, struct hezo_h2_verdict *v)
+{
+	struct pd_icpt *k = ud;
+	struct hezo_http_request req, again;
+	struct hezo_subst_result res = {0};
+	char host[HEZO_NAME_MAX];
+	size_t olen = 0;
+	int r;
+
+	v->status = 400;
+	if (hezo_http_parse_request(head, len, &req) != 1 || req.head_len != len) {
+		v->why = placeholder_in_method(k, head, len)
+				 ? "a secret's placeholder in the method"
+				 : "not a request proxyd passes (one :authority, valid fields)";
+		return -EINVAL;
+	}
+	if (hezo_name_normalize(req.host, strlen(req.host), host) < 0 ||
+	    strcmp(host, k->t.name) != 0 || (req.port && req.port != k->port)) {
+		v->status = 403;
+		v->why = ":authority does not match the TLS server name";
+		return -EACCES;
+	}
+	if (!k->loaded && load_values(k) < 0) {
+		v->status = 502;
+		v->why = "a secret's file cannot be read";
+		return -EIO;
+	}
+	hezo_h2_values(k->h2, k->mv, k->nmv);
+	r = hezo_subst_head(head, len, k->sv, k->nsv, out, outsz, &olen, &res);
+	v->refused = res.refused | res.misplaced;
+	if (r == -EPROTO) {
+		v->why = res.why;
+		return r;
+	}
+	if (r == -EACCES) {
+		v->status = 403;
+		v->why = (res.refused >> k->nown) != 0
+				 ? "a placeholder of another container's secret"
+				 : "a secret's placeholder toward a host the secret does not name";
+		return r;
+	}
+	if (r < 0) {
+		v->why = "request head too long once substituted";
+		return r;
+	}
+	if (res.count) {
+		struct basic_pairs p = {0};
+
+		hezo_subst_basic_pairs(head, len, out, olen, note_basic, &p);
+		/* Streams run side by side: a credential stays masked for the connection's life,
+		 * so a fifth on one connection is refused rather than waited for. */
+		if (p.over || !basic_room(k, &p) || basic_add(k, &p, UINT64_MAX) < 0) {
+			OPENSSL_cleanse(out, olen);
+			v->why = "Basic credentials with values that cannot all be masked";
+			return -ENOSPC;
+		}
+		hezo_h2_values(k->h2, k->mv, k->nmv);
+	}
+	if (hezo_subst_identity(out, olen, outsz, &olen) < 0 ||
+	    hezo_http_parse_request(out, olen, &again) != 1 || again.head_len != olen) {
+		OPENSSL_cleanse(out, olen);
+		v->why = "request not valid once substituted";
+		return -EINVAL;
+	}
+	v->used = res.used;
+	v->count = res.count;
+	v->sensitive = res.count > 0;
+	k->nsubst += res.count;
+	k->c->st.secrets_substituted += res.count;
+	pd_stats.secrets_substituted += res.count;
+	k->nreq++;
+	*outlen = olen;
+	return 0;
+}
+
+static void h2_stream_end(void *ud, const struct hezo_h2_stream_log *sl)
+{
+	struct pd_icpt *k = ud;
+	char names[512] = "";
+	size_t o = 0;
+	uint32_t bits = strcmp(sl->verdict, "allow") == 0 ? sl->v->used : sl->v->refused;
+	struct pd_netlog l = {
+		.proto = "h2",
+		.src = &k->t.src,
+		.dst = &k->t.dst,
+		.name = k->t.name,
+		.verdict = sl->verdict,
+		.reason = sl->reason,
+		.intercepted = true,
+		.method = sl->method,
+		.path = sl->path,
+		.secrets = names,
+		.substitutions = sl->v->count,
+		.has_bytes = true,
+		.bytes_out = sl->bytes_out,
+		.bytes_in = sl->bytes_in,
+		.masks = sl->masked,
+		.duration_ms = 0,
+	};
+
+	for (size_t i = 0; i < k->nsv; i++)
+		if (bits >> i & 1)
+			o += (size_t)snprintf(names + o, o < sizeof(names) ? sizeof(names) - o : 0,
+					      "%s%s", o ? "," : "", k->c->eg.secrets[i].name);
+	PD_COUNT(k->c, h2_streams);
+	pd_netlog_write(k->c, &l);
+}
+
+static const struct hezo_h2_ops h2_ops = {h2_request, h2_stream_end};
+
+static int uo_add(struct pd_icpt *k, const uint8_t *b, size_t n)
+{
+	if (k->uooff + k->uolen + n > k->uocap) {
+		if (k->uo)
+			memmove(k->uo, k->uo + k->uooff, k->uolen);
+		k->uooff = 0;
+		if (k->uolen + n > k->uocap) {
+			size_t cap = k->uocap ? k->uocap * 2 : PEND_MAX;
+			uint8_t *p;
+
+			while (cap < k->uolen + n)
+				cap *= 2;
+			p = malloc(cap);
+			if (!p)
+				return -ENOMEM;
+			if (k->uo) {
+				memcpy(p, k->uo, k->uolen);
+				OPENSSL_cleanse(k->uo, k->uocap);
+				free(k->uo);
+			}
+			k->uo = p;
+			k->uocap = cap;
+		}
+	}
+	memcpy(k->uo + k->uooff + k->uolen, b, n);
+	k->uolen += n;
+	return 0;
+}
+
+static void run_h2(struct pd_icpt *k, uint32_t cev, uint32_t uev)
+{
+	const uint8_t *p;
+	ssize_t m;
+
+	k->last_ms = pd_now_ms();
+	for (int round = 0; round < 8; round++) {
+		bool progress = false;
+
+		while (!k->c_closed) {
+			int n = SSL_read(k->cs, scratch, sizeof(scratch));
+
+			if (n <= 0) {
+				int e = SSL_get_error(k->cs, n);
+
+				if (e != SSL_ERROR_WANT_READ || k->c_eof) {
+					k->c_closed = true;
+					ERR_clear_error();
+					hezo_h2_client_gone(k->h2);
+				}
+				break;
+			}
+			progress = true;
+			if (hezo_h2_from_client(k->h2, scratch, (size_t)n) < 0) {
+				/* Its GOAWAY goes down before the end. */
+				while ((m = hezo_h2_to_client(k->h2, &p)) > 0)
+					SSL_write(k->cs, p, (int)m);
+				SSL_shutdown(k->cs);
+				(void)flush_client(k);
+				end(k, "deny", hezo_h2_why(k->h2));
+				return;
+			}
+		}
+		while (!k->u_eof && BIO_ctrl_pending(k->cwb) < DOWN_LIMIT) {
+			int n = read_up(k);
+
+			if (n <= 0) {
+				if (n < 0)
+					hezo_h2_upstream_gone(k->h2);
+				break;
+			}
+			progress = true;
+			if (hezo_h2_from_upstream(k->h2, scratch, (size_t)n) < 0) {
+				k->u_eof = true;
+				k->reason = hezo_h2_why(k->h2);
+				hezo_h2_upstream_gone(k->h2);
+				break;
+			}
+		}
+		while (BIO_ctrl_pending(k->cwb) < DOWN_LIMIT &&
+		       (m = hezo_h2_to_client(k->h2, &p)) > 0) {
+			SSL_write(k->cs, p, (int)m);
+			progress = true;
+		}
+		while (!k->u_eof && k->uolen < PEND_MAX &&
+		       (m = hezo_h2_to_upstream(k->h2, &p)) > 0) {
+			if (uo_add(k, p, (size_t)m) < 0) {
+				end(k, "error", "out of memory");
+				return;
+			}
+			progress = true;
+		}
+		if (!k->u_eof && drain_up(k, k->uo, &k->uooff, &k->uolen) < 0) {
+			k->u_eof = true;
+			hezo_h2_upstream_gone(k->h2);
+			progress = true;
+		}
+		if (flush_client(k) < 0) {
+			end(k, "allow", "client write failed");
+			return;
+		}
+		if (!progress)
+			break;
+	}
+	if (k->c_closed) {
+		end(k, "allow", k->nsubst ? "intercepted h2: substituted" : "intercepted h2");
+		return;
+	}
+	if ((k->u_eof ? !hezo_h2_client_owed(k->h2) : hezo_h2_done(k->h2)) &&
+	    BIO_ctrl_pending(k->cwb) == 0) {
+		SSL_shutdown(k->cs);
+		(void)flush_client(k);
+		end(k, "allow",
+		    k->reason	? k->reason
+		    : k->nsubst ? "intercepted h2: substituted"
+				: "intercepted h2");
+		return;
+	}
+	if ((cev & EPOLLERR) || (uev & EPOLLERR)) {
+		end(k, "allow", "socket error");
+		return;
 	}
 	interest(k);
 }
@@ -1064,7 +1419,7 @@ void pd_intercept_start(struct pd_container *c, const struct pd_member *m, int f
 		end(k, "error", "proxyd has no interception CA: a secret's host is refused");
 		return;
 	}
-	k->cs = pd_tls_server_new(name);
+	k->cs = pd_tls_server_new(name, &k->alpn);
 	k->crb = BIO_new(BIO_s_mem());
 	k->cwb = BIO_new(BIO_s_mem());
 	if (!k->cs || !k->crb || !k->cwb) {

@@ -125,32 +125,45 @@ static size_t partial_tail(const struct hezo_mask *m, const uint8_t *w, size_t f
 
 /* Pass work[0..len) on with every whole value replaced; returns where the bytes kept for the next
  * call begin (a value's first bytes may end the buffer: those, up to longest - 1, wait). */
+/* The first value in w[pos..len): its place (NULL: none) and which one in *k. */
+static const uint8_t *first_value(const struct hezo_mask_value *v, size_t n, const uint8_t *w,
+				  size_t pos, size_t len, size_t *k)
+{
+	const uint8_t *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *p;
+
+		if (v[i].len == 0 || v[i].len > len - pos)
+			continue;
+		p = memmem(w + pos, len - pos, v[i].value, v[i].len);
+		/* The earliest wins; at one place the longer (a value inside another). */
+		if (p && (!best || p < best || (p == best && v[i].len > v[*k].len))) {
+			best = p;
+			*k = i;
+		}
+	}
+	return best;
+}
+
+static size_t ph_len(const struct hezo_mask_value *v)
+{
+	return v->placeholder_len ? v->placeholder_len : HEZO_PLACEHOLDER_LEN;
+}
+
 static size_t scan(struct hezo_mask *m, size_t len, bool last)
 {
 	const uint8_t *w = m->work;
 	size_t pos = 0, limit;
 
 	for (;;) {
-		const uint8_t *best = NULL;
 		size_t k = 0;
+		const uint8_t *best = first_value(m->v, m->n, w, pos, len, &k);
 
-		for (size_t i = 0; i < m->n; i++) {
-			const uint8_t *p;
-
-			if (m->v[i].len == 0 || m->v[i].len > len - pos)
-				continue;
-			p = memmem(w + pos, len - pos, m->v[i].value, m->v[i].len);
-			/* The earliest wins; at one place the longer (a value inside another). */
-			if (p && (!best || p < best || (p == best && m->v[i].len > m->v[k].len))) {
-				best = p;
-				k = i;
-			}
-		}
 		if (!best)
 			break;
 		stage_put(m, w + pos, (size_t)(best - w) - pos);
-		stage_put(m, (const uint8_t *)m->v[k].placeholder,
-			  m->v[k].placeholder_len ? m->v[k].placeholder_len : HEZO_PLACEHOLDER_LEN);
+		stage_put(m, (const uint8_t *)m->v[k].placeholder, ph_len(&m->v[k]));
 		m->masked++;
 		pos = (size_t)(best - w) + m->v[k].len;
 	}
@@ -178,6 +191,39 @@ static void mask_data(struct hezo_mask *m, const uint8_t *b, size_t n, bool last
 		memmove(m->work, m->work + keep, m->carry + take - keep);
 		m->carry = m->carry + take - keep;
 	} while (n > 0);
+}
+
+void hezo_mask_stream(struct hezo_mask *m)
+{
+	m->qn = 0;
+	m->st = S_RAW;
+}
+
+int hezo_mask_string(const struct hezo_mask_value *v, size_t n, const uint8_t *in, size_t len,
+		     uint8_t *out, size_t outsz, size_t *outlen, uint64_t *masked)
+{
+	size_t pos = 0, o = 0;
+
+	for (;;) {
+		size_t k = 0, lit;
+		const uint8_t *best = first_value(v, n, in, pos, len, &k);
+
+		lit = (best ? (size_t)(best - in) : len) - pos;
+		if (o + lit > outsz)
+			return -ENOSPC;
+		memcpy(out + o, in + pos, lit);
+		o += lit;
+		if (!best)
+			break;
+		if (o + ph_len(&v[k]) > outsz)
+			return -ENOSPC;
+		memcpy(out + o, v[k].placeholder, ph_len(&v[k]));
+		o += ph_len(&v[k]);
+		(*masked)++;
+		pos = (size_t)(best - in) + v[k].len;
+	}
+	*outlen = o;
+	return 0;
 }
 
 static bool tchar(uint8_t c)

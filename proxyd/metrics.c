@@ -113,6 +113,8 @@ static const struct family per_container[] = {
 	F("hezo_proxyd_key_refusals_total", "counter",
 	  "Requests the ssh agent refused (other namespaces, hosts, data, add/remove/lock).",
 	  keys_refused),
+	F("hezo_proxyd_h2_streams_total", "counter",
+	  "HTTP/2 streams on intercepted connections (each has its netlog line).", h2_streams),
 	F("hezo_proxyd_dns_queries_total", "counter", "DNS queries from the box.", dns_queries),
 	F("hezo_proxyd_dns_answers_total", "counter", "DNS queries answered from upstream.",
 	  dns_allowed),

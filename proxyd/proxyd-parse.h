@@ -347,6 +347,16 @@ void hezo_mask_values(struct hezo_mask *m, const struct hezo_mask_value *v, size
 /* A request went upstream: its answer is the next one after those awaited (HEAD: without body;
  * http10: an HTTP/1.0 request, whose answer must not be chunked). -ENOSPC: too many waiting. */
 int hezo_mask_request(struct hezo_mask *m, bool head, bool http10);
+/* From now on every byte fed is masked as one stream (an HTTP/2 stream's DATA, h2.c): no
+ * framing is read; hezo_mask_end passes the bytes kept for a value that may go on. */
+void hezo_mask_stream(struct hezo_mask *m);
+/*
+ * The whole string in[0..len) with every value of v[0..n) replaced by its placeholder (the same
+ * rule as the stream: the earliest, at one place the longer), into out. *masked counts up.
+ * -ENOSPC when out is too small.
+ */
+int hezo_mask_string(const struct hezo_mask_value *v, size_t n, const uint8_t *in, size_t len,
+		     uint8_t *out, size_t outsz, size_t *outlen, uint64_t *masked);
 /* Is some answer awaited or under way? */
 bool hezo_mask_busy(const struct hezo_mask *m);
 /* Did an answer switch protocols (101)? What follows it is masked as a stream. */

@@ -87,6 +87,7 @@ struct pd_stats {
 	uint64_t bytes_out, bytes_in;
 	uint64_t secrets_substituted, secrets_masked; /* intercepted connections */
 	uint64_t keys_signed, keys_refused;	      /* the agent's sign requests */
+	uint64_t h2_streams;			      /* intercepted HTTP/2 streams */
 };
 
 /* Every registration's, in total (each registration's own are its st). */

@@ -2,7 +2,8 @@
  * proxyd's TLS material for interception (issue 17): its CA (P-256, made on first start under
  * STATE/tls, key 0600), the bundle containers trust (the host's roots and the CA), leaf
  * certificates minted per host name and cached, and the two SSL_CTXs (toward containers: ALPN
- * http/1.1 or http/1.0; toward upstreams: verified, host name checked).
+ * h2 where the upstream speaks it, http/1.1 or http/1.0; toward upstreams: verified, host name
+ * checked).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -179,19 +180,65 @@ static int load_or_create_ca(const char *dir, struct hezo_error **err)
 	return 0;
 }
 
-/* ALPN toward containers: http/1.1, http/1.0 (curl -0 offers it) or nothing (an h2-only client
- * gets no handshake). */
+/*
+ * ALPN toward containers: h2 when the box offers it and the upstream took it too (a->h2), else
+ * http/1.1, http/1.0 (curl -0 offers it) or nothing (an h2-only client then gets no handshake).
+ */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
-	static const unsigned char ours[] = "\x08http/1.1\x08http/1.0";
+	static const unsigned char h1[] = "\x08http/1.1\x08http/1.0";
+	static const unsigned char h2[] = "\x02h2\x08http/1.1\x08http/1.0";
+	const struct pd_tls_alpn *a = SSL_get_app_data(ssl);
+	bool two = a && a->h2;
 	unsigned char *o;
 
-	if (SSL_select_next_proto(&o, outlen, ours, sizeof(ours) - 1, in, inlen) !=
-	    OPENSSL_NPN_NEGOTIATED)
+	(void)arg;
+	if (SSL_select_next_proto(&o, outlen, two ? h2 : h1, (two ? sizeof(h2) : sizeof(h1)) - 1,
+				  in, inlen) != OPENSSL_NPN_NEGOTIATED)
 		return SSL_TLSEXT_ERR_ALERT_FATAL;
 	*out = o;
 	return SSL_TLSEXT_ERR_OK;
+}
+
+/* Does the ALPN extension's list p[0..n) name h2? */
+static bool offers_h2(const unsigned char *p, size_t n)
+{
+	size_t i = 2;
+
+	if (n < 2 || (size_t)(p[0] << 8 | p[1]) != n - 2)
+		return false;
+	while (i < n) {
+		size_t l = p[i];
+
+		if (i + 1 + l > n)
+			return false;
+		if (l == 2 && memcmp(p + i + 1, "h2", 2) == 0)
+			return true;
+		i += 1 + l;
+	}
+	return false;
+}
+
+/* A box that offers h2 waits here until its upstream has answered whether it speaks h2. */
+static int hello_cb(SSL *ssl, int *al, void *arg)
+{
+	struct pd_tls_alpn *a = SSL_get_app_data(ssl);
+	const unsigned char *p;
+	size_t n;
+
+	(void)al;
+	(void)arg;
+	if (!a || a->decided)
+		return SSL_CLIENT_HELLO_SUCCESS;
+	if (!a->seen) {
+		a->seen = true;
+		a->client_h2 = SSL_client_hello_get0_ext(
+				       ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
+				       &n) == 1 &&
+			       offers_h2(p, n);
+	}
+	return a->client_h2 ? SSL_CLIENT_HELLO_RETRY : SSL_CLIENT_HELLO_SUCCESS;
 }
 
 int pd_tls_init(const char *state_dir, const char *upstream_ca, struct hezo_error **err)
@@ -223,6 +270,7 @@ int pd_tls_init(const char *state_dir, const char *upstream_ca, struct hezo_erro
 	SSL_CTX_set_min_proto_version(server_ctx, TLS1_2_VERSION);
 	SSL_CTX_set_min_proto_version(client_ctx, TLS1_2_VERSION);
 	SSL_CTX_set_alpn_select_cb(server_ctx, alpn_select, NULL);
+	SSL_CTX_set_client_hello_cb(server_ctx, hello_cb, NULL);
 	SSL_CTX_set_mode(server_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 					     SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 					     SSL_MODE_RELEASE_BUFFERS);
@@ -306,7 +354,7 @@ static X509 *leaf_for(const char *name)
 	return cache[victim].cert;
 }
 
-SSL *pd_tls_server_new(const char *name)
+SSL *pd_tls_server_new(const char *name, struct pd_tls_alpn *a)
 {
 	X509 *leaf = leaf_for(name);
 	SSL *s;
@@ -314,14 +362,15 @@ SSL *pd_tls_server_new(const char *name)
 	if (!leaf)
 		return NULL;
 	s = SSL_new(server_ctx);
-	if (!s || SSL_use_certificate(s, leaf) != 1 || SSL_use_PrivateKey(s, leaf_key) != 1) {
+	if (!s || SSL_use_certificate(s, leaf) != 1 || SSL_use_PrivateKey(s, leaf_key) != 1 ||
+	    SSL_set_app_data(s, a) != 1) {
 		SSL_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-SSL *pd_tls_client_new(const char *name, int fd)
+SSL *pd_tls_client_new(const char *name, int fd, bool h2)
 {
 	SSL *s = SSL_new(client_ctx);
 
@@ -329,7 +378,8 @@ SSL *pd_tls_client_new(const char *name, int fd)
 		return NULL;
 	SSL_set_hostflags(s, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	if (SSL_set_tlsext_host_name(s, name) != 1 || SSL_set1_host(s, name) != 1 ||
-	    SSL_set_fd(s, fd) != 1) {
+	    SSL_set_fd(s, fd) != 1 ||
+	    (h2 && SSL_set_alpn_protos(s, (const unsigned char *)"\x02h2\x08http/1.1", 12) != 0)) {
 		SSL_free(s);
 		return NULL;
 	}

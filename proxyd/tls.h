@@ -22,9 +22,19 @@ extern struct pd_tls_stats pd_tls_stats;
 int pd_tls_init(const char *state_dir, const char *upstream_ca, struct hezo_error **err);
 /* Did pd_tls_init succeed? Without it a connection to a secret's host is refused. */
 bool pd_tls_ready(void);
-/* An SSL toward a container presenting a leaf for name (minted or from the cache). */
-SSL *pd_tls_server_new(const char *name);
-/* An SSL toward an upstream on fd: SNI name, the certificate verified and its name checked. */
-SSL *pd_tls_client_new(const char *name, int fd);
+/*
+ * ALPN toward a box. A ClientHello that offers h2 is held (SSL_ERROR_WANT_CLIENT_HELLO_CB,
+ * client_h2 set) until the caller has asked the upstream and set decided, and h2 when the
+ * upstream took h2; only then is h2 offered back.
+ */
+struct pd_tls_alpn {
+	bool seen, client_h2, decided, h2;
+};
+/* An SSL toward a container presenting a leaf for name (minted or from the cache); a stays the
+ * caller's for the SSL's life. */
+SSL *pd_tls_server_new(const char *name, struct pd_tls_alpn *a);
+/* An SSL toward an upstream on fd: SNI name, the certificate verified and its name checked; ALPN
+ * offers h2 before http/1.1 when h2. */
+SSL *pd_tls_client_new(const char *name, int fd, bool h2);
 
 #endif

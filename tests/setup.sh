@@ -22,7 +22,7 @@ fi
 PACKAGES=(
 	# build
 	meson ninja-build pkg-config gcc clang-14 libclang-rt-14-dev clang-format git
-	libseccomp-dev libcap-dev libyajl-dev libnftnl-dev libmnl-dev libssl-dev
+	libseccomp-dev libcap-dev libyajl-dev libnftnl-dev libmnl-dev libssl-dev libnghttp2-dev
 	# unit tests
 	libcmocka-dev
 	# backends and engines
@@ -33,6 +33,8 @@ PACKAGES=(
 	openssh-server
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
+	# HTTP/2 test upstreams for proxyd's interception (tests/integration/secrets-egress.sh)
+	python3-h2
 	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
 	python3-grpcio python3-grpc-tools containernetworking-plugins
 	# the key-spelling differential test (tests/tools/keys.sh): Go and runtime-spec's Go types

@@ -3,11 +3,14 @@
 # of a request (p50/p99) intercepted (value substituted, answer masked and framed again) against
 # the plain relay and against direct, a 10 MiB download through interception with masking against
 # the relay, a handshake with a leaf minted cold against a cached
-# one, and proxyd's memory per idle intercepted connection. Prints a Markdown table.
+# one, proxyd's memory per idle intercepted connection, and a request over HTTP/2 against one over
+# HTTP/1.1, both intercepted, to the same upstream (tests/lib/h2-echo-upstream.py). Prints a
+# Markdown table.
 #
 #   sudo tests/bench/secrets.sh [PROXYD]     (default: build-rel/proxyd/hezo-proxyd, else build/)
 #
-# Needs root, ip, nft, dnsmasq, openssl, python3. Traffic stays in the namespaces it creates.
+# Needs root, ip, nft, dnsmasq, openssl, python3, and Debian's python3 with python3-h2 (for the
+# HTTP/2 upstream and client). Traffic stays in the namespaces it creates.
 # Nothing here fails on a figure: targets are reported, not asserted.
 set -uo pipefail
 
@@ -42,22 +45,25 @@ bg() { "$@" & PIDS+=($!); }
 ip netns add hzb-c1 && ip netns add hzb-inet || exit 1
 ip -n hzb-c1 link set lo up
 ip -n hzb-inet link set lo up
-hezo_netns_link_host hzb-veth0 hzb-inet 10.206.0 2
+hezo_netns_link_host hzb-veth0 hzb-inet 10.206.0 2 3
 hezo_netns_link_client hzb-c1 hzb-inet 10.206.1
 
 cd "$T" || exit 1
-hezo_test_ca "$T" bench-CA api.test api.test plain.test '*.mint.test'
+hezo_test_ca "$T" bench-CA api.test api.test plain.test '*.mint.test' h2.test
 bg ip netns exec hzb-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/up.log" 10.206.0.2 up.crt up.key
+H2PY=/usr/bin/python3
+bg ip netns exec hzb-inet "$H2PY" "$SRC/tests/lib/h2-echo-upstream.py" /dev/null 10.206.0.3 up.crt \
+	up.key 443
 bg dnsmasq -k -C /dev/null --port 5355 --listen-address 127.0.0.1 --bind-interfaces --no-resolv \
 	--no-hosts --user=root --address=/api.test/10.206.0.2 --address=/plain.test/10.206.0.2 \
-	--address=/mint.test/10.206.0.2
+	--address=/mint.test/10.206.0.2 --address=/h2.test/10.206.0.3
 hezo_jail_rules nat | ip netns exec hzb-c1 nft -f -
 printf 'benchvalue1234567890\n' >"$T/secret"
 chmod 0600 "$T/secret"
 PH=hzph0123456789abcdefghijklmnopqrstuvwxyz0123
-EG=$(python3 -c 'import json,sys; print(json.dumps({"mode":"proxy","allow":["api.test","plain.test","*.mint.test"],
+EG=$(python3 -c 'import json,sys; print(json.dumps({"mode":"proxy","allow":["api.test","plain.test","*.mint.test","h2.test"],
  "resolvers":["127.0.0.1:5355"],"allowRanges":["10.206.0.0/24"],
- "secrets":{"T":{"hosts":["api.test","*.mint.test"],"file":sys.argv[1],"placeholder":sys.argv[2]}}}))' "$T/secret" "$PH")
+ "secrets":{"T":{"hosts":["api.test","*.mint.test","h2.test"],"file":sys.argv[1],"placeholder":sys.argv[2]}}}))' "$T/secret" "$PH")
 hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --test-upstream-ca "$T/ca.crt" \
 	--conn-limit 4096
 PIDS+=("$PROXYD_PID")
@@ -100,12 +106,44 @@ def pct(v, p):
     return v[min(len(v) - 1, int(len(v) * p))]
 if mode in ("lat", "latd"):
     host, addr = sys.argv[4], (sys.argv[5] if len(sys.argv) > 5 else None)
-    hdr = "X-Token: %s\r\n" % os.environ.get("PH", "") if host == "api.test" else ""
+    hdr = "X-Api-Key: %s\r\n" % os.environ.get("PH", "") if host in ("api.test", "h2.test") else ""
     s = conn(host, addr)
     get(s, host, "/ping", hdr)
     t = []
     for _ in range(n):
         a = time.perf_counter(); get(s, host, "/ping", hdr); t.append(time.perf_counter() - a)
+    print("%.3f %.3f" % (pct(t, 0.5) * 1e3, pct(t, 0.99) * 1e3))
+elif mode == "h2lat":
+    # The same request as lat, over HTTP/2 (python3-h2), one stream after another.
+    import h2.config, h2.connection, h2.events
+    host, addr = sys.argv[4], (sys.argv[5] if len(sys.argv) > 5 else None)
+    c2 = ssl.create_default_context(cafile=ca)
+    c2.set_alpn_protocols(["h2"])
+    raw = socket.create_connection((addr or host, 443))
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s = c2.wrap_socket(raw, server_hostname=host)
+    assert s.selected_alpn_protocol() == "h2"
+    h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    h.initiate_connection()
+    s.sendall(h.data_to_send())
+    def one():
+        sid = h.get_next_available_stream_id()
+        h.send_headers(sid, [(":method", "GET"), (":scheme", "https"), (":authority", host),
+                             (":path", "/ping"), ("x-api-key", os.environ.get("PH", ""))],
+                       end_stream=True)
+        s.sendall(h.data_to_send())
+        while True:
+            for ev in h.receive_data(s.recv(65536)):
+                if isinstance(ev, h2.events.DataReceived):
+                    h.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                if isinstance(ev, h2.events.StreamEnded) and ev.stream_id == sid:
+                    s.sendall(h.data_to_send())
+                    return
+            s.sendall(h.data_to_send())
+    one()
+    t = []
+    for _ in range(n):
+        a = time.perf_counter(); one(); t.append(time.perf_counter() - a)
     print("%.3f %.3f" % (pct(t, 0.5) * 1e3, pct(t, 0.99) * 1e3))
 elif mode == "big":
     host = sys.argv[4]
@@ -130,7 +168,16 @@ PY
 B=$T/state/tls/bundle.crt
 run_c() { ip netns exec hzb-c1 env PH="$PH" python3 "$T/client.py" "$@"; }
 # DNS for the names first (proxyd pins what it answered).
-ip netns exec hzb-c1 python3 -c 'import socket; [socket.getaddrinfo(h, 443) for h in ("api.test", "plain.test")]'
+ip netns exec hzb-c1 python3 -c 'import socket; [socket.getaddrinfo(h, 443) for h in ("api.test", "plain.test", "h2.test")]'
+read -r h2p50 h2p99 < <(ip netns exec hzb-c1 env PH="$PH" "$H2PY" "$T/client.py" h2lat "$B" "$N" h2.test ||
+	echo "- -")
+read -r h1p50 h1p99 < <(run_c lat "$B" "$N" h2.test)
+# The same two clients straight to the upstream: what HTTP/2 costs without proxyd (python3-h2 on
+# both ends is slower than the plain HTTP/1.1 client and server).
+read -r d2p50 _ < <(PH="$PH" "$H2PY" "$T/client.py" h2lat "$T/ca.crt" "$N" h2.test 10.206.0.3 ||
+	echo "- -")
+read -r d1p50 _ < <(PH="$PH" python3 "$T/client.py" lat "$T/ca.crt" "$N" h2.test 10.206.0.3 ||
+	echo "- -")
 read -r ip50 ip99 < <(run_c lat "$B" "$N" api.test)
 read -r rp50 rp99 < <(run_c lat "$T/ca.crt" "$N" plain.test)
 read -r dp50 dp99 < <(python3 "$T/client.py" lat "$T/ca.crt" "$N" plain.test 10.206.0.2 2>/dev/null ||
@@ -157,4 +204,6 @@ cat <<MD
 | 10 MiB download, best of 5, MiB/s | $ibig | $rbig | - | ratio $(ratio "$ibig" "$rbig") | >= 0.8 |
 | TLS handshake through proxyd, leaf minted cold / cached, median ms | $mcold / $mwarm | - | - | ratio $(ratio "$mcold" "$mwarm") | - |
 | proxyd RSS per idle intercepted connection ($IDLE open), KiB | $(( (after - before) / IDLE )) | - | - | - | <= 64 KiB |
+| request to one upstream (h2.test), HTTP/2 / HTTP/1.1, p50 ms | $h2p50 / $h1p50 | - | $d2p50 / $d1p50 | ratio h2/h1 intercepted $(ratio "$h2p50" "$h1p50"), direct $(ratio "$d2p50" "$d1p50"); added by proxyd h2 $(add "$h2p50" "$d2p50") ms, h1 $(add "$h1p50" "$d1p50") ms | - |
+| same, p99 ms | $h2p99 / $h1p99 | - | - | - | - |
 MD

@@ -30,23 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-secrets.h"
 #include "proxyd-parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const char *const ph[3] = {
-	"hzph0123456789abcdefghijklmnopqrstuvwxyz0123",
-	"hzphaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-	"hzph9999999999999999999999999999999999999999",
-};
-/* No value shares a character run with a placeholder's ends, and none holds CR or LF: a value in
- * the output can only be one the masking missed. */
-static const char *const val[3] = {"ghp_realtoken", "x?y#z/%41", "p@ss:w0rd"};
-
-static bool contains(const uint8_t *b, size_t len, const char *s)
-{
-	return memmem(b, len, s, strlen(s)) != NULL;
-}
 
 /* The Basic tokens a head's substitution changed, as hezo_subst_basic_pairs hands them. */
 struct pairs {

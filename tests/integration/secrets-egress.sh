@@ -23,6 +23,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hezo_require_root
 hezo_require_tools jq runc ip nft dnsmasq openssl curl git python3 ldd timeout "$HEZO_BUSYBOX"
 hezo_require_backend
+# The HTTP/2 upstream needs Debian's python3 with python3-h2 (another python3 may come first).
+H2PY=/usr/bin/python3
+"$H2PY" -c 'import h2.connection' 2>/dev/null && [ -d /usr/lib/python3.11 ] ||
+	hezo_cannot_run "no python3-h2 for $H2PY (Debian 12's python3.11)"
 hezo_require_shim
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
 [ -x "$PROXYD" ] || hezo_cannot_run "no hezo-proxyd at $PROXYD"
@@ -47,12 +51,12 @@ tap_cleanup 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; for p in "${
 ip netns add "$INS" && ip netns add "$CNS" || bail_out "cannot create network namespaces"
 ip -n "$INS" link set lo up
 ip -n "$CNS" link set lo up
-hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 4 5 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
+hezo_netns_link_host "$VETH" "$INS" 10.205.0 2 3 4 5 6 && hezo_netns_link_client "$CNS" "$INS" 10.205.1 ||
 	bail_out "cannot link the test's network namespaces"
 
 cd "$E" || bail_out "no $E"
 hezo_test_ca "$E" hezo-test-upstream-CA api.test api.test other.test plain.test git.test \
-	sec.test httpd.test &&
+	sec.test httpd.test h2.test &&
 	hezo_test_selfsigned "$E" untrusted.test || bail_out "openssl cannot make the test certificates"
 : >up.log
 : >bad.log
@@ -61,13 +65,16 @@ mkdir -p "$E/www/dir"
 tap_bg ip netns exec "$INS" python3 "$here/../lib/echo-upstream.py" "$E/echo.log" 10.205.0.4 up.crt \
 	up.key 443 8443
 tap_bg ip netns exec "$INS" python3 "$here/../lib/httpd-tls.py" 10.205.0.5 up.crt up.key "$E/www"
+: >h2.log
+tap_bg ip netns exec "$INS" "$H2PY" "$here/../lib/h2-echo-upstream.py" "$E/h2.log" 10.205.0.6 up.crt \
+	up.key 443
 tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/up.log" 10.205.0.2 up.crt up.key
 tap_bg ip netns exec "$INS" python3 "$HEZO_HTTPS_UPSTREAM" "$E/bad.log" 10.205.0.3 bad.crt bad.key
 tap_bg dnsmasq -k -C /dev/null --port "$DNS_PORT" --listen-address 127.0.0.1 --bind-interfaces \
 	--no-resolv --no-hosts --user=root --address=/api.test/10.205.0.2 \
 	--address=/other.test/10.205.0.2 --address=/plain.test/10.205.0.2 \
 	--address=/git.test/10.205.0.2 --address=/untrusted.test/10.205.0.3 \
-	--address=/sec.test/10.205.0.4 --address=/httpd.test/10.205.0.5
+	--address=/sec.test/10.205.0.4 --address=/httpd.test/10.205.0.5 --address=/h2.test/10.205.0.6
 mkdir -p "$E/proxyd" "$E/netlog"
 rc=0
 hezo_proxyd_start "$E/proxyd" "$E/netlog" "$E/proxyd/control.sock" --test-upstream-ca "$E/ca.crt" ||
@@ -95,12 +102,12 @@ chmod 0600 "$E/secrets/gh" "$E/secrets/two" "$E/secrets/tok" "$E/secrets/q" "$E/
 	"$E/secrets/long"
 hezo_write_policy bundle ".egress = {mode: \"proxy\",
 		allow: [\"api.test\", \"other.test\", \"plain.test\", \"git.test\", \"untrusted.test\",
-			\"sec.test\", \"sec.test:8443\", \"httpd.test\"],
+			\"sec.test\", \"sec.test:8443\", \"httpd.test\", \"h2.test\"],
 		resolvers: [\"127.0.0.1:$DNS_PORT\"], allowRanges: [\"10.205.0.0/24\"]}
 	| .secrets = {GH_TOKEN: {hosts: [\"api.test\", \"git.test\", \"untrusted.test\"],
 			file: \"$E/secrets/gh\", in: [\"header\", \"query\"]},
 		TWO: {hosts: [\"other.test\"], file: \"$E/secrets/two\", otherHosts: \"pass\"},
-		TOK: {hosts: [\"sec.test\", \"httpd.test\"], file: \"$E/secrets/tok\"},
+		TOK: {hosts: [\"sec.test\", \"httpd.test\", \"h2.test\"], file: \"$E/secrets/tok\"},
 		QTOK: {hosts: [\"httpd.test\"], file: \"$E/secrets/q\", in: [\"header\", \"query\"]},
 		KEY8: {hosts: [\"sec.test:8443\"], file: \"$E/secrets/k8\", headers: [\"X-Api-Key\"]},
 		LONGK: {hosts: [\"sec.test\"], file: \"$E/secrets/long\"}}
@@ -111,6 +118,12 @@ RFS=$E/rootfs
 hezo_busybox_rootfs "$RFS" || bail_out "cannot make the rootfs"
 hezo_copy_bin "$RFS" /usr/bin/curl /usr/bin/git /usr/bin/openssl /usr/lib/git-core/git-remote-https \
 	/usr/lib/git-core/git-remote-http || bail_out "cannot copy curl and git into the rootfs"
+# Debian's python3 with python3-h2 (pure Python) for the gRPC-style client of the HTTP/2 rows.
+hezo_copy_bin "$RFS" "$H2PY" /usr/lib/python3.11/lib-dynload/*.so &&
+	cp -a /usr/lib/python3.11 "$RFS/usr/lib/" && mkdir -p "$RFS/usr/lib/python3/dist-packages" &&
+	cp -a /usr/lib/python3/dist-packages/h2 /usr/lib/python3/dist-packages/hpack \
+		/usr/lib/python3/dist-packages/hyperframe "$RFS/usr/lib/python3/dist-packages/" &&
+	cp "$here/../lib/h2-grpc-client.py" "$RFS/usr/lib/" || bail_out "cannot copy python3-h2 into the rootfs"
 printf 'nameserver 10.205.1.1\n' >"$RFS/etc/resolv.conf"
 printf 'hosts: dns files\n' >"$RFS/etc/nsswitch.conf"
 mkdir -p "$RFS/etc/ssl/certs"
@@ -273,14 +286,80 @@ box k8auth "$CI -w ' code=%{http_code}' -H \"Authorization: Bearer \$KEY8\" http
 expect_match "$OUT" "placeholder in a header its secret does not allow" "[headers] KEY8 (headers: X-Api-Key) in Authorization: 400 naming it" || diag "$OUT"
 expect_eq "$(grep -c "$VK8" echo.log)" 0 "[headers] ... and the upstream never got it"
 
+# ---- HTTP/2 (issue 27): h2.test speaks h2 by ALPN (python3-h2) and echoes every request ----
+# h2m REGEX DESC: the answer came over HTTP/2 (curl -i: "HTTP/2 NNN") and matches REGEX.
+h2m() {
+	if grep -q '^HTTP/2 ' <<<"$OUT"; then expect_match "$OUT" "$1" "$2"; else expect_match "$OUT" '^HTTP/2 ' "$2"; fi
+}
+# h2nv DESC: the answer came over HTTP/2 and no value is in any byte the box received.
+h2nv() {
+	if grep -q '^HTTP/2 ' <<<"$OUT"; then nv "$1"; else expect_match "$OUT" '^HTTP/2 ' "$1"; fi
+}
+: >h2.log
+box h2echo "$CI --http2 -H \"X-Api-Key: \$TOK\" https://h2.test/e"
+expect_match "$(cat h2.log)" "proto=h2 path=/e key=$VTOK" "[h2] curl --http2: the upstream gets the value over HTTP/2" || diag "$OUT"
+expect_match "$OUT" "HTTP/2 200" "[h2] ... and the box speaks HTTP/2 too" || diag "$OUT"
+h2m "x-echo: hzph[a-z0-9]{40}" "[h2] ... its echo comes back with the placeholder in a field"
+h2m "location: /r\\?k=hzph[a-z0-9]{40}" "[h2] ... in a location"
+h2m "x-api-key: hzph[a-z0-9]{40}" "[h2] ... in the body"
+h2nv "[h2] no value in any byte the box receives"
+box h2split "$CI --http2 -H \"X-Api-Key: \$TOK\" https://h2.test/split"
+h2m "x-api-key: hzph[a-z0-9]{40}" "[h2] body in 5-byte DATA frames: comes back whole" || diag "$OUT"
+h2nv "[h2] ... no value (split across DATA frames) in any byte the box receives"
+box h2gzip "$CI --http2 -w ' code=%{http_code}' -H \"X-Api-Key: \$TOK\" https://h2.test/gzip-always"
+h2m "code=502" "[h2] a compressed answer anyway: 502" || diag "$OUT"
+h2m "compressed an answer" "[h2] ... naming the reason"
+h2nv "[h2] ... no value in any byte the box receives"
+: >h2.log
+box h2path "$CI --http2 -w ' code=%{http_code}' \"https://h2.test/dir/\$TOK\""
+h2m "HTTP/2 400" "[h2] placeholder in :path: 400 on its stream" || diag "$OUT"
+h2m "placeholder in the request path" "[h2] ... naming it"
+box h2method "$CI --http2 -w ' code=%{http_code}' -X \"\$TOK\" https://h2.test/"
+h2m "HTTP/2 400" "[h2] placeholder as :method: 400 on its stream" || diag "$OUT"
+h2m "placeholder in the method" "[h2] ... naming it"
+box h2name "$CI --http2 -w ' code=%{http_code}' -H \"X-\$TOK: 1\" https://h2.test/"
+h2m "placeholder in a header field name" "[h2] placeholder in a field name: 400 naming it" || diag "$OUT"
+box h2auth "$CI --http2 -w ' code=%{http_code}' -H 'Host: other.test' -H \"X-Api-Key: \$TOK\" https://h2.test/e"
+h2m "HTTP/2 403" "[h2] :authority other than the SNI: 403" || diag "$OUT"
+h2m ":authority does not match the TLS server name" "[h2] ... naming it"
+expect_eq "$(cat h2.log)" "" "[h2] ... and the upstream got none of the refused streams"
+# A gRPC-style call: the box sends its second message only once the first one's echo is back, so
+# it passes only if request and response DATA interleave on one long-lived stream.
+box h2stream 'mkfifo /tmp/f; timeout 20 curl -sS -N --http2 -T . -H "X-Api-Key: $TOK" https://h2.test/stream </tmp/f >/tmp/o 2>/tmp/e & exec 3>/tmp/f; echo "one" >&3; i=0; while ! grep -q "echo:one" /tmp/o && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; echo "two" >&3; i=0; while ! grep -q "echo:two" /tmp/o && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; exec 3>&-; wait; cat /tmp/o /tmp/e'
+expect_match "$OUT" "echo:one" "[h2] streaming call: the first message's echo comes back while the stream is open" || diag "$OUT"
+expect_match "$OUT" "echo:two" "[h2] ... then the second's" || diag "$OUT"
+expect_eq "$(grep -oE "key=hzph[a-z0-9]{40}" <<<"$OUT" | wc -l)" 3 "[h2] ... each of the three echoes masked (the value went up, the placeholder back)" || diag "$OUT"
+expect_match "$(cat h2.log)" "proto=h2 path=/stream key=$VTOK" "[h2] ... and the upstream got the value"
+expect_eq "$(grep -c "echo:two" <<<"$OUT") $(grep -cF -e "$VTOK" -e "$VALUE" <<<"$OUT")" "1 0" "[h2] ... the call done, and no value in any byte the box receives"
+# The same call from Python (python3-h2), gRPC's shape: a POST stream, trailers at its end.
+: >h2.log
+box h2grpc "PYTHONPATH=/usr/lib/python3/dist-packages timeout 20 $H2PY /usr/lib/h2-grpc-client.py h2.test one two 2>&1"
+expect_match "$(cat h2.log)" "proto=h2 path=/stream key=$VTOK" "[h2] python3-h2 gRPC-style client: the upstream gets the value in a header" || diag "$OUT"
+expect_match "$OUT" "alpn h2" "[h2] ... over HTTP/2 from the box"
+expect_eq "$(grep -cE "^data echo:(one|two) key=hzph[a-z0-9]{40}$" <<<"$OUT")" 2 "[h2] ... both messages echoed while the stream is open, masked" || diag "$OUT"
+expect_match "$OUT" "trailer x-trailer: hzph[a-z0-9]{40}" "[h2] ... the trailers come, masked" || diag "$OUT"
+expect_match "$OUT" "trailer grpc-status: 0" "[h2] ... grpc-status among them"
+expect_match "$OUT" "done" "[h2] ... and the stream ends"
+h2py_nv() { expect_eq "$(grep -c "^alpn h2" <<<"$OUT") $(grep -cF -e "$VTOK" -e "$VALUE" <<<"$OUT")" "1 0" "$1"; }
+h2py_nv "[h2] ... no value in any byte the box receives"
+
+: >h2.log
+box h2h1 "$CI --http1.1 -H \"X-Api-Key: \$TOK\" https://h2.test/e"
+expect_match "$(cat h2.log)" "proto=http/1.1 path=/e key=$VTOK" "[h2] an HTTP/1.1 client toward the same upstream: HTTP/1.1 both ways" || diag "$OUT"
+expect_match "$OUT" "X-Echo: hzph[a-z0-9]{40}" "[h2] ... masked back" || diag "$OUT"
+nv "[h2] ... no value in any byte the box receives"
+
 # ---- grep for the values: nothing outside the secret files and the upstream's log ----
 box grep "cat /proc/self/environ | tr '\\000' '\\n'; env; cat /proc/1/environ 2>/dev/null | tr '\\000' '\\n'"
 expect_eq "$(grep -cF -e "$VALUE" -e "$VALUE2" <<<"$OUT")" 0 "[grep] not in the container's env or /proc/*/environ"
 expect_match "$OUT" "GH_TOKEN=hzph" "[grep] ... which holds the placeholder"
 leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" "$B" "$HEZO_TEST_STATE" /run/hezo* "$E/proxyd" "$E/netlog" 2>/dev/null |
-	grep -v -e "^$E/secrets/" -e "^$E/up.log$" -e "^$E/echo.log$")
+	grep -v -e "^$E/secrets/" -e "^$E/up.log$" -e "^$E/echo.log$" -e "^$E/h2.log$")
 expect_eq "$leaks" "" "[grep] not under the bundle, the shim's state, /run/hezo*, proxyd's state or netlog"
 sleep 1.2
 expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"secrets":"GH_TOKEN","substitutions":1' "[netlog] substitutions recorded by name"
 expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"name":"sec.test".*"masks":[1-9]' "[netlog] masks counted on the connection's line"
+expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"proto":"h2".*"name":"h2.test".*"method":"GET","path":"/e","secrets":"TOK","substitutions":1,"masks":[1-9]' "[netlog] an h2 stream's own line: method, path, secret, masks" ||
+	diag "$(grep '"h2"' "$E"/netlog/* | head -3)"
+expect_match "$(cat "$E"/netlog/* 2>/dev/null)" '"proto":"h2".*"verdict":"deny","reason":"a secret.s placeholder in the request path' "[netlog] ... and a refused stream's, with the reason"
 tap_done
