@@ -1,6 +1,7 @@
 /* The box's seccomp profile as a floor: the engine's profile and the box's combined into the one
  * linux.seccomp that allows a call only when both would (docs/policy.md, "Seccomp"). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,59 +431,87 @@ static int check_engine(const struct hezo_json *eng, struct hezo_error **err)
 }
 
 /*
- * Which rules name which calls, for both profiles at once: one entry per name in a rule, sorted
- * by name and then by where it stands, so the rules of one call are next to each other and in
- * their profile's order. The calls are taken in the order they first appear (the box's first).
+ * Which rules name which calls, for both profiles at once: the names are hashed into groups, one
+ * per call, in the order the calls first appear (the box's first), and each group chains its
+ * entries in the order they stand, so the rules of one call come out in their profile's order.
+ * A hash table rather than a sort: a profile of a few hundred names is read once, in order.
  */
 struct name_ref {
 	const char *name;
 	const struct hezo_json *rule;
-	size_t prof, pos; /* pos: the name's place in the two profiles, counted through */
+	size_t prof;
+	size_t next; /* the next entry of the same call, or SIZE_MAX */
 };
 
 struct name_group {
-	size_t start, len, pos; /* pos: where the call first appears */
+	size_t first, last;
+	uint32_t hash;
 };
-
-static int cmp_ref(const void *x, const void *y)
-{
-	const struct name_ref *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
-
-	return c ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
-}
 
 struct name_index {
 	struct name_ref *refs;
 	struct name_group *groups;
-	size_t nrefs, ngroups;
+	size_t *table; /* group index + 1, 0 for an empty slot */
+	size_t nrefs, ngroups, mask;
 };
-
-static int cmp_group(const void *x, const void *y)
-{
-	const struct name_group *a = x, *b = y;
-
-	return a->pos < b->pos ? -1 : a->pos > b->pos;
-}
 
 static void name_index_done(struct name_index *ix)
 {
 	free(ix->refs);
 	free(ix->groups);
+	free(ix->table);
+}
+
+/* FNV-1a: the names are short and the table is rebuilt per create. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void name_index_add(struct name_index *ix, const char *s, const struct hezo_json *rule,
+			   size_t prof)
+{
+	uint32_t h = name_hash(s);
+	size_t slot = h & ix->mask, n = ix->nrefs++;
+
+	ix->refs[n] = (struct name_ref){s, rule, prof, SIZE_MAX};
+	for (;; slot = (slot + 1) & ix->mask) {
+		struct name_group *g;
+
+		if (!ix->table[slot]) {
+			ix->groups[ix->ngroups] = (struct name_group){n, n, h};
+			ix->table[slot] = ++ix->ngroups;
+			return;
+		}
+		g = &ix->groups[ix->table[slot] - 1];
+		if (g->hash == h && strcmp(ix->refs[g->first].name, s) == 0) {
+			ix->refs[g->last].next = n;
+			g->last = n;
+			return;
+		}
+	}
 }
 
 static int name_index_build(const struct hezo_json *const prof[2], struct name_index *ix)
 {
-	size_t n = 0, pos = 0;
+	size_t n = 0, size = 16;
 
 	/* Counted first, then filled in. */
 	for (int fill = 0; fill < 2; fill++) {
 		if (fill) {
+			/* At most half full, so a probe ends soon. */
+			while (size < 2 * n)
+				size *= 2;
 			ix->refs = calloc(n ?: 1, sizeof(*ix->refs));
 			ix->groups = calloc(n ?: 1, sizeof(*ix->groups));
-			if (!ix->refs || !ix->groups)
+			ix->table = calloc(size, sizeof(*ix->table));
+			if (!ix->refs || !ix->groups || !ix->table)
 				return -ENOMEM;
-			n = 0;
+			ix->mask = size - 1;
 		}
 		for (size_t p = 0; p < 2; p++) {
 			const struct hezo_json *sys =
@@ -495,21 +524,12 @@ static int name_index_build(const struct hezo_json *const prof[2], struct name_i
 					if (!s)
 						continue;
 					if (fill)
-						ix->refs[n] = (struct name_ref){s, sys->items[i], p,
-										pos++};
+						name_index_add(ix, s, sys->items[i], p);
 					n++;
 				}
 			}
 		}
 	}
-	ix->nrefs = n;
-	qsort(ix->refs, n, sizeof(*ix->refs), cmp_ref);
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || strcmp(ix->refs[i].name, ix->refs[i - 1].name) != 0)
-			ix->groups[ix->ngroups++] = (struct name_group){i, 0, ix->refs[i].pos};
-		ix->groups[ix->ngroups - 1].len++;
-	}
-	qsort(ix->groups, ix->ngroups, sizeof(*ix->groups), cmp_group);
 	return 0;
 }
 
@@ -519,7 +539,7 @@ static size_t group_rules(const struct name_index *ix, const struct name_group *
 {
 	size_t n = 0;
 
-	for (size_t i = g->start; i < g->start + g->len; i++) {
+	for (size_t i = g->first; i != SIZE_MAX; i = ix->refs[i].next) {
 		const struct name_ref *ref = &ix->refs[i];
 		if (ref->prof == prof && (n == 0 || rules[n - 1] != ref->rule))
 			rules[n++] = ref->rule;
@@ -578,7 +598,7 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 		return hezo_policy_nomem(err);
 	for (size_t i = 0; i < ix.ngroups; i++) {
 		const struct name_group *g = &ix.groups[i];
-		const char *name = ix.refs[g->start].name;
+		const char *name = ix.refs[g->first].name;
 		struct view bv, ev;
 		size_t nb, ne;
 
