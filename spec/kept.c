@@ -12,18 +12,22 @@
 int hezo_spec_kept_dump(const struct hezo_json *written, const struct hezo_json *original,
 			char **out, size_t *len, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object();
-	int r;
+	/*
+	 * The document only borrows the two trees for the dump (nothing here frees it): cloning
+	 * both specs to own them cost more than writing them.
+	 */
+	_cleanup_json_ struct hezo_json *version = hezo_json_new_int(HEZO_SPEC_KEPT_VERSION);
+	char *keys[] = {"version", "written", "original"};
+	struct hezo_json *items[] = {version, (struct hezo_json *)written,
+				     (struct hezo_json *)original};
+	struct hezo_json doc = {
+		.type = HEZO_JSON_OBJECT, .len = 3, .alloc = 3, .keys = keys, .items = items};
 
-	if (!doc)
+	if (!version)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	/* hezo_json_set owns what it is given, also on failure (a NULL clone is -ENOMEM). */
-	r = hezo_json_set(doc, "version", hezo_json_new_int(HEZO_SPEC_KEPT_VERSION));
-	r = r ?: hezo_json_set(doc, "written", hezo_json_clone(written));
-	r = r ?: hezo_json_set(doc, "original", hezo_json_clone(original));
-	if (r < 0)
-		return hezo_error_set(err, -r, "out of memory");
-	return hezo_json_dump(doc, false, out, len, err);
+	if (!written || !original)
+		return hezo_error_set(err, EINVAL, "missing value");
+	return hezo_json_dump(&doc, false, out, len, err);
 }
 
 int hezo_spec_kept_input(const struct hezo_json *config, const char *kept, size_t len,
