@@ -633,8 +633,11 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
-	/* [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects */
-	at = calloc(3 + handed.n, sizeof(*at));
+	/*
+	 * [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects.
+	 * Not zeroed: each is 16 KiB of paths, and place() fills one before it is read.
+	 */
+	at = reallocarray(NULL, 3 + handed.n, sizeof(*at));
 	if (!at)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	place(mounts, root, &at[0]);
