@@ -29,6 +29,8 @@ PACKAGES=(
 	runc crun docker.io containerd podman docker-compose
 	# network, images, test tools
 	nftables iproute2 dnsmasq busybox-static debootstrap jq openssl curl util-linux procps python3 valgrind
+	# record-reads.sh counts the opens of one create
+	strace
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
 	# the CRI harness (tests/cri): gRPC for Debian's python3, the CNI plugins
