@@ -547,8 +547,8 @@ static size_t group_rules(const struct name_index *ix, const struct name_group *
 	return n;
 }
 
-int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
-			      struct hezo_json **out, struct hezo_error **err)
+static int floor_compute(const struct hezo_json *box, const struct hezo_json *engine,
+			 struct hezo_json **out, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *eng = NULL, *res = hezo_json_new_object();
 	_cleanup_(name_index_done) struct name_index ix = {0};
@@ -614,5 +614,44 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 						name);
 	}
 	*out = TAKE_PTR(res);
+	return 0;
+}
+
+/*
+ * The floor is a function of the two profiles alone, and create judges twice (the second time
+ * under the records lock) with the same ones: the last result is kept with copies of what it
+ * was computed from, and handed out again only for profiles equal to those in every byte.
+ */
+static struct {
+	struct hezo_json *box, *engine, *out;
+} last;
+
+static void last_drop(void)
+{
+	hezo_json_free(last.box);
+	hezo_json_free(last.engine);
+	hezo_json_free(last.out);
+	last.box = last.engine = last.out = NULL;
+}
+
+int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
+			      struct hezo_json **out, struct hezo_error **err)
+{
+	int r;
+
+	if (last.out && hezo_json_equal(box, last.box) && hezo_json_equal(engine, last.engine)) {
+		*out = hezo_json_clone(last.out);
+		return *out ? 0 : hezo_policy_nomem(err);
+	}
+	r = floor_compute(box, engine, out, err);
+	if (r < 0)
+		return r;
+	/* Kept only if all three copies can be: otherwise the next call computes it again. */
+	last_drop();
+	last.box = hezo_json_clone(box);
+	last.engine = hezo_json_clone(engine);
+	last.out = hezo_json_clone(*out);
+	if (!last.box || !last.engine || !last.out)
+		last_drop();
 	return 0;
 }
