@@ -83,5 +83,5 @@ cg=$(for f in "$T"/cg.out*; do [ -s "$f" ] && echo "$f"; done | head -n 1)
 [ -n "$cg" ] || die "callgrind wrote no profile"
 ir=$(callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
 [ -n "$ir" ] && [ "$ir" -gt 0 ] 2>/dev/null || die "no instruction count in $cg"
-[ -n "$PROF" ] && callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | head -n 60 >"$PROF"
+[ -n "$PROF" ] && cp "$cg" "$PROF.raw" && callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | head -n 60 >"$PROF"
 echo "create instructions: $ir"
