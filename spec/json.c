@@ -912,6 +912,204 @@ static int gen_value(yajl_gen g, const struct hezo_json *v, bool pretty, size_t 
 	return 0;
 }
 
+/*
+ * The compact form is written here rather than by yajl_gen: the spec is written three times per
+ * create (config.json, the backend's copy, the side file), and yajl's generator goes through a
+ * callback per byte run and a state check per value. The bytes are yajl's own: the same
+ * escapes (\uXXXX in capitals for the other control characters, '/' as it is), the same UTF-8
+ * check, no spaces.
+ */
+struct wbuf {
+	char *p;
+	size_t len, alloc;
+};
+
+static int wbuf_reserve(struct wbuf *b, size_t n)
+{
+	size_t alloc = b->alloc ? b->alloc : 4096;
+	char *p;
+
+	if (n > SIZE_MAX - b->len - 1)
+		return -ENOMEM;
+	if (b->len + n + 1 <= b->alloc)
+		return 0;
+	while (alloc < b->len + n + 1)
+		alloc = alloc > SIZE_MAX / 2 ? SIZE_MAX : alloc * 2;
+	p = realloc(b->p, alloc);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->alloc = alloc;
+	return 0;
+}
+
+static int wbuf_put(struct wbuf *b, const char *s, size_t n)
+{
+	if (wbuf_reserve(b, n) < 0)
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* yajl_string_validate_utf8's rule: a lead byte and its continuation bytes, nothing more. */
+static bool utf8_valid(const unsigned char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		size_t more;
+
+		if (s[i] <= 0x7f)
+			continue;
+		if ((s[i] >> 5) == 0x6)
+			more = 1;
+		else if ((s[i] >> 4) == 0xe)
+			more = 2;
+		else if ((s[i] >> 3) == 0x1e)
+			more = 3;
+		else
+			return false;
+		for (; more > 0; more--)
+			if (++i >= len || (s[i] >> 6) != 0x2)
+				return false;
+	}
+	return true;
+}
+
+static int put_string(struct wbuf *b, const char *str, struct hezo_error **err)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t len, run = 0;
+
+	if (!str)
+		return hezo_error_set(err, EINVAL, "string without a value");
+	len = strlen(str);
+	if (!utf8_valid(s, len))
+		return hezo_error_set(err, EILSEQ, "string is not valid UTF-8");
+	/* At most 6 bytes out per byte in, and the quotes. */
+	if (len > (SIZE_MAX - 2) / 6 || wbuf_reserve(b, 6 * len + 2) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	b->p[b->len++] = '"';
+	for (size_t i = 0; i < len; i++) {
+		char esc = 0;
+
+		switch (s[i]) {
+		case '"':
+			esc = '"';
+			break;
+		case '\\':
+			esc = '\\';
+			break;
+		case '\r':
+			esc = 'r';
+			break;
+		case '\n':
+			esc = 'n';
+			break;
+		case '\f':
+			esc = 'f';
+			break;
+		case '\b':
+			esc = 'b';
+			break;
+		case '\t':
+			esc = 't';
+			break;
+		default:
+			if (s[i] >= 0x20)
+				continue;
+		}
+		memcpy(b->p + b->len, s + run, i - run);
+		b->len += i - run;
+		run = i + 1;
+		b->p[b->len++] = '\\';
+		if (esc) {
+			b->p[b->len++] = esc;
+		} else {
+			memcpy(b->p + b->len, "u00", 3);
+			b->p[b->len + 3] = hex[s[i] >> 4];
+			b->p[b->len + 4] = hex[s[i] & 0xf];
+			b->len += 5;
+		}
+	}
+	memcpy(b->p + b->len, s + run, len - run);
+	b->len += len - run;
+	b->p[b->len++] = '"';
+	return 0;
+}
+
+static int put_value(struct wbuf *b, const struct hezo_json *v, size_t depth,
+		     struct hezo_error **err)
+{
+	int r = 0;
+
+	if (!v)
+		return hezo_error_set(err, EINVAL, "missing value");
+	switch (v->type) {
+	case HEZO_JSON_NULL:
+		r = wbuf_put(b, "null", 4);
+		break;
+	case HEZO_JSON_FALSE:
+		r = wbuf_put(b, "false", 5);
+		break;
+	case HEZO_JSON_TRUE:
+		r = wbuf_put(b, "true", 4);
+		break;
+	case HEZO_JSON_NUMBER:
+		if (!number_valid(v->str))
+			return hezo_error_set(err, EINVAL, "invalid number literal");
+		r = wbuf_put(b, v->str, strlen(v->str));
+		break;
+	case HEZO_JSON_STRING:
+		return put_string(b, v->str, err);
+	case HEZO_JSON_ARRAY:
+	case HEZO_JSON_OBJECT:
+		/* Never write what the parser would refuse to read back. */
+		if (depth >= HEZO_JSON_MAX_DEPTH)
+			return hezo_error_set(err, E2BIG, "nesting deeper than %d levels",
+					      HEZO_JSON_MAX_DEPTH);
+		if (wbuf_put(b, v->type == HEZO_JSON_OBJECT ? "{" : "[", 1) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; i < v->len; i++) {
+			if (i > 0 && wbuf_put(b, ",", 1) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+			if (v->type == HEZO_JSON_OBJECT) {
+				r = put_string(b, v->keys[i], err);
+				if (r < 0)
+					return r;
+				if (wbuf_put(b, ":", 1) < 0)
+					return hezo_error_set(err, ENOMEM, "out of memory");
+			}
+			r = put_value(b, v->items[i], depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+		r = wbuf_put(b, v->type == HEZO_JSON_OBJECT ? "}" : "]", 1);
+		break;
+	default:
+		return hezo_error_set(err, EINVAL, "unknown value type %d", (int)v->type);
+	}
+	return r < 0 ? hezo_error_set(err, ENOMEM, "out of memory") : 0;
+}
+
+static int dump_compact(const struct hezo_json *v, char **out, size_t *outlen,
+			struct hezo_error **err)
+{
+	struct wbuf b = {0};
+	int r;
+
+	r = put_value(&b, v, 0, err);
+	if (r < 0) {
+		free(b.p);
+		return r;
+	}
+	b.p[b.len] = '\0';
+	*out = b.p;
+	if (outlen)
+		*outlen = b.len;
+	return 0;
+}
+
 static void yajl_gen_freep(yajl_gen *g)
 {
 	if (*g)
@@ -927,6 +1125,8 @@ int hezo_json_dump(const struct hezo_json *v, bool pretty, char **out, size_t *o
 	char *copy;
 	int r;
 
+	if (!pretty)
+		return dump_compact(v, out, outlen, err);
 	g = yajl_gen_alloc(NULL);
 	if (!g)
 		return hezo_error_set(err, ENOMEM, "out of memory");
