@@ -405,15 +405,18 @@ static int choose_input(int bfd, struct hezo_json **spec, char **old, size_t *ol
 	return 0;
 }
 
-/* The side file for the next create of this bundle: what is written now, and its input. */
-static int save_kept(int bfd, const struct hezo_json *written, const struct hezo_json *input,
+/*
+ * The side file for the next create of this bundle: what is written now, and its input, from
+ * their compact dumps.
+ */
+static int save_kept(int bfd, const char *written, size_t wlen, const char *input, size_t ilen,
 		     struct hezo_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
 	int r;
 
-	r = hezo_spec_kept_dump(written, input, &buf, &len, err);
+	r = hezo_spec_kept_join(written, wlen, input, ilen, &buf, &len, err);
 	r = r ?: hezo_write_private_file_at(bfd, HEZO_SPEC_KEPT_NAME, buf, len, err);
 	return r < 0 ? hezo_error_prefix(err, "%s", HEZO_SPEC_KEPT_NAME) : 0;
 }
@@ -928,9 +931,11 @@ static bool same_held(const struct hezo_held *a, const struct hezo_held *b)
 int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
-	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL,
-					*judged = NULL, *again = NULL;
+	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *input = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
+	/* The judged spec, the input, the second judgement and the spec written, compact. */
+	_cleanup_free_ char *judged = NULL, *input_text = NULL, *again = NULL, *written = NULL;
+	size_t judged_len = 0, input_len = 0, again_len = 0, written_len = 0;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
@@ -963,7 +968,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return hezo_error_prefix(err, "bundle %s", bundle);
 	if (choose_input(bfd, &spec, &kept_old, &kept_old_len) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	/* Kept as it came, for the side file: the checks below rewrite spec in place. */
+	/* Kept as it came, judged again under the lock: the checks below rewrite spec in place. */
 	input = hezo_json_clone(spec);
 	if (!input)
 		return hezo_error_set(err, ENOMEM, "out of memory");
@@ -1013,9 +1018,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			t.backend == HEZO_BACKEND_RUNSC || plan != SHIM_USERNS_NONE, err);
 	if (r < 0)
 		return r;
-	judged = hezo_json_clone(spec);
-	if (!judged)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* What the second judgement must come to again, as text: a copy of the tree cost more. */
+	r = hezo_json_dump(spec, false, &judged, &judged_len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
 	r = shim_init_prepare(p, spec, &init_how, err);
 	if (r < 0)
 		return r;
@@ -1104,14 +1110,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * or created since the first judgement (a cgroup it nests under, a namespace it claimed, a
 	 * pod that went) may not be let through because it came after the first look.
 	 */
-	again = hezo_json_clone(input);
-	if (!again)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = judge(ctx, base, p, &t, again, id, bundle_real, &held_again, err);
+	/* The input itself is judged: the side file takes it as text, written before. */
+	r = hezo_json_dump(input, false, &input_text, &input_len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
+	r = judge(ctx, base, p, &t, input, id, bundle_real, &held_again, err);
+	r = r ?: hezo_json_dump(input, false, &again, &again_len, err);
 	if (r < 0)
 		return r;
-	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again) ||
-	    bundle_path(bfd, bundle, again_real, NULL) < 0 || strcmp(again_real, bundle_real) != 0)
+	if (again_len != judged_len || memcmp(again, judged, judged_len) != 0 ||
+	    !same_held(&held, &held_again) || bundle_path(bfd, bundle, again_real, NULL) < 0 ||
+	    strcmp(again_real, bundle_real) != 0)
 		return hezo_error_set(err, EAGAIN,
 				      "container %s: the containers around it changed while it "
 				      "was judged (another create or delete at the same time); "
@@ -1155,12 +1164,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * The side file first: killed between the two, config.json is still the input it was and
 	 * does not match the new side file, so the next create judges config.json as it stands.
 	 */
-	r = save_kept(bfd, spec, input, err);
+	r = hezo_json_dump(spec, false, &written, &written_len, err);
+	if (r < 0)
+		return drop_record(ctx, id,
+				   hezo_error_prefix(err, "bundle %s: config.json", bundle));
+	r = save_kept(bfd, written, written_len, input_text, input_len, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
-	r = hezo_spec_save_at(bfd, "config.json", spec, err);
+	r = hezo_write_file_atomic_at(bfd, "config.json", written, written_len, 0644, err);
 	if (r < 0) {
+		hezo_error_prefix(err, "config.json");
 		restore_kept(bfd, kept_old, kept_old_len);
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	}
