@@ -500,8 +500,15 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 		return hezo_policy_nomem(err);
 	/* The engine's profile may only narrow the box's: both must allow a call. */
 	if (cur && cur->type == HEZO_JSON_OBJECT) {
-		_cleanup_json_ struct hezo_json *box = prof;
-		r = hezo_policy_seccomp_floor(box, cur, &prof, err);
+		_cleanup_json_ struct hezo_json *box = TAKE_PTR(prof), *eng = NULL,
+						*hold = hezo_json_new_null();
+
+		/* Taken out of the spec (a null holds its place) for the floor to keep. */
+		if (!hold || hezo_json_replace(linux_, cur, hold) < 0)
+			return hezo_policy_nomem(err);
+		TAKE_PTR(hold);
+		eng = cur;
+		r = hezo_policy_seccomp_floor_take(&box, &eng, &prof, err);
 		if (r < 0)
 			return r;
 	}

@@ -203,6 +203,12 @@ struct hezo_json *hezo_policy_seccomp_default(void);
  */
 int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
 			      struct hezo_json **out, struct hezo_error **err);
+/*
+ * The same, for create's two judgements: takes *box and *engine (NULL after; the caller frees
+ * what is left), and hands the second call with equal profiles the first call's result.
+ */
+int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
+				   struct hezo_json **out, struct hezo_error **err);
 
 /*
  * volumes.c: the "volumes" key (defaults, parser, JSON, the project rule) and a bind source at,

@@ -617,10 +617,17 @@ static int floor_compute(const struct hezo_json *box, const struct hezo_json *en
 	return 0;
 }
 
+int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
+			      struct hezo_json **out, struct hezo_error **err)
+{
+	return floor_compute(box, engine, out, err);
+}
+
 /*
  * The floor is a function of the two profiles alone, and create judges twice (the second time
- * under the records lock) with the same ones: the last result is kept with copies of what it
- * was computed from, and handed out again only for profiles equal to those in every byte.
+ * under the records lock) with the same ones: the first result is kept, with the profiles it
+ * came from, and handed over at the next call whose profiles are equal to those, value for
+ * value. Taking the caller's profiles (which it would free) keeps copying to the one result.
  */
 static struct {
 	struct hezo_json *box, *engine, *out;
@@ -634,24 +641,25 @@ static void last_drop(void)
 	last.box = last.engine = last.out = NULL;
 }
 
-int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
-			      struct hezo_json **out, struct hezo_error **err)
+int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
+				   struct hezo_json **out, struct hezo_error **err)
 {
 	int r;
 
-	if (last.out && hezo_json_equal(box, last.box) && hezo_json_equal(engine, last.engine)) {
-		*out = hezo_json_clone(last.out);
-		return *out ? 0 : hezo_policy_nomem(err);
+	if (last.out && hezo_json_equal(*box, last.box) && hezo_json_equal(*engine, last.engine)) {
+		*out = TAKE_PTR(last.out);
+		last_drop();
+		return 0;
 	}
-	r = floor_compute(box, engine, out, err);
+	r = floor_compute(*box, *engine, out, err);
 	if (r < 0)
 		return r;
-	/* Kept only if all three copies can be: otherwise the next call computes it again. */
+	/* Kept only if the copy can be made: otherwise the next call computes it again. */
 	last_drop();
-	last.box = hezo_json_clone(box);
-	last.engine = hezo_json_clone(engine);
 	last.out = hezo_json_clone(*out);
-	if (!last.box || !last.engine || !last.out)
-		last_drop();
+	if (last.out) {
+		last.box = TAKE_PTR(*box);
+		last.engine = TAKE_PTR(*engine);
+	}
 	return 0;
 }

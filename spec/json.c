@@ -329,6 +329,19 @@ int hezo_json_remove(struct hezo_json *obj, const char *key)
 	return 0;
 }
 
+int hezo_json_replace(struct hezo_json *parent, const struct hezo_json *old, struct hezo_json *val)
+{
+	if (!parent || (parent->type != HEZO_JSON_OBJECT && parent->type != HEZO_JSON_ARRAY) ||
+	    !old || !val)
+		return -EINVAL;
+	for (size_t i = 0; i < parent->len; i++)
+		if (parent->items[i] == old) {
+			parent->items[i] = val;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 static struct hezo_json *ensure(struct hezo_json *obj, const char *key, enum hezo_json_type type)
 {
 	struct hezo_json *v;
