@@ -965,53 +965,61 @@ static int wbuf_put(struct wbuf *b, const char *s, size_t n)
 	return 0;
 }
 
-/* yajl_string_validate_utf8's rule: a lead byte and its continuation bytes, nothing more. */
-static bool utf8_valid(const unsigned char *s, size_t len)
-{
-	for (size_t i = 0; i < len; i++) {
-		size_t more;
+/* Bytes copied as they are: printable ASCII but the quote and the backslash. */
+static const unsigned char plain[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1};
 
-		if (s[i] <= 0x7f)
-			continue;
-		if ((s[i] >> 5) == 0x6)
-			more = 1;
-		else if ((s[i] >> 4) == 0xe)
-			more = 2;
-		else if ((s[i] >> 3) == 0x1e)
-			more = 3;
-		else
-			return false;
-		for (; more > 0; more--)
-			if (++i >= len || (s[i] >> 6) != 0x2)
-				return false;
-	}
-	return true;
+/*
+ * How many continuation bytes the UTF-8 lead byte c takes, by yajl_string_validate_utf8's rule
+ * (a lead byte and its continuation bytes, nothing more), or -1 for a byte that leads nothing.
+ */
+static int utf8_more(unsigned char c)
+{
+	if ((c >> 5) == 0x6)
+		return 1;
+	if ((c >> 4) == 0xe)
+		return 2;
+	if ((c >> 3) == 0x1e)
+		return 3;
+	return -1;
 }
 
 static int put_string(struct wbuf *b, const char *str, struct hezo_error **err)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *s = (const unsigned char *)str;
-	size_t len, run = 0;
+	size_t len, run = 0, i = 0;
 
 	if (!str)
 		return hezo_error_set(err, EINVAL, "string without a value");
 	len = strlen(str);
-	if (!utf8_valid(s, len))
-		return hezo_error_set(err, EILSEQ, "string is not valid UTF-8");
 	/* At most 6 bytes out per byte in, and the quotes. */
 	if (len > (SIZE_MAX - 2) / 6 || wbuf_reserve(b, 6 * len + 2) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	b->p[b->len++] = '"';
-	for (size_t i = 0; i < len; i++) {
-		char esc = 0;
+	while (i < len) {
+		unsigned char c = s[i];
+		char esc;
 
-		switch (s[i]) {
+		if (plain[c]) {
+			i++;
+			continue;
+		}
+		if (c >= 0x80) {
+			int more = utf8_more(c);
+
+			if (more < 0)
+				return hezo_error_set(err, EILSEQ, "string is not valid UTF-8");
+			for (i++; more > 0; more--, i++)
+				if (i >= len || (s[i] >> 6) != 0x2)
+					return hezo_error_set(err, EILSEQ,
+							      "string is not valid UTF-8");
+			continue;
+		}
+		switch (c) {
 		case '"':
-			esc = '"';
-			break;
 		case '\\':
-			esc = '\\';
+			esc = (char)c;
 			break;
 		case '\r':
 			esc = 'r';
@@ -1029,19 +1037,18 @@ static int put_string(struct wbuf *b, const char *str, struct hezo_error **err)
 			esc = 't';
 			break;
 		default:
-			if (s[i] >= 0x20)
-				continue;
+			esc = 0;
 		}
 		memcpy(b->p + b->len, s + run, i - run);
 		b->len += i - run;
-		run = i + 1;
+		run = ++i;
 		b->p[b->len++] = '\\';
 		if (esc) {
 			b->p[b->len++] = esc;
 		} else {
 			memcpy(b->p + b->len, "u00", 3);
-			b->p[b->len + 3] = hex[s[i] >> 4];
-			b->p[b->len + 4] = hex[s[i] & 0xf];
+			b->p[b->len + 3] = hex[c >> 4];
+			b->p[b->len + 4] = hex[c & 0xf];
 			b->len += 5;
 		}
 	}
