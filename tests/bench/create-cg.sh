@@ -1,50 +1,89 @@
 #!/bin/bash
-# The instructions hezo-shim's create executes before it execs the backend (callgrind), on
-# Docker's config.json and Docker's seccomp profile (tests/data/config-docker.json), backend
-# /bin/true. Prints "create instructions: N" (N plain digits), the line tests/bench/run.sh reads.
+# What one hezo-shim create costs before it execs the backend, on Docker's config.json and
+# Docker's seccomp profile (tests/data/config-docker.json), backend /bin/true.
 #
-#   tests/bench/create-cg.sh BUILD [LIVE] [PROFILE-OUT]
+#   tests/bench/create-cg.sh --build DIR [--live N] [--tasks N] [--profile FILE] [--time RUNS]
 #
-# BUILD: a build of the tree with -Dstatic_deps=false (the count runs under valgrind, which knows
-# no open_tree/mount_setattr/move_mount: tests/bench/cg-mountapi.c stands in for them through
-# LD_PRELOAD, which a static binary does not read). LIVE: that many records of other live boxes
-# (one sleeping process in their cgroup) are present. Exits non-zero, naming the error, when the
-# create fails or nothing was counted. Needs root, valgrind, jq, cc, busybox-static.
+# Prints "create instructions: N" (plain digits; callgrind, user mode), the line
+# tests/bench/run.sh and scripts read, for a create with --live records of other live boxes (one
+# sleeping process in their cgroup) and --tasks host tasks (threads of one sleeping process)
+# present. With --time, also the CPU time (user+sys, wait4) of creates with both against creates
+# with neither, interleaved in 5 rounds of RUNS each:
+#   create cpu: none MS (MIN-MAX), loaded MS (MIN-MAX), ratio R (MIN-MAX)
+# DIR: a build of the tree with -Dstatic_deps=false: valgrind knows no open_tree, mount_setattr
+# or move_mount, and tests/bench/cg-mountapi.c stands in for them through LD_PRELOAD, which a
+# static binary does not read. Exits non-zero, naming the error, when a create fails or nothing
+# was counted. Needs root, valgrind, jq, cc, busybox-static.
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD=${1:?usage: create-cg.sh BUILD [LIVE] [PROFILE-OUT]}
-LIVE=${2:-0}
-PROF=${3:-}
+BUILD="" LIVE=0 TASKS=0 PROF="" RUNS=0 ROUNDS=5
 die() { echo "create-cg: error: $*" >&2; exit 1; }
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--build) BUILD=$2; shift ;;
+	--live) LIVE=$2; shift ;;
+	--tasks) TASKS=$2; shift ;;
+	--profile) PROF=$2; shift ;;
+	--time) RUNS=$2; shift ;;
+	*) die "unknown argument $1 (see the head of $0)" ;;
+	esac
+	shift
+done
+[ -n "$BUILD" ] || die "--build DIR is needed"
 
 [ "$(id -u)" = 0 ] || die "needs root"
 for t in valgrind callgrind_annotate jq cc; do
 	command -v "$t" >/dev/null 2>&1 || die "missing tool $t"
 done
-SHIM=$BUILD/shim/hezo-shim
+SHIM=$(realpath "$BUILD")/shim/hezo-shim
 [ -x "$SHIM" ] || die "no $SHIM"
 [ -x "$BUILD/init/hezo-init" ] || die "no $BUILD/init/hezo-init (build all of $BUILD)"
 
 T=$(mktemp -d /tmp/hezo-create-cg.XXXXXX)
-SLEEPER=""
+SLEEPER="" TASKS_PID=""
 CG=/sys/fs/cgroup/pids/hezo-create-cg-$$
+tasks_stop()
+{
+	[ -n "$TASKS_PID" ] || return 0
+	exec 8>&-
+	kill "$TASKS_PID" 2>/dev/null
+	wait "$TASKS_PID" 2>/dev/null
+	TASKS_PID=""
+}
 cleanup()
 {
+	tasks_stop
 	[ -n "$SLEEPER" ] && kill "$SLEEPER" 2>/dev/null && wait "$SLEEPER" 2>/dev/null
 	rmdir "$CG" 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
 
+# tasks_start: TASKS threads asleep in one process, until tasks_stop closes its stdin.
+tasks_start()
+{
+	[ "$TASKS" -gt 0 ] || return 0
+	exec 8> >(exec "$T/tasks" "$TASKS" >"$T/tasks.out" 2>&1)
+	TASKS_PID=$!
+	for _ in $(seq 300); do
+		grep -q '^ready' "$T/tasks.out" 2>/dev/null && return 0
+		kill -0 "$TASKS_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	die "cannot hold $TASKS host tasks: $(cat "$T/tasks.out")"
+}
+
 # shellcheck source=tests/lib/image.sh
 . "$SRC/tests/lib/image.sh"
 cc -O2 -shared -fPIC -o "$T/cg-mountapi.so" "$SRC/tests/bench/cg-mountapi.c" ||
 	die "cannot build cg-mountapi.so"
+cc -O2 -pthread -o "$T/tasks" "$SRC/tests/bench/tasks.c" || die "cannot build tasks"
+cc -O2 -o "$T/rusage-run" "$SRC/tests/bench/rusage-run.c" || die "cannot build rusage-run"
 ID=bench-alone
 eng=$T/engine/$ID
 b=$T/engine/io.containerd.runtime.v2.task/moby/$ID
-mkdir -p "$eng" "$b" "$T/state" "$T/root" || die "cannot make $T"
+mkdir -p "$eng" "$b" "$T/state" "$T/none" "$T/root" || die "cannot make $T"
 touch "$eng/resolv.conf" "$eng/hostname" "$eng/hosts"
 hezo_busybox_rootfs "$b/rootfs" >/dev/null || die "no busybox rootfs"
 jq --arg e "$eng" --arg id "$ID" \
@@ -54,13 +93,14 @@ jq --arg e "$eng" --arg id "$ID" \
 jq -n --arg e "$T/engine" '{version: 1, mode: "dev", backend: "runc", allowBackends: ["runc"],
 	egress: {mode: "off"}, backends: {runc: {path: "/bin/true"}}, mounts: {engineRoots: [$e]}}' \
 	>"$T/policy.json" || die "jq failed"
-shim() { env HEZO_POLICY="$T/policy.json" HEZO_STATE_DIR="$T/state" "$@"; }
+# shim STATE CMD...: with the policy and the given state directory.
+shim() { local s=$1; shift; env HEZO_POLICY="$T/policy.json" HEZO_STATE_DIR="$s" "$@"; }
 
 if [ "$LIVE" -gt 0 ]; then
 	# A first create gives a record to copy; the copies are other IDs and projects, alive by
 	# the one sleeper in the cgroup they all name, each with a uid range of its own.
 	cp "$T/docker.json" "$b/config.json"
-	shim "$SHIM" --root "$T/root" create -b "$b" "$ID" >/dev/null 2>"$T/first.err" ||
+	shim "$T/state" "$SHIM" --root "$T/root" create -b "$b" "$ID" >/dev/null 2>"$T/first.err" ||
 		die "create failed: $(cat "$T/first.err")"
 	rec=$(ls "$T"/state/*/"$ID".json 2>/dev/null) || die "no record of $ID"
 	mkdir -p "$CG" || die "cannot make $CG"
@@ -73,15 +113,51 @@ if [ "$LIVE" -gt 0 ]; then
 			| .userns.base = (.userns.base + 65536 * ($k + 1))' "$rec" \
 			>"$(dirname "$rec")/other-$i.json" || die "cannot write record $i"
 	done
-	rm -f "$rec" "$b/.hezo-config.json" 2>/dev/null
+	rm -f "$rec" "$b/.hezo-config.json"
 fi
+
+tasks_start
 cp "$T/docker.json" "$b/config.json"
-shim env LD_PRELOAD="$T/cg-mountapi.so" valgrind --tool=callgrind --dump-before=execve \
-	--callgrind-out-file="$T/cg.out" "$SHIM" --root "$T/root" create -b "$b" "$ID" \
-	>/dev/null 2>"$T/cg.err" || die "create under callgrind failed: $(grep -v '^[=-][=-]' "$T/cg.err" | tail -n 3)"
+shim "$T/state" env LD_PRELOAD="$T/cg-mountapi.so" valgrind --tool=callgrind \
+	--dump-before=execve --callgrind-out-file="$T/cg.out" "$SHIM" --root "$T/root" create \
+	-b "$b" "$ID" >/dev/null 2>"$T/cg.err" ||
+	die "create under callgrind failed: $(grep -v '^[=-][=-]' "$T/cg.err" | tail -n 3)"
+tasks_stop
 cg=$(for f in "$T"/cg.out*; do [ -s "$f" ] && echo "$f"; done | head -n 1)
 [ -n "$cg" ] || die "callgrind wrote no profile"
 ir=$(callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
 [ -n "$ir" ] && [ "$ir" -gt 0 ] 2>/dev/null || die "no instruction count in $cg"
-[ -n "$PROF" ] && cp "$cg" "$PROF.raw" && callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | head -n 60 >"$PROF"
+if [ -n "$PROF" ]; then
+	cp "$cg" "$PROF.raw"
+	callgrind_annotate --inclusive=yes "$cg" 2>/dev/null | head -n 60 >"$PROF"
+fi
 echo "create instructions: $ir"
+
+[ "$RUNS" -gt 0 ] || exit 0
+# CPU per create, interleaved: RUNS with neither (an empty state directory, no tasks), then
+# RUNS with both, ROUNDS times. The shim execs /bin/true, which both pay alike.
+for ((r = 1; r <= ROUNDS; r++)); do
+	for mode in none loaded; do
+		state=$T/none
+		if [ "$mode" = loaded ]; then
+			state=$T/state
+			tasks_start
+		fi
+		shim "$state" "$T/rusage-run" "$RUNS" --copy "$T/docker.json" "$b/config.json" -- \
+			"$SHIM" --root "$T/root" create -b "$b" "$ID" >"$T/$mode-$r.txt" 2>"$T/$mode.err"
+		tasks_stop
+		awk '$5 != 0 { bad = 1 } END { exit bad }' "$T/$mode-$r.txt" ||
+			die "create ($mode) failed: $(tail -n 1 "$T/$mode.err")"
+	done
+done
+# Per round the median of each; over rounds the median and range of those and of their ratio.
+med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+for ((r = 1; r <= ROUNDS; r++)); do
+	n=$(awk '{ print ($1 + $2) / 1000 }' "$T/none-$r.txt" | med)
+	l=$(awk '{ print ($1 + $2) / 1000 }' "$T/loaded-$r.txt" | med)
+	echo "$n $l"
+done >"$T/rounds.txt"
+summary() { sort -g | awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.3f (%.3f-%.3f)", m, a[1], a[NR] }'; }
+echo "create cpu: none $(awk '{ print $1 }' "$T/rounds.txt" | summary) ms," \
+	"loaded $(awk '{ print $2 }' "$T/rounds.txt" | summary) ms," \
+	"ratio $(awk '$1 > 0 { print $2 / $1 }' "$T/rounds.txt" | summary)"

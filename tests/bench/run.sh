@@ -407,22 +407,36 @@ bench_start()
 		return
 	fi
 	mkdir -p "$SRC/tests/bench/profiles"
-	out0=$("$SRC/tests/bench/create-cg.sh" "$cgb" 0 "$SRC/tests/bench/profiles/shim-create.callgrind.txt" 2>&1)
+	out0=$("$SRC/tests/bench/create-cg.sh" --build "$cgb" \
+		--profile "$SRC/tests/bench/profiles/shim-create.callgrind.txt" 2>&1)
 	ir0=$(awk '/^create instructions: / { print $3 }' <<<"$out0")
 	[ -n "$ir0" ] || { fail start "create instructions" "$(tail -n 1 <<<"$out0")"; return; }
+	rm -f "$SRC/tests/bench/profiles/shim-create.callgrind.txt.raw"
 	echo "create instructions: $ir0"
 	row start "instructions of one create (callgrind, Docker's config.json and seccomp profile, up to the backend's execve)" \
 		"—" "$(awk -v i="$ir0" 'BEGIN { printf "%.2f M", i / 1e6 }')" "—" "≤ 2.5 M" \
 		"$(verdict "$ir0" "<=" 2500000)"
-	out200=$("$SRC/tests/bench/create-cg.sh" "$cgb" 200 2>&1)
+	# The same create with 200 live boxes recorded and 10,000 host tasks, against none.
+	local cpu
+	out200=$("$SRC/tests/bench/create-cg.sh" --build "$cgb" --live 200 --tasks 10000 \
+		--time "$((SHIM_RUNS / 3 + 1))" 2>&1)
 	ir200=$(awk '/^create instructions: / { print $3 }' <<<"$out200")
-	[ -n "$ir200" ] || { fail start "create instructions, 200 live boxes" "$(tail -n 1 <<<"$out200")"; return; }
-	echo "create instructions with 200 live boxes: $ir200"
-	row start "instructions of one create with 200 live boxes recorded vs none" \
+	cpu=$(sed -n 's/^create cpu: //p' <<<"$out200")
+	if [ -z "$ir200" ] || [ -z "$cpu" ]; then
+		fail start "create with 200 live boxes and 10,000 host tasks" "$(tail -n 1 <<<"$out200")"
+		return
+	fi
+	echo "create instructions with 200 live boxes and 10000 host tasks: $ir200"
+	row start "instructions of one create with 200 live boxes recorded and 10,000 host tasks vs none" \
 		"$(awk -v i="$ir0" 'BEGIN { printf "%.2f M", i / 1e6 }')" \
 		"$(awk -v i="$ir200" 'BEGIN { printf "%.2f M", i / 1e6 }')" \
 		"$(awk -v a="$ir200" -v b="$ir0" 'BEGIN { printf "%.3f", a / b }')" "≤ 1.10" \
 		"$(verdict "$(awk -v a="$ir200" -v b="$ir0" 'BEGIN { print a / b }')" "<=" 1.10)"
+	# "none A (a-b) ms, loaded B (c-d) ms, ratio R (e-f)"
+	row start "CPU (user+sys) of one create with 200 live boxes and 10,000 host tasks vs none (interleaved)" \
+		"$(awk '{ print $2, "ms" }' <<<"$cpu")" "$(awk '{ print $6, "ms" }' <<<"$cpu")" \
+		"$(awk '{ print $10, $11 }' <<<"$cpu" | tr '-' '–')" "≤ 1.10" \
+		"$(verdict "$(awk '{ print $10 }' <<<"$cpu")" "<=" 1.10)"
 }
 
 ###########################################################################################
