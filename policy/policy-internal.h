@@ -192,6 +192,12 @@ int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_
  */
 int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json **out,
 			      struct hezo_error **err);
+/*
+ * The same check for a reader: *view is the profile itself when every name in it is known,
+ * otherwise *copy, the pruned copy (which the caller frees).
+ */
+int hezo_policy_seccomp_check_view(const struct hezo_json *profile, const struct hezo_json **view,
+				   struct hezo_json **copy, struct hezo_error **err);
 /* Read and check a profile file; errors name the path. */
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */

@@ -550,7 +550,8 @@ static size_t group_rules(const struct name_index *ix, const struct name_group *
 static int floor_compute(const struct hezo_json *box, const struct hezo_json *engine,
 			 struct hezo_json **out, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *eng = NULL, *res = hezo_json_new_object();
+	_cleanup_json_ struct hezo_json *pruned = NULL, *res = hezo_json_new_object();
+	const struct hezo_json *eng;
 	_cleanup_(name_index_done) struct name_index ix = {0};
 	_cleanup_free_ const struct hezo_json **rules = NULL;
 	struct act bdef, edef;
@@ -558,7 +559,8 @@ static int floor_compute(const struct hezo_json *box, const struct hezo_json *en
 	struct out o;
 	int r;
 
-	r = hezo_policy_seccomp_check(engine, &eng, err);
+	/* Read, never changed: a copy only when names no architecture knows must go. */
+	r = hezo_policy_seccomp_check_view(engine, &eng, &pruned, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "linux.seccomp");
 	r = check_engine(eng, err);
