@@ -211,7 +211,8 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 			      struct hezo_json **out, struct hezo_error **err);
 /*
  * The same, for create's two judgements: takes *box and *engine (NULL after; the caller frees
- * what is left), and hands the second call with equal profiles the first call's result.
+ * what is left), and hands the second call with equal profiles the first call's result. *box
+ * NULL: the built-in default profile (hezo_policy_seccomp_default), built only when needed.
  */
 int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
 				   struct hezo_json **out, struct hezo_error **err);

@@ -633,6 +633,7 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
  */
 static struct {
 	struct hezo_json *box, *engine, *out;
+	bool builtin; /* box: the built-in default profile (then NULL) */
 } last;
 
 static void last_drop(void)
@@ -641,18 +642,24 @@ static void last_drop(void)
 	hezo_json_free(last.engine);
 	hezo_json_free(last.out);
 	last.box = last.engine = last.out = NULL;
+	last.builtin = false;
 }
 
 int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
 				   struct hezo_json **out, struct hezo_error **err)
 {
+	bool builtin = !*box;
 	int r;
 
-	if (last.out && hezo_json_equal(*box, last.box) && hezo_json_equal(*engine, last.engine)) {
+	if (last.out && last.builtin == builtin && (builtin || hezo_json_equal(*box, last.box)) &&
+	    hezo_json_equal(*engine, last.engine)) {
 		*out = TAKE_PTR(last.out);
 		last_drop();
 		return 0;
 	}
+	/* Built only when it is not the kept one's: building it costs as much as a copy. */
+	if (builtin && !(*box = hezo_policy_seccomp_default()))
+		return hezo_policy_nomem(err);
 	r = floor_compute(*box, *engine, out, err);
 	if (r < 0)
 		return r;
@@ -660,7 +667,8 @@ int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **en
 	last_drop();
 	last.out = hezo_json_clone(*out);
 	if (last.out) {
-		last.box = TAKE_PTR(*box);
+		last.builtin = builtin;
+		last.box = builtin ? NULL : TAKE_PTR(*box);
 		last.engine = TAKE_PTR(*engine);
 	}
 	return 0;
