@@ -209,8 +209,9 @@ bool hezo_json_equal(const struct hezo_json *a, const struct hezo_json *b)
 
 static ssize_t find_key(const struct hezo_json *obj, const char *key)
 {
+	/* The first byte first: most keys differ there. */
 	for (size_t i = 0; i < obj->len; i++)
-		if (strcmp(obj->keys[i], key) == 0)
+		if (obj->keys[i][0] == key[0] && strcmp(obj->keys[i], key) == 0)
 			return (ssize_t)i;
 	return -1;
 }
@@ -268,22 +269,22 @@ struct hezo_json *hezo_json_get_path(const struct hezo_json *root, const char *d
 }
 
 /* Add key at the end; key is copied, val is taken. */
-static int object_push(struct hezo_json *obj, const char *key, size_t keylen, struct hezo_json *val)
+/* Append key k (taken: the parser's own copy) and val; both are freed on failure. */
+static int object_push_owned(struct hezo_json *obj, char *k, struct hezo_json *val)
 {
-	char *k;
-
-	if (grow(obj) < 0) {
-		hezo_json_free(val);
-		return -ENOMEM;
-	}
-	k = strndup(key, keylen);
-	if (!k) {
+	if (!k || grow(obj) < 0) {
+		free(k);
 		hezo_json_free(val);
 		return -ENOMEM;
 	}
 	obj->keys[obj->len] = k;
 	obj->items[obj->len++] = val;
 	return 0;
+}
+
+static int object_push(struct hezo_json *obj, const char *key, size_t keylen, struct hezo_json *val)
+{
+	return object_push_owned(obj, strndup(key, keylen), val);
 }
 
 int hezo_json_set(struct hezo_json *obj, const char *key, struct hezo_json *val)
@@ -580,7 +581,8 @@ static ssize_t frame_find(const struct frame *f, const char *key, size_t len)
 		return -1;
 	}
 	for (size_t i = 0; i < obj->len; i++)
-		if (strncmp(obj->keys[i], key, len) == 0 && obj->keys[i][len] == '\0')
+		if (obj->keys[i][0] == key[0] && strncmp(obj->keys[i], key, len) == 0 &&
+		    obj->keys[i][len] == '\0')
 			return (ssize_t)i;
 	return -1;
 }
@@ -626,7 +628,8 @@ static int add_value(struct parser *p, struct hezo_json *v)
 			hezo_json_free(v);
 			return fail(p, ENOMEM, "out of memory");
 		}
-		if (object_push(f->node, f->key, f->keylen, v) < 0)
+		/* The key the parser copied becomes the object's own. */
+		if (object_push_owned(f->node, TAKE_PTR(f->key), v) < 0)
 			return fail(p, ENOMEM, "out of memory");
 		if (f->index)
 			index_insert(f, f->node->len - 1);
