@@ -554,6 +554,10 @@ struct overlap_scan {
 	const struct hezo_mounts *mounts;
 	const struct placed *root_at, *handed_at; /* root's place; each handed object's */
 	struct placed *scratch;
+	/* The last record's backend state directory and its place: most records share one. */
+	struct placed *theirs_at;
+	char theirs[PATH_MAX];
+	bool theirs_set;
 	char why[2 * PATH_MAX + 256];
 };
 
@@ -600,11 +604,15 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 	}
 	state_root(hezo_json_string(hezo_json_get(rec, "root")),
 		   hezo_json_string(hezo_json_get(rec, "backend")), root);
-	place(s->mounts, root, s->scratch);
+	if (!s->theirs_set || strcmp(root, s->theirs) != 0) {
+		place(s->mounts, root, s->theirs_at);
+		snprintf(s->theirs, sizeof(s->theirs), "%s", root);
+		s->theirs_set = true;
+	}
 	for (size_t i = 0; i < s->handed->n; i++) {
 		const struct hezo_held_path *h = handed_at(s->handed, i);
 		if (handed_overlaps(h->path, &s->handed_at[i], h->fd >= 0, h->dev, h->ino, root,
-				    s->scratch)) {
+				    s->theirs_at)) {
 			snprintf(
 				s->why, sizeof(s->why),
 				"%s %s overlaps %s, the backend's state directory of container %s: "
@@ -637,23 +645,24 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
 	/*
-	 * [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects.
-	 * Not zeroed: each is 16 KiB of paths, and place() fills one before it is read.
+	 * [0] the --root, [1] the shim's state directory, [2] scratch, [3] the place of the last
+	 * record's state directory, then the handed objects. Not zeroed: each is 16 KiB of paths,
+	 * and place() fills one before it is read.
 	 */
-	at = reallocarray(NULL, 3 + handed.n, sizeof(*at));
+	at = reallocarray(NULL, 4 + handed.n, sizeof(*at));
 	if (!at)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	place(mounts, root, &at[0]);
 	place(mounts, state, &at[1]);
 	for (size_t i = 0; i < handed.n; i++) {
 		const struct hezo_held_path *h = handed_at(&handed, i);
-		place(mounts, h->path, &at[3 + i]);
-		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
+		place(mounts, h->path, &at[4 + i]);
+		if (handed_overlaps(h->path, &at[4 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps this container's backend state "
 					      "directory %s: the box could rewrite its own state",
 					      handed_what(&handed, i), h->path, root);
-		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, state, &at[1]))
+		if (handed_overlaps(h->path, &at[4 + i], h->fd >= 0, h->dev, h->ino, state, &at[1]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps hezo-shim's state directory %s: the "
 					      "box could rewrite the containers' records",
@@ -664,7 +673,8 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	s.root = root;
 	s.root_at = &at[0];
 	s.scratch = &at[2];
-	s.handed_at = &at[3];
+	s.theirs_at = &at[3];
+	s.handed_at = &at[4];
 	r = shim_records_foreach(ctx, overlap_one, &s);
 	if (r == -EPERM)
 		return hezo_error_set(err, EPERM, "%s", s.why);
