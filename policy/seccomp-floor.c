@@ -124,8 +124,22 @@ struct view {
 	size_t nconds;
 };
 
+/*
+ * One name in one rule of one profile. A rule's action and its number of argument comparisons
+ * are read once, when the rule is indexed, not once for each of the names it holds.
+ */
+struct name_ref {
+	const char *name;
+	const struct hezo_json *rule;
+	size_t prof;
+	size_t next; /* the next entry of the same call, or SIZE_MAX */
+	struct act act;
+	bool act_ok;
+	size_t nargs;
+};
+
 /* rules: those of the profile that name the call, in the profile's order. */
-static void view_of(const struct hezo_json *const *rules, size_t nrules, const struct act *def,
+static void view_of(const struct name_ref *const *rules, size_t nrules, const struct act *def,
 		    struct view *v)
 {
 	bool have_uncond = false, cond_allow_only = true, cond_refuse_only = true, any_cond = false;
@@ -136,14 +150,14 @@ static void view_of(const struct hezo_json *const *rules, size_t nrules, const s
 	v->act = *def;
 	v->nconds = 0;
 	for (size_t i = 0; i < nrules; i++) {
-		const struct hezo_json *r = rules[i];
-		struct act a;
+		const struct hezo_json *r = rules[i]->rule;
+		struct act a = rules[i]->act;
 
-		if (rule_act(r, &a) < 0) {
+		if (!rules[i]->act_ok) {
 			v->kind = VIEW_COMPLEX;
 			return;
 		}
-		if (nargs(r) == 0) {
+		if (rules[i]->nargs == 0) {
 			if (!have_uncond || a.rank > strictest_uncond.rank)
 				strictest_uncond = a;
 			have_uncond = true;
@@ -196,6 +210,12 @@ static void view_of(const struct hezo_json *const *rules, size_t nrules, const s
 struct out {
 	struct hezo_json *syscalls;
 	const struct act *def;
+	/*
+	 * The names of the last unconditional rule added to, and its action: there is one such
+	 * rule per action, and most calls in a row get the same one.
+	 */
+	struct hezo_json *last_names;
+	struct act last;
 };
 
 static struct hezo_json *new_rule(const char *name, const struct act *a)
@@ -214,16 +234,30 @@ static struct hezo_json *new_rule(const char *name, const struct act *a)
 /* Every call of name gets a: added to the rule with that action (one rule per action). */
 static int emit_action(struct out *o, const char *name, const struct act *a)
 {
+	struct hezo_json *r = NULL;
+
 	if (act_equal(a, o->def))
 		return 0;
+	if (o->last_names && act_equal(a, &o->last))
+		return hezo_json_append(o->last_names, hezo_json_new_string(name));
 	HEZO_JSON_FOREACH (i, o->syscalls) {
-		struct hezo_json *r = o->syscalls->items[i];
 		struct act ra;
-		if (nargs(r) > 0 || rule_act(r, &ra) < 0 || !act_equal(&ra, a))
+		if (nargs(o->syscalls->items[i]) > 0 || rule_act(o->syscalls->items[i], &ra) < 0 ||
+		    !act_equal(&ra, a))
 			continue;
-		return hezo_json_append(hezo_json_get(r, "names"), hezo_json_new_string(name));
+		r = o->syscalls->items[i];
+		break;
 	}
-	return hezo_json_append(o->syscalls, new_rule(name, a));
+	if (!r) {
+		r = new_rule(name, a);
+		if (!r || hezo_json_append(o->syscalls, r) < 0)
+			return -ENOMEM;
+	} else if (hezo_json_append(hezo_json_get(r, "names"), hezo_json_new_string(name)) < 0) {
+		return -ENOMEM;
+	}
+	o->last_names = hezo_json_get(r, "names");
+	o->last = *a;
+	return 0;
 }
 
 static bool same_arg(const struct hezo_json *x, const struct hezo_json *y)
@@ -436,13 +470,6 @@ static int check_engine(const struct hezo_json *eng, struct hezo_error **err)
  * entries in the order they stand, so the rules of one call come out in their profile's order.
  * A hash table rather than a sort: a profile of a few hundred names is read once, in order.
  */
-struct name_ref {
-	const char *name;
-	const struct hezo_json *rule;
-	size_t prof;
-	size_t next; /* the next entry of the same call, or SIZE_MAX */
-};
-
 struct name_group {
 	size_t first, last;
 	uint32_t hash;
@@ -472,13 +499,14 @@ static uint32_t name_hash(const char *s)
 	return h;
 }
 
-static void name_index_add(struct name_index *ix, const char *s, const struct hezo_json *rule,
-			   size_t prof)
+static void name_index_add(struct name_index *ix, const char *s, const struct name_ref *like)
 {
 	uint32_t h = name_hash(s);
 	size_t slot = h & ix->mask, n = ix->nrefs++;
 
-	ix->refs[n] = (struct name_ref){s, rule, prof, SIZE_MAX};
+	ix->refs[n] = *like;
+	ix->refs[n].name = s;
+	ix->refs[n].next = SIZE_MAX;
 	for (;; slot = (slot + 1) & ix->mask) {
 		struct name_group *g;
 
@@ -519,12 +547,18 @@ static int name_index_build(const struct hezo_json *const prof[2], struct name_i
 			HEZO_JSON_FOREACH (i, sys) {
 				const struct hezo_json *names =
 					hezo_json_get_type(sys->items[i], "names", HEZO_JSON_ARRAY);
+				struct name_ref like = {.rule = sys->items[i], .prof = p};
+
+				if (fill) {
+					like.act_ok = rule_act(like.rule, &like.act) == 0;
+					like.nargs = nargs(like.rule);
+				}
 				HEZO_JSON_FOREACH (j, names) {
 					const char *s = hezo_json_string(names->items[j]);
 					if (!s)
 						continue;
 					if (fill)
-						name_index_add(ix, s, sys->items[i], p);
+						name_index_add(ix, s, &like);
 					n++;
 				}
 			}
@@ -535,14 +569,14 @@ static int name_index_build(const struct hezo_json *const prof[2], struct name_i
 
 /* The rules of profile prof that name the call of group g, each once, in order. */
 static size_t group_rules(const struct name_index *ix, const struct name_group *g, size_t prof,
-			  const struct hezo_json **rules)
+			  const struct name_ref **rules)
 {
 	size_t n = 0;
 
 	for (size_t i = g->first; i != SIZE_MAX; i = ix->refs[i].next) {
 		const struct name_ref *ref = &ix->refs[i];
-		if (ref->prof == prof && (n == 0 || rules[n - 1] != ref->rule))
-			rules[n++] = ref->rule;
+		if (ref->prof == prof && (n == 0 || rules[n - 1]->rule != ref->rule))
+			rules[n++] = ref;
 	}
 	return n;
 }
@@ -553,7 +587,7 @@ static int floor_compute(const struct hezo_json *box, const struct hezo_json *en
 	_cleanup_json_ struct hezo_json *pruned = NULL, *res = hezo_json_new_object();
 	const struct hezo_json *eng;
 	_cleanup_(name_index_done) struct name_index ix = {0};
-	_cleanup_free_ const struct hezo_json **rules = NULL;
+	_cleanup_free_ const struct name_ref **rules = NULL;
 	struct act bdef, edef;
 	const struct act *def;
 	struct out o;
@@ -592,6 +626,7 @@ static int floor_compute(const struct hezo_json *box, const struct hezo_json *en
 	}
 	o.syscalls = hezo_json_ensure_array(res, "syscalls");
 	o.def = def;
+	o.last_names = NULL;
 	if (!o.syscalls || name_index_build((const struct hezo_json *const[2]){box, eng}, &ix) < 0)
 		return hezo_policy_nomem(err);
 	/* Room for one side's rules of any call. */
