@@ -433,7 +433,7 @@ bench_start()
 		"$(awk -v a="$ir200" -v b="$ir0" 'BEGIN { printf "%.3f", a / b }')" "≤ 1.10" \
 		"$(verdict "$(awk -v a="$ir200" -v b="$ir0" 'BEGIN { print a / b }')" "<=" 1.10)"
 	# "none A (a-b) ms, loaded B (c-d) ms, ratio R (e-f)"
-	row start "CPU (user+sys) of one create with 200 live boxes and 10,000 host tasks vs none (interleaved)" \
+	row start "CPU (user+sys) of one create with 200 live boxes vs none, 10,000 host tasks present in both (interleaved)" \
 		"$(awk '{ print $2, "ms" }' <<<"$cpu")" "$(awk '{ print $6, "ms" }' <<<"$cpu")" \
 		"$(awk '{ print $10, $11 }' <<<"$cpu" | tr '-' '–')" "≤ 1.10" \
 		"$(verdict "$(awk '{ print $10 }' <<<"$cpu")" "<=" 1.10)"
@@ -528,7 +528,57 @@ bench_docker()
 			i=$((i + 1))
 		done
 	done
+	bench_docker_runsc "$img" "$ib" "$dd"
 	docker_restore
+}
+
+# The production pairing: hezo-shim→runsc (a project choosing runsc) against runsc registered
+# by hand with the flags the shim gives it (--oci-seccomp, --network=host: shim/backend.c).
+# Docker's own seccomp profile in both. `true`, and 500 sequential /bin/true inside (exec-heavy
+# work, where the box's seccomp filter runs inside gVisor).
+bench_docker_runsc()
+{
+	local img=$1 ib=$2 dd=$3 rb out w r base cand
+	# shellcheck disable=SC2016
+	local loop='i=0; while [ $i -lt 500 ]; do /bin/true; i=$((i + 1)); done'
+	rb=$(command -v runsc) || { fail docker "hezo-shim→runsc vs runsc" "no runsc on PATH"; return; }
+	jq -n --arg p "$rb" '{backend: "runsc", backends: {runsc: {path: $p}}}' >"$dd/projects/runsc.json"
+	docker_register "$TAG-hrunsc" "$ib/shim/hezo-shim" --hezo-project runsc || {
+		fail docker "hezo-shim→runsc vs runsc" "cannot register hezo-shim (runsc project)"
+		return
+	}
+	docker_register "$TAG-runsc" "$rb" --oci-seccomp --network=host || {
+		fail docker "hezo-shim→runsc vs runsc" "cannot register runsc"
+		return
+	}
+	for rt in runsc hrunsc; do
+		if ! out=$("$DOCKER" run --rm --network=none --runtime="$TAG-$rt" "$img" true 2>&1); then
+			fail docker "\`docker run --rm --runtime=$TAG-$rt\` busybox true" \
+				"$(tail -n 1 <<<"$out" | cut -c1-200)"
+			return
+		fi
+	done
+	hf_rounds docker-runsc -- --shell=none --warmup 1 --runs "$DOCKER_RUNS" \
+		"$DOCKER run --rm --network=none --runtime=$TAG-runsc $img true" \
+		"$DOCKER run --rm --network=none --runtime=$TAG-hrunsc $img true" ||
+		{ fail docker "hezo-shim→runsc vs runsc" "hyperfine failed"; return; }
+	base=$(hf_median docker-runsc 0)
+	cand=$(hf_median docker-runsc 1)
+	r=$(hf_ratio docker-runsc 1 0)
+	row docker "\`docker run --rm --network=none\` busybox true, hezo-shim→runsc vs runsc with the same flags" \
+		"$(fmt "$(med "$base")" 1000 0) ms" "$(fmt "$(med "$cand")" 1000 0) ms" \
+		"$(fmt_ratio "$r")" "≤ 1.04" "$(verdict "$(med "$r")" "<=" 1.04)"
+	w=(--shell=none --warmup 1 --runs "$DOCKER_RUNS")
+	hf_rounds docker-runsc-exec -- "${w[@]}" \
+		"$DOCKER run --rm --network=none --runtime=$TAG-runsc $img sh -c '$loop'" \
+		"$DOCKER run --rm --network=none --runtime=$TAG-hrunsc $img sh -c '$loop'" ||
+		{ fail docker "500 /bin/true inside, hezo-shim→runsc vs runsc" "hyperfine failed"; return; }
+	base=$(hf_median docker-runsc-exec 0)
+	cand=$(hf_median docker-runsc-exec 1)
+	r=$(hf_ratio docker-runsc-exec 1 0)
+	row docker "500 sequential /bin/true inside the box, hezo-shim→runsc vs runsc with Docker's profile" \
+		"$(fmt "$(med "$base")" 1000 0) ms" "$(fmt "$(med "$cand")" 1000 0) ms" \
+		"$(fmt_ratio "$r")" "≤ 1.05" "$(verdict "$(med "$r")" "<=" 1.05)"
 }
 
 ###########################################################################################
