@@ -272,11 +272,15 @@ static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const
  * private copy instead, whose root.path and bind sources name the objects the checks held, bind-
  * mounted into the private bundle (stage.c); the root is compared once more as written.
  */
+/*
+ * The backend's own config.json in the private bundle: spec is rewritten for it in place (the
+ * staged root, bind sources and namespaces, the user namespace), so the caller writes what
+ * engines read before, and reads only the cgroup and memory limit after, which staging leaves.
+ */
 static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *priv,
-			       const struct hezo_json *spec, const struct hezo_held *held,
+			       struct hezo_json *copy, const struct hezo_held *held,
 			       const struct shim_userns *u, int userns_fd, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
 	_cleanup_free_ char *userns_root = NULL;
 	bool rebuilt = false;
 	int r;
@@ -287,7 +291,7 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 	 * is only a mount point of the shim's own namespace, so every shim shares it.
 	 */
 	(void)ctx;
-	if (!copy || asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
+	if (asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	r = shim_stage(pfd, priv, held, u, userns_fd, userns_root, copy, &rebuilt, err);
 	r = r ?: hezo_spec_save_at(pfd, "config.json", copy, err);
@@ -1155,6 +1159,12 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	close(TAKE_FD(rec_lock));
 	if (r < 0)
 		return r;
+	/* What engines read, before staging rewrites spec for the backend (no copy of it is made).
+	 */
+	r = hezo_json_dump(spec, false, &written, &written_len, err);
+	if (r < 0)
+		return drop_record(ctx, id,
+				   hezo_error_prefix(err, "bundle %s: config.json", bundle));
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
@@ -1174,10 +1184,6 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * The side file first: killed between the two, config.json is still the input it was and
 	 * does not match the new side file, so the next create judges config.json as it stands.
 	 */
-	r = hezo_json_dump(spec, false, &written, &written_len, err);
-	if (r < 0)
-		return drop_record(ctx, id,
-				   hezo_error_prefix(err, "bundle %s: config.json", bundle));
 	r = save_kept(bfd, written, written_len, input_text, input_len, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
