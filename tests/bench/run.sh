@@ -711,9 +711,11 @@ bench_proxyd()
 	pid=$SLEEPER
 
 	local secs=$((ROUNDS * (3 * IPERF_SECS + 30) + 600))
-	ip netns exec "$i" iperf3 -s -B 10.247.0.2 -p 5201 >/dev/null 2>&1 &
+	# Pinned as haproxy's own benchmarks are: clients and servers on CPU 0, the proxy (proxyd
+	# or haproxy) alone on CPU 1.
+	ip netns exec "$i" taskset -c 0 iperf3 -s -B 10.247.0.2 -p 5201 >/dev/null 2>&1 &
 	PIDS+=($!)
-	ip netns exec "$i" "$T/bench-net" server 10.247.0.2 7000 "$secs" &
+	ip netns exec "$i" taskset -c 0 "$T/bench-net" server 10.247.0.2 7000 "$secs" &
 	PIDS+=($!)
 	taskset -c 0 dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
 		--listen-address=127.0.0.1 --bind-interfaces --port=5354 --cache-size=0 \
@@ -747,7 +749,7 @@ bench_proxyd()
 		    bind 127.0.0.1:27000
 		    server s1 10.247.0.2:7000
 	EOF
-	haproxy -f "$T/haproxy.cfg" -db >"$T/haproxy.log" 2>&1 &
+	taskset -c 1 haproxy -f "$T/haproxy.cfg" -db >"$T/haproxy.log" 2>&1 &
 	local hapid=$!
 	PIDS+=("$hapid")
 	sleep 1
@@ -770,11 +772,13 @@ bench_proxyd()
 
 	# -- throughput --
 	local k f direct relay hap
+	taskset -apc 1 "$PROXYD_PID" >/dev/null || log "cannot pin hezo-proxyd to CPU 1"
+	note "proxyd rows: clients and servers pinned to CPU 0, hezo-proxyd and haproxy (1 thread) to CPU 1, as haproxy's own benchmarks pin them; the machine was $(awk '{ printf "at load %s", $1 }' /proc/loadavg) when they began."
 	iperf_bps() { jq '.end.sum_received.bits_per_second // 0' 2>/dev/null; }
 	for ((k = 1; k <= ROUNDS; k++)); do
-		direct=$(iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
-		relay=$(in_c iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
-		hap=$(iperf3 -c 127.0.0.1 -p 25201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		direct=$(taskset -c 0 iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		relay=$(in_c taskset -c 0 iperf3 -c 10.247.0.2 -p 5201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
+		hap=$(taskset -c 0 iperf3 -c 127.0.0.1 -p 25201 -t "$IPERF_SECS" -J 2>/dev/null | iperf_bps)
 		echo "$direct $relay $hap" >>"$T/iperf.txt"
 	done
 	local dm rm hm
@@ -792,9 +796,9 @@ bench_proxyd()
 
 	# -- connect latency: connect, one byte out, its echo back --
 	for ((k = 1; k <= ROUNDS; k++)); do
-		direct=$("$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
-		relay=$(in_c "$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
-		hap=$("$T/bench-net" latency 127.0.0.1 27000 "$LAT_N")
+		direct=$(taskset -c 0 "$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
+		relay=$(in_c taskset -c 0 "$T/bench-net" latency 10.247.0.2 7000 "$LAT_N")
+		hap=$(taskset -c 0 "$T/bench-net" latency 127.0.0.1 27000 "$LAT_N")
 		echo "$(awk '{ print $2, $4 }' <<<"$direct") $(awk '{ print $2, $4 }' <<<"$relay") $(awk '{ print $2, $4 }' <<<"$hap")" >>"$T/lat.txt"
 	done
 	# columns: direct p50 p99, relay p50 p99, haproxy p50 p99
@@ -906,7 +910,7 @@ bench_proxyd()
 		prof bulk in_c iperf3 -c 10.247.0.2 -p 5201 -t "$DNS_SECS"
 		note "perf profiles of proxyd (flat, top 25 symbols) in tests/bench/profiles/proxyd-{dns-allowed,dns-denied,connect,bulk}.perf.txt."
 	fi
-	taskset -pc 0-$(($(nproc) - 1)) "$PROXYD_PID" >/dev/null
+	taskset -apc 0-$(($(nproc) - 1)) "$PROXYD_PID" >/dev/null
 	# qps, and qps per second of proxyd CPU (what one fully busy core would answer): the target
 	# is the latter, since the generator and dnsmasq share the other core and cap the former.
 	local pc
@@ -943,8 +947,9 @@ runsc_peak()
 		'.root = {path: "rootfs", readonly: true} | .process.terminal = false
 		| .process.args = ["sh", "-c", $s] | .process.env = ["PATH=/bin"]
 		| .linux.cgroupsPath = ("/hezo-bench/" + $id)' "$T/runsc/config.json" >"$b/config.json"
-	jq --arg p "$bin" '.backend = "runsc" | .backends.runsc = {path: $p, network: "none"}' \
-		"$T/policy-dev.json" >"$T/runsc/policy.json"
+	# The bench's own cgroup parent, beside the engines' ones the policy allows.
+	jq --arg p "$bin" '.backend = "runsc" | .backends.runsc = {path: $p, network: "none"}
+		| .cgroupParents = ["/hezo-bench"]' "$T/policy-dev.json" >"$T/runsc/policy.json"
 	HEZO_POLICY="$T/runsc/policy.json" HEZO_STATE_DIR="$T/state" "$SHIM" --root "$T/runsc-root" \
 		run -b "$b" "$id" >"$b/out" 2>&1 &
 	pid=$!
