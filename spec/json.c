@@ -40,7 +40,9 @@ void hezo_json_free(struct hezo_json *v)
 	}
 	free(v->keys);
 	free(v->items);
-	free(v->str);
+	/* A string's text shares the node's allocation (new_string_len). */
+	if (v->str != (char *)(v + 1))
+		free(v->str);
 	free(v);
 }
 
@@ -84,17 +86,23 @@ struct hezo_json *hezo_json_new_uint(uint64_t n)
 	return new_number_text(buf, (size_t)r);
 }
 
+/*
+ * A string node and its text in one allocation: a spec is mostly strings (Docker's seccomp
+ * profile alone holds about 400), each parsed once and copied more than once.
+ */
 static struct hezo_json *new_string_len(const char *s, size_t len)
 {
-	struct hezo_json *v = node_new(HEZO_JSON_STRING);
+	struct hezo_json *v;
 
+	if (len > SIZE_MAX - sizeof(*v) - 1)
+		return NULL;
+	v = calloc(1, sizeof(*v) + len + 1);
 	if (!v)
 		return NULL;
-	v->str = strndup(s, len);
-	if (!v->str) {
-		free(v);
-		return NULL;
-	}
+	v->type = HEZO_JSON_STRING;
+	v->str = (char *)(v + 1);
+	memcpy(v->str, s, len);
+	v->str[len] = '\0';
 	return v;
 }
 
@@ -146,6 +154,8 @@ struct hezo_json *hezo_json_clone(const struct hezo_json *v)
 
 	if (!v)
 		return NULL;
+	if (v->type == HEZO_JSON_STRING)
+		return new_string_len(v->str, strlen(v->str));
 	c = node_new(v->type);
 	if (!c)
 		return NULL;
