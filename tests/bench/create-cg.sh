@@ -3,6 +3,7 @@
 # Docker's seccomp profile (tests/data/config-docker.json), backend /bin/true.
 #
 #   tests/bench/create-cg.sh --build DIR [--live N] [--tasks N] [--profile FILE] [--time RUNS]
+#                            [--against DIR2]
 #
 # Prints "create instructions: N" (plain digits; callgrind, user mode), the line
 # tests/bench/run.sh and scripts read, for a create with --live records of other live boxes (one
@@ -10,6 +11,9 @@
 # present. With --time, also the CPU time (user+sys, wait4) of creates with the live boxes against
 # creates with none, the tasks present for both, interleaved in 5 rounds of RUNS each:
 #   create cpu: none MS (MIN-MAX), loaded MS (MIN-MAX), ratio R (MIN-MAX)
+# and with --against, creates with none by DIR's shim against DIR2's (another build of the same
+# kind, e.g. main's), interleaved the same way:
+#   create cpu against DIR2: theirs MS (MIN-MAX), ours MS (MIN-MAX), ratio R (MIN-MAX)
 # DIR: a build of the tree with -Dstatic_deps=false: valgrind knows no open_tree, mount_setattr
 # or move_mount, and tests/bench/cg-mountapi.c stands in for them through LD_PRELOAD, which a
 # static binary does not read. Exits non-zero, naming the error, when a create fails or nothing
@@ -17,7 +21,7 @@
 set -uo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BUILD="" LIVE=0 TASKS=0 PROF="" RUNS=0 ROUNDS=5
+BUILD="" LIVE=0 TASKS=0 PROF="" RUNS=0 ROUNDS=5 AGAINST=""
 die() { echo "create-cg: error: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -26,6 +30,7 @@ while [ $# -gt 0 ]; do
 	--tasks) TASKS=$2; shift ;;
 	--profile) PROF=$2; shift ;;
 	--time) RUNS=$2; shift ;;
+	--against) AGAINST=$2; shift ;;
 	*) die "unknown argument $1 (see the head of $0)" ;;
 	esac
 	shift
@@ -38,6 +43,12 @@ for t in valgrind callgrind_annotate jq cc; do
 done
 SHIM=$(realpath "$BUILD")/shim/hezo-shim
 [ -x "$SHIM" ] || die "no $SHIM"
+THEIRS=""
+if [ -n "$AGAINST" ]; then
+	THEIRS=$(realpath "$AGAINST")/shim/hezo-shim
+	[ -x "$THEIRS" ] || die "no $THEIRS"
+	[ -x "$AGAINST/init/hezo-init" ] || die "no $AGAINST/init/hezo-init (build all of $AGAINST)"
+fi
 [ -x "$BUILD/init/hezo-init" ] || die "no $BUILD/init/hezo-init (build all of $BUILD)"
 
 T=$(mktemp -d /tmp/hezo-create-cg.XXXXXX)
@@ -165,3 +176,22 @@ summary() { sort -g | awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] :
 echo "create cpu: none $(awk '{ print $1 }' "$T/rounds.txt" | summary) ms," \
 	"loaded $(awk '{ print $2 }' "$T/rounds.txt" | summary) ms," \
 	"ratio $(awk '$1 > 0 { print $2 / $1 }' "$T/rounds.txt" | summary)"
+
+[ -n "$THEIRS" ] || exit 0
+# The other build's shim against this one's, no other box, interleaved; each its own state.
+mkdir -p "$T/none-theirs" "$T/none-ours"
+for ((r = 1; r <= ROUNDS; r++)); do
+	for who in theirs ours; do
+		bin=$SHIM
+		[ "$who" = theirs ] && bin=$THEIRS
+		shim "$T/none-$who" "$T/rusage-run" "$RUNS" --copy "$T/docker.json" "$b/config.json" -- \
+			"$bin" --root "$T/root" create -b "$b" "$ID" >"$T/$who-$r.txt" 2>"$T/$who.err"
+		awk '$5 != 0 { bad = 1 } END { exit bad }' "$T/$who-$r.txt" ||
+			die "create ($who) failed: $(tail -n 1 "$T/$who.err")"
+	done
+	echo "$(awk '{ print ($1 + $2) / 1000 }' "$T/theirs-$r.txt" | med)" \
+		"$(awk '{ print ($1 + $2) / 1000 }' "$T/ours-$r.txt" | med)" >>"$T/against.txt"
+done
+echo "create cpu against $AGAINST: theirs $(awk '{ print $1 }' "$T/against.txt" | summary) ms," \
+	"ours $(awk '{ print $2 }' "$T/against.txt" | summary) ms," \
+	"ratio $(awk '$1 > 0 { print $2 / $1 }' "$T/against.txt" | summary)"
