@@ -508,7 +508,7 @@ bench_docker()
 		for mode in "${names[@]}"; do
 			if ! out=$("$DOCKER" run --rm --network=$net --runtime="$TAG-$mode" "$img" true 2>&1); then
 				fail docker "docker run --network=$net, egress $mode" \
-					"$(tail -n 1 <<<"$out" | cut -c1-200)"
+					"$(tail -n 1 <<<"$out" | tail -c 300)"
 				continue
 			fi
 			cmds+=("$DOCKER run --rm --network=$net --runtime=$TAG-$mode $img true")
@@ -542,7 +542,10 @@ bench_docker_runsc()
 	# shellcheck disable=SC2016
 	local loop='i=0; while [ $i -lt 500 ]; do /bin/true; i=$((i + 1)); done'
 	rb=$(command -v runsc) || { fail docker "hezo-shim→runsc vs runsc" "no runsc on PATH"; return; }
-	jq -n --arg p "$rb" '{backend: "runsc", backends: {runsc: {path: $p}}}' >"$dd/projects/runsc.json"
+	# A project may choose the backend; where it lives is the main policy's to say.
+	jq --arg p "$rb" '.backends.runsc.path = $p' "$dd/policy.json" >"$dd/policy.json.tmp" &&
+		mv "$dd/policy.json.tmp" "$dd/policy.json" || { fail docker "hezo-shim→runsc vs runsc" "cannot write the policy"; return; }
+	echo '{"backend": "runsc"}' >"$dd/projects/runsc.json"
 	docker_register "$TAG-hrunsc" "$ib/shim/hezo-shim" --hezo-project runsc || {
 		fail docker "hezo-shim→runsc vs runsc" "cannot register hezo-shim (runsc project)"
 		return
@@ -554,7 +557,7 @@ bench_docker_runsc()
 	for rt in runsc hrunsc; do
 		if ! out=$("$DOCKER" run --rm --network=none --runtime="$TAG-$rt" "$img" true 2>&1); then
 			fail docker "\`docker run --rm --runtime=$TAG-$rt\` busybox true" \
-				"$(tail -n 1 <<<"$out" | cut -c1-200)"
+				"$(tail -n 1 <<<"$out" | tail -c 300)"
 			return
 		fi
 	done
