@@ -67,6 +67,9 @@ if [ ! -x "$SHIM" ] || [ ! -x "$HOOK" ] || [ ! -x "$PROXYD" ]; then
 fi
 
 T=$(mktemp -d /tmp/hezo-bench.XXXXXX)
+# Others may walk through it (not list it): a box in a user namespace of its own reaches its root
+# through the shim's state directory, which the docker rows compile in below $T.
+chmod 0711 "$T" || die "cannot chmod $T"
 TAG=hzb$$
 PIDS=()
 NETNS=()
@@ -478,7 +481,8 @@ bench_docker()
 	mkdir -p "$dd/projects" "$dd/state"
 	if ! { meson setup "$ib" "$SRC" --buildtype=release -Dwerror=false -Dtests=false \
 		-Dpolicy_path="$dd/policy.json" -Dstate_dir="$dd/state" -Dhook_path="$HOOK" \
-		-Dproxyd_socket="$T/proxyd/control.sock" && ninja -C "$ib" shim/hezo-shim init/hezo-init; } \
+		-Dproxyd_socket="$T/proxyd/control.sock" &&
+		ninja -C "$ib" shim/hezo-shim shim/hezo-seccomp-exec init/hezo-init; } \
 		>"$T/build-installed.log" 2>&1; then
 		tail -n 5 "$T/build-installed.log" >&2
 		fail docker "docker run" "the installed-paths build failed"
