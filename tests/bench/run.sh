@@ -95,6 +95,8 @@ cleanup()
 	runc --root "$T/runc-root" delete --force bench-boxed >/dev/null 2>&1
 	runc --root "$T/runc-root" delete --force bench-dsec >/dev/null 2>&1
 	runc --root "$T/runc-root" delete --force bench-shimdsec >/dev/null 2>&1
+	# The shim alone (backend /bin/true) leaves the memory cgroup it makes for TCP accounting.
+	rmdir /sys/fs/cgroup/*/docker/bench-alone 2>/dev/null
 	for l in "${LINKS[@]}"; do
 		ip link del "$l" 2>/dev/null
 	done
