@@ -481,9 +481,10 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 {
 	struct hezo_json *cur = hezo_json_get(linux_, "seccomp");
 	struct hezo_json *prof = NULL;
+	bool engine = cur && cur->type == HEZO_JSON_OBJECT;
 	int r;
 
-	if (cur && cur->type != HEZO_JSON_NULL && cur->type != HEZO_JSON_OBJECT)
+	if (cur && cur->type != HEZO_JSON_NULL && !engine)
 		return hezo_policy_ferr(err, "linux.seccomp: expected an object, got %s",
 					hezo_json_type_name(cur->type));
 	if (p->seccomp_profile) {
@@ -493,15 +494,23 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 		r = hezo_policy_seccomp_load(p->seccomp_path, &prof, err);
 		if (r < 0)
 			return hezo_error_prefix(err, "seccomp");
-	} else {
+	} else if (!engine) {
 		prof = hezo_policy_seccomp_default();
 	}
-	if (!prof)
+	/* Beside an engine's profile the built-in default stays NULL: the floor builds it. */
+	if (!prof && (!engine || p->seccomp_profile || p->seccomp_path))
 		return hezo_policy_nomem(err);
 	/* The engine's profile may only narrow the box's: both must allow a call. */
-	if (cur && cur->type == HEZO_JSON_OBJECT) {
-		_cleanup_json_ struct hezo_json *box = prof;
-		r = hezo_policy_seccomp_floor(box, cur, &prof, err);
+	if (engine) {
+		_cleanup_json_ struct hezo_json *box = TAKE_PTR(prof), *eng = NULL,
+						*hold = hezo_json_new_null();
+
+		/* Taken out of the spec (a null holds its place) for the floor to keep. */
+		if (!hold || hezo_json_replace(linux_, cur, hold) < 0)
+			return hezo_policy_nomem(err);
+		TAKE_PTR(hold);
+		eng = cur;
+		r = hezo_policy_seccomp_floor_take(&box, &eng, &prof, err);
 		if (r < 0)
 			return r;
 	}

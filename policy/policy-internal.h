@@ -200,6 +200,12 @@ int hezo_policy_clamp_oom(struct hezo_json *res, const char *field, struct hezo_
  */
 int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json **out,
 			      struct hezo_error **err);
+/*
+ * The same check for a reader: *view is the profile itself when every name in it is known,
+ * otherwise *copy, the pruned copy (which the caller frees).
+ */
+int hezo_policy_seccomp_check_view(const struct hezo_json *profile, const struct hezo_json **view,
+				   struct hezo_json **copy, struct hezo_error **err);
 /* Read and check a profile file; errors name the path. */
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err);
 /* hezo's built-in profile as a linux.seccomp object for the machine's architecture. */
@@ -211,6 +217,13 @@ struct hezo_json *hezo_policy_seccomp_default(void);
  */
 int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
 			      struct hezo_json **out, struct hezo_error **err);
+/*
+ * The same, for create's two judgements: takes *box and *engine (NULL after; the caller frees
+ * what is left), and hands the second call with equal profiles the first call's result. *box
+ * NULL: the built-in default profile (hezo_policy_seccomp_default), built only when needed.
+ */
+int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
+				   struct hezo_json **out, struct hezo_error **err);
 
 /*
  * volumes.c: the "volumes" key (defaults, parser, JSON, the project rule) and a bind source at,

@@ -1,6 +1,7 @@
 /* The box's seccomp profile as a floor: the engine's profile and the box's combined into the one
  * linux.seccomp that allows a call only when both would (docs/policy.md, "Seccomp"). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +124,22 @@ struct view {
 	size_t nconds;
 };
 
+/*
+ * One name in one rule of one profile. A rule's action and its number of argument comparisons
+ * are read once, when the rule is indexed, not once for each of the names it holds.
+ */
+struct name_ref {
+	const char *name;
+	const struct hezo_json *rule;
+	size_t prof;
+	size_t next; /* the next entry of the same call, or SIZE_MAX */
+	struct act act;
+	bool act_ok;
+	size_t nargs;
+};
+
 /* rules: those of the profile that name the call, in the profile's order. */
-static void view_of(const struct hezo_json *const *rules, size_t nrules, const struct act *def,
+static void view_of(const struct name_ref *const *rules, size_t nrules, const struct act *def,
 		    struct view *v)
 {
 	bool have_uncond = false, cond_allow_only = true, cond_refuse_only = true, any_cond = false;
@@ -135,14 +150,14 @@ static void view_of(const struct hezo_json *const *rules, size_t nrules, const s
 	v->act = *def;
 	v->nconds = 0;
 	for (size_t i = 0; i < nrules; i++) {
-		const struct hezo_json *r = rules[i];
-		struct act a;
+		const struct hezo_json *r = rules[i]->rule;
+		struct act a = rules[i]->act;
 
-		if (rule_act(r, &a) < 0) {
+		if (!rules[i]->act_ok) {
 			v->kind = VIEW_COMPLEX;
 			return;
 		}
-		if (nargs(r) == 0) {
+		if (rules[i]->nargs == 0) {
 			if (!have_uncond || a.rank > strictest_uncond.rank)
 				strictest_uncond = a;
 			have_uncond = true;
@@ -195,6 +210,12 @@ static void view_of(const struct hezo_json *const *rules, size_t nrules, const s
 struct out {
 	struct hezo_json *syscalls;
 	const struct act *def;
+	/*
+	 * The names of the last unconditional rule added to, and its action: there is one such
+	 * rule per action, and most calls in a row get the same one.
+	 */
+	struct hezo_json *last_names;
+	struct act last;
 };
 
 static struct hezo_json *new_rule(const char *name, const struct act *a)
@@ -213,16 +234,30 @@ static struct hezo_json *new_rule(const char *name, const struct act *a)
 /* Every call of name gets a: added to the rule with that action (one rule per action). */
 static int emit_action(struct out *o, const char *name, const struct act *a)
 {
+	struct hezo_json *r = NULL;
+
 	if (act_equal(a, o->def))
 		return 0;
+	if (o->last_names && act_equal(a, &o->last))
+		return hezo_json_append(o->last_names, hezo_json_new_string(name));
 	HEZO_JSON_FOREACH (i, o->syscalls) {
-		struct hezo_json *r = o->syscalls->items[i];
 		struct act ra;
-		if (nargs(r) > 0 || rule_act(r, &ra) < 0 || !act_equal(&ra, a))
+		if (nargs(o->syscalls->items[i]) > 0 || rule_act(o->syscalls->items[i], &ra) < 0 ||
+		    !act_equal(&ra, a))
 			continue;
-		return hezo_json_append(hezo_json_get(r, "names"), hezo_json_new_string(name));
+		r = o->syscalls->items[i];
+		break;
 	}
-	return hezo_json_append(o->syscalls, new_rule(name, a));
+	if (!r) {
+		r = new_rule(name, a);
+		if (!r || hezo_json_append(o->syscalls, r) < 0)
+			return -ENOMEM;
+	} else if (hezo_json_append(hezo_json_get(r, "names"), hezo_json_new_string(name)) < 0) {
+		return -ENOMEM;
+	}
+	o->last_names = hezo_json_get(r, "names");
+	o->last = *a;
+	return 0;
 }
 
 static bool same_arg(const struct hezo_json *x, const struct hezo_json *y)
@@ -430,59 +465,81 @@ static int check_engine(const struct hezo_json *eng, struct hezo_error **err)
 }
 
 /*
- * Which rules name which calls, for both profiles at once: one entry per name in a rule, sorted
- * by name and then by where it stands, so the rules of one call are next to each other and in
- * their profile's order. The calls are taken in the order they first appear (the box's first).
+ * Which rules name which calls, for both profiles at once: the names are hashed into groups, one
+ * per call, in the order the calls first appear (the box's first), and each group chains its
+ * entries in the order they stand, so the rules of one call come out in their profile's order.
+ * A hash table rather than a sort: a profile of a few hundred names is read once, in order.
  */
-struct name_ref {
-	const char *name;
-	const struct hezo_json *rule;
-	size_t prof, pos; /* pos: the name's place in the two profiles, counted through */
-};
-
 struct name_group {
-	size_t start, len, pos; /* pos: where the call first appears */
+	size_t first, last;
+	uint32_t hash;
 };
-
-static int cmp_ref(const void *x, const void *y)
-{
-	const struct name_ref *a = x, *b = y;
-	int c = strcmp(a->name, b->name);
-
-	return c ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
-}
 
 struct name_index {
 	struct name_ref *refs;
 	struct name_group *groups;
-	size_t nrefs, ngroups;
+	size_t *table; /* group index + 1, 0 for an empty slot */
+	size_t nrefs, ngroups, mask;
 };
-
-static int cmp_group(const void *x, const void *y)
-{
-	const struct name_group *a = x, *b = y;
-
-	return a->pos < b->pos ? -1 : a->pos > b->pos;
-}
 
 static void name_index_done(struct name_index *ix)
 {
 	free(ix->refs);
 	free(ix->groups);
+	free(ix->table);
+}
+
+/* FNV-1a: the names are short and the table is rebuilt per create. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static void name_index_add(struct name_index *ix, const char *s, const struct name_ref *like)
+{
+	uint32_t h = name_hash(s);
+	size_t slot = h & ix->mask, n = ix->nrefs++;
+
+	ix->refs[n] = *like;
+	ix->refs[n].name = s;
+	ix->refs[n].next = SIZE_MAX;
+	for (;; slot = (slot + 1) & ix->mask) {
+		struct name_group *g;
+
+		if (!ix->table[slot]) {
+			ix->groups[ix->ngroups] = (struct name_group){n, n, h};
+			ix->table[slot] = ++ix->ngroups;
+			return;
+		}
+		g = &ix->groups[ix->table[slot] - 1];
+		if (g->hash == h && strcmp(ix->refs[g->first].name, s) == 0) {
+			ix->refs[g->last].next = n;
+			g->last = n;
+			return;
+		}
+	}
 }
 
 static int name_index_build(const struct hezo_json *const prof[2], struct name_index *ix)
 {
-	size_t n = 0, pos = 0;
+	size_t n = 0, size = 16;
 
 	/* Counted first, then filled in. */
 	for (int fill = 0; fill < 2; fill++) {
 		if (fill) {
+			/* At most half full, so a probe ends soon. */
+			while (size < 2 * n)
+				size *= 2;
 			ix->refs = calloc(n ?: 1, sizeof(*ix->refs));
 			ix->groups = calloc(n ?: 1, sizeof(*ix->groups));
-			if (!ix->refs || !ix->groups)
+			ix->table = calloc(size, sizeof(*ix->table));
+			if (!ix->refs || !ix->groups || !ix->table)
 				return -ENOMEM;
-			n = 0;
+			ix->mask = size - 1;
 		}
 		for (size_t p = 0; p < 2; p++) {
 			const struct hezo_json *sys =
@@ -490,55 +547,54 @@ static int name_index_build(const struct hezo_json *const prof[2], struct name_i
 			HEZO_JSON_FOREACH (i, sys) {
 				const struct hezo_json *names =
 					hezo_json_get_type(sys->items[i], "names", HEZO_JSON_ARRAY);
+				struct name_ref like = {.rule = sys->items[i], .prof = p};
+
+				if (fill) {
+					like.act_ok = rule_act(like.rule, &like.act) == 0;
+					like.nargs = nargs(like.rule);
+				}
 				HEZO_JSON_FOREACH (j, names) {
 					const char *s = hezo_json_string(names->items[j]);
 					if (!s)
 						continue;
 					if (fill)
-						ix->refs[n] = (struct name_ref){s, sys->items[i], p,
-										pos++};
+						name_index_add(ix, s, &like);
 					n++;
 				}
 			}
 		}
 	}
-	ix->nrefs = n;
-	qsort(ix->refs, n, sizeof(*ix->refs), cmp_ref);
-	for (size_t i = 0; i < n; i++) {
-		if (i == 0 || strcmp(ix->refs[i].name, ix->refs[i - 1].name) != 0)
-			ix->groups[ix->ngroups++] = (struct name_group){i, 0, ix->refs[i].pos};
-		ix->groups[ix->ngroups - 1].len++;
-	}
-	qsort(ix->groups, ix->ngroups, sizeof(*ix->groups), cmp_group);
 	return 0;
 }
 
 /* The rules of profile prof that name the call of group g, each once, in order. */
 static size_t group_rules(const struct name_index *ix, const struct name_group *g, size_t prof,
-			  const struct hezo_json **rules)
+			  const struct name_ref **rules)
 {
 	size_t n = 0;
 
-	for (size_t i = g->start; i < g->start + g->len; i++) {
+	for (size_t i = g->first; i != SIZE_MAX; i = ix->refs[i].next) {
 		const struct name_ref *ref = &ix->refs[i];
-		if (ref->prof == prof && (n == 0 || rules[n - 1] != ref->rule))
-			rules[n++] = ref->rule;
+		if (ref->prof == prof && (n == 0 || rules[n - 1]->rule != ref->rule))
+			rules[n++] = ref;
 	}
 	return n;
 }
 
-int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
-			      struct hezo_json **out, struct hezo_error **err)
+static int floor_compute(const struct hezo_json *box, const struct hezo_json *engine,
+			 struct hezo_json **out, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *eng = NULL, *res = hezo_json_new_object();
+	_cleanup_json_ struct hezo_json *pruned = NULL, *res = hezo_json_new_object();
+	const struct hezo_json *eng;
 	_cleanup_(name_index_done) struct name_index ix = {0};
-	_cleanup_free_ const struct hezo_json **rules = NULL;
+	_cleanup_free_ const struct name_ref **rules = NULL;
 	struct act bdef, edef;
 	const struct act *def;
 	struct out o;
 	int r;
 
-	r = hezo_policy_seccomp_check(engine, &eng, err);
+	/* Read, never changed: a copy only when names no architecture knows must go. */
+	r = hezo_policy_seccomp_check_view(engine, &eng, &pruned, err);
 	if (r < 0)
 		return hezo_error_prefix(err, "linux.seccomp");
 	r = check_engine(eng, err);
@@ -570,6 +626,7 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 	}
 	o.syscalls = hezo_json_ensure_array(res, "syscalls");
 	o.def = def;
+	o.last_names = NULL;
 	if (!o.syscalls || name_index_build((const struct hezo_json *const[2]){box, eng}, &ix) < 0)
 		return hezo_policy_nomem(err);
 	/* Room for one side's rules of any call. */
@@ -578,7 +635,7 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 		return hezo_policy_nomem(err);
 	for (size_t i = 0; i < ix.ngroups; i++) {
 		const struct name_group *g = &ix.groups[i];
-		const char *name = ix.refs[g->start].name;
+		const char *name = ix.refs[g->first].name;
 		struct view bv, ev;
 		size_t nb, ne;
 
@@ -594,5 +651,60 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
 						name);
 	}
 	*out = TAKE_PTR(res);
+	return 0;
+}
+
+int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_json *engine,
+			      struct hezo_json **out, struct hezo_error **err)
+{
+	return floor_compute(box, engine, out, err);
+}
+
+/*
+ * The floor is a function of the two profiles alone, and create judges twice (the second time
+ * under the records lock) with the same ones: the first result is kept, with the profiles it
+ * came from, and handed over at the next call whose profiles are equal to those, value for
+ * value. Taking the caller's profiles (which it would free) keeps copying to the one result.
+ */
+static struct {
+	struct hezo_json *box, *engine, *out;
+	bool builtin; /* box: the built-in default profile (then NULL) */
+} last;
+
+static void last_drop(void)
+{
+	hezo_json_free(last.box);
+	hezo_json_free(last.engine);
+	hezo_json_free(last.out);
+	last.box = last.engine = last.out = NULL;
+	last.builtin = false;
+}
+
+int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
+				   struct hezo_json **out, struct hezo_error **err)
+{
+	bool builtin = !*box;
+	int r;
+
+	if (last.out && last.builtin == builtin && (builtin || hezo_json_equal(*box, last.box)) &&
+	    hezo_json_equal(*engine, last.engine)) {
+		*out = TAKE_PTR(last.out);
+		last_drop();
+		return 0;
+	}
+	/* Built only when it is not the kept one's: building it costs as much as a copy. */
+	if (builtin && !(*box = hezo_policy_seccomp_default()))
+		return hezo_policy_nomem(err);
+	r = floor_compute(*box, *engine, out, err);
+	if (r < 0)
+		return r;
+	/* Kept only if the copy can be made: otherwise the next call computes it again. */
+	last_drop();
+	last.out = hezo_json_clone(*out);
+	if (last.out) {
+		last.builtin = builtin;
+		last.box = builtin ? NULL : TAKE_PTR(*box);
+		last.engine = TAKE_PTR(*engine);
+	}
 	return 0;
 }

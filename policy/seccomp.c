@@ -613,13 +613,18 @@ static int check_args(const struct hezo_json *args, const char *field, struct he
 	return 0;
 }
 
-int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json **out,
-			      struct hezo_error **err)
+/* Architectures a profile may list that are looked at (more are checked, not used). */
+#define SECCOMP_TOKENS_MAX 64
+
+/*
+ * Check a profile's keys and values; *unknown: how many of its names no listed architecture
+ * knows (runc could not install them either), which the checked profile goes without.
+ */
+static int check_profile(const struct hezo_json *profile, uint32_t tokens[SECCOMP_TOKENS_MAX],
+			 size_t *ntok, size_t *unknown, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *copy = NULL;
-	uint32_t tokens[64];
 	size_t ntokens = 0;
-	struct hezo_json *syscalls;
+	const struct hezo_json *syscalls;
 	bool has_default = false;
 	int r;
 
@@ -650,7 +655,7 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 					return hezo_policy_field_err(
 						err, f, "%s is not an architecture", q);
 				}
-				if (ntokens < HEZO_ARRAY_SIZE(tokens))
+				if (ntokens < SECCOMP_TOKENS_MAX)
 					tokens[ntokens++] = t;
 			}
 		} else if (strcmp(k, "flags") == 0) {
@@ -681,14 +686,13 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 	}
 	if (!has_default)
 		return hezo_policy_field_err(err, "defaultAction", "missing");
+	*ntok = ntokens;
+	*unknown = 0;
 
-	copy = hezo_json_clone(profile);
-	if (!copy)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	syscalls = hezo_json_get(copy, "syscalls");
-	for (size_t i = 0; syscalls && i < syscalls->len;) {
-		struct hezo_json *s = syscalls->items[i];
-		struct hezo_json *names = NULL;
+	syscalls = hezo_json_get(profile, "syscalls");
+	HEZO_JSON_FOREACH (i, syscalls) {
+		const struct hezo_json *s = syscalls->items[i];
+		const struct hezo_json *names = NULL;
 		char f[64];
 
 		snprintf(f, sizeof(f), "syscalls[%zu]", i);
@@ -722,14 +726,30 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 		}
 		if (!names || !hezo_json_get(s, "action"))
 			return hezo_policy_field_err(err, f, "needs names and action");
-		for (size_t j = 0; j < names->len;) {
+		HEZO_JSON_FOREACH (j, names) {
 			char g[128];
 			if (names->items[j]->type != HEZO_JSON_STRING) {
 				snprintf(g, sizeof(g), "%s.names[%zu]", f, j);
 				return hezo_policy_field_err(err, g, "expected a string");
 			}
-			/* Unknown to every listed architecture: runc could not install it either.
-			 */
+			if (!syscall_known(names->items[j]->str, tokens, ntokens))
+				(*unknown)++;
+		}
+	}
+	return 0;
+}
+
+/* A checked profile's copy without the names check_profile counted as unknown. */
+static struct hezo_json *pruned(const struct hezo_json *profile, const uint32_t *tokens,
+				size_t ntokens)
+{
+	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(profile);
+	struct hezo_json *syscalls = copy ? hezo_json_get(copy, "syscalls") : NULL;
+
+	for (size_t i = 0; syscalls && i < syscalls->len;) {
+		struct hezo_json *names = hezo_json_get(syscalls->items[i], "names");
+
+		for (size_t j = 0; j < names->len;) {
 			if (!syscall_known(names->items[j]->str, tokens, ntokens))
 				hezo_json_remove_at(names, j);
 			else
@@ -740,8 +760,42 @@ int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json 
 		else
 			i++;
 	}
-	*out = TAKE_PTR(copy);
-	return 0;
+	return TAKE_PTR(copy);
+}
+
+int hezo_policy_seccomp_check_view(const struct hezo_json *profile, const struct hezo_json **view,
+				   struct hezo_json **copy, struct hezo_error **err)
+{
+	uint32_t tokens[SECCOMP_TOKENS_MAX];
+	size_t ntokens, unknown;
+	int r;
+
+	*view = NULL;
+	*copy = NULL;
+	r = check_profile(profile, tokens, &ntokens, &unknown, err);
+	if (r < 0)
+		return r;
+	if (unknown == 0) {
+		*view = profile;
+		return 0;
+	}
+	*copy = pruned(profile, tokens, ntokens);
+	*view = *copy;
+	return *copy ? 0 : hezo_error_set(err, ENOMEM, "out of memory");
+}
+
+int hezo_policy_seccomp_check(const struct hezo_json *profile, struct hezo_json **out,
+			      struct hezo_error **err)
+{
+	const struct hezo_json *view;
+	struct hezo_json *copy;
+	int r;
+
+	r = hezo_policy_seccomp_check_view(profile, &view, &copy, err);
+	if (r < 0)
+		return r;
+	*out = copy ?: hezo_json_clone(profile);
+	return *out ? 0 : hezo_error_set(err, ENOMEM, "out of memory");
 }
 
 int hezo_policy_seccomp_load(const char *path, struct hezo_json **out, struct hezo_error **err)

@@ -124,12 +124,108 @@ bool shim_record_live(const struct hezo_json *rec)
 	return r != 0;
 }
 
-/* Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. */
+/*
+ * The records this process has read, parsed, by where they were and what the file was: create
+ * walks the records five times or more (its two judgements, the uid ranges, admission), and a
+ * record is written by rename, so a file that is still the same inode with the same size and
+ * times holds the same record. One process runs one verb, so the cache lives as long as it.
+ */
+struct record_seen {
+	char key[SHIM_KEY_LEN];
+	char *name;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+	struct hezo_json *rec;
+};
+
+static struct {
+	struct record_seen *v;
+	size_t n, alloc;
+} seen;
+
+static bool seen_same(const struct record_seen *e, const char *key, const char *name,
+		      const struct stat *st)
+{
+	return e->ino == st->st_ino && e->dev == st->st_dev && e->size == st->st_size &&
+	       e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
+	       e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+	       strcmp(e->key, key) == 0 && strcmp(e->name, name) == 0;
+}
+
+/* The entry for the file, or NULL; hint: where the last walk found the entry after it. */
+static struct record_seen *seen_find(const char *key, const char *name, const struct stat *st,
+				     size_t *hint)
+{
+	/* readdir gives the same order walk after walk: the next entry is almost always it. */
+	if (*hint < seen.n && seen_same(&seen.v[*hint], key, name, st))
+		return &seen.v[(*hint)++];
+	for (size_t i = 0; i < seen.n; i++)
+		if (seen_same(&seen.v[i], key, name, st)) {
+			*hint = i + 1;
+			return &seen.v[i];
+		}
+	return NULL;
+}
+
+/*
+ * Read and parse one record file; NULL when it is not one (being replaced, or not ours). *kept:
+ * the cache holds it; otherwise (no memory for it) the caller frees it.
+ */
+static struct hezo_json *record_load(int dfd, const char *key, const char *name, size_t *hint,
+				     bool *kept)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct record_seen *e;
+	struct stat st;
+	size_t len;
+
+	*kept = false;
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	if (hezo_read_fd(fd, SHIM_RECORD_MAX, &buf, &len, NULL) < 0 ||
+	    hezo_json_parse(buf, len, &rec, NULL) < 0 || rec->type != HEZO_JSON_OBJECT)
+		return NULL;
+	/* Out of memory for the cache only costs the next walk a read. */
+	if (seen.n == seen.alloc) {
+		size_t alloc = seen.alloc ? 2 * seen.alloc : 64;
+		struct record_seen *v = reallocarray(seen.v, alloc, sizeof(*v));
+
+		if (!v)
+			return TAKE_PTR(rec);
+		seen.v = v;
+		seen.alloc = alloc;
+	}
+	e = &seen.v[seen.n];
+	*e = (struct record_seen){.dev = st.st_dev,
+				  .ino = st.st_ino,
+				  .size = st.st_size,
+				  .mtime = st.st_mtim,
+				  .ctime = st.st_ctim,
+				  .name = strdup(name)};
+	if (!e->name)
+		return TAKE_PTR(rec);
+	snprintf(e->key, sizeof(e->key), "%s", key);
+	e->rec = TAKE_PTR(rec);
+	*hint = ++seen.n;
+	*kept = true;
+	return e->rec;
+}
+
+/*
+ * Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. fn must not change rec:
+ * a record read once is handed to every later walk while its file stays the same.
+ */
 int shim_records_foreach(const struct shim_ctx *ctx,
 			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data)
 {
 	_cleanup_dir_ DIR *top = opendir(ctx->state_dir);
 	struct dirent *k;
+	size_t hint = 0;
 
 	if (!top)
 		return errno == ENOENT ? 0 : -errno;
@@ -151,18 +247,27 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 			continue;
 		kfd = -1; /* d owns it */
 		while ((e = readdir(d))) {
-			_cleanup_free_ char *buf = NULL;
-			_cleanup_json_ struct hezo_json *rec = NULL;
-			size_t n = strlen(e->d_name), len;
+			_cleanup_json_ struct hezo_json *own = NULL;
+			struct hezo_json *rec;
+			struct record_seen *hit;
+			size_t n = strlen(e->d_name);
+			struct stat st;
+			bool kept = true;
 			int r;
 
 			if (e->d_name[0] == '.' || n < 6 || strcmp(e->d_name + n - 5, ".json") != 0)
 				continue;
-			if (hezo_read_file_at(dirfd(d), e->d_name, SHIM_RECORD_MAX, &buf, &len,
-					      NULL) < 0 ||
-			    hezo_json_parse(buf, len, &rec, NULL) < 0 ||
-			    rec->type != HEZO_JSON_OBJECT)
+			/* Looked at without opening: only a record not read yet, or changed, is. */
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+			    !S_ISREG(st.st_mode))
+				continue;
+			hit = seen_find(k->d_name, e->d_name, &st, &hint);
+			rec = hit ? hit->rec
+				  : record_load(dirfd(d), k->d_name, e->d_name, &hint, &kept);
+			if (!rec)
 				continue; /* being replaced, or not ours */
+			if (!kept)
+				own = rec; /* no room in the cache: this walk's alone */
 			r = fn(data, k->d_name, rec);
 			if (r < 0)
 				return r;

@@ -287,11 +287,15 @@ static bool backend_has(struct shim_ctx *ctx, const struct shim_target *t, const
  * private copy instead, whose root.path and bind sources name the objects the checks held, bind-
  * mounted into the private bundle (stage.c); the root is compared once more as written.
  */
+/*
+ * The backend's own config.json in the private bundle: spec is rewritten for it in place (the
+ * staged root, bind sources and namespaces, the user namespace), so the caller writes what
+ * engines read before, and reads only the cgroup and memory limit after, which staging leaves.
+ */
 static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *priv,
-			       const struct hezo_json *spec, const struct hezo_held *held,
+			       struct hezo_json *copy, const struct hezo_held *held,
 			       const struct shim_userns *u, int userns_fd, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *copy = hezo_json_clone(spec);
 	_cleanup_free_ char *userns_root = NULL;
 	bool rebuilt = false;
 	int r;
@@ -302,7 +306,7 @@ static int save_backend_bundle(const struct shim_ctx *ctx, int pfd, const char *
 	 * is only a mount point of the shim's own namespace, so every shim shares it.
 	 */
 	(void)ctx;
-	if (!copy || asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
+	if (asprintf(&userns_root, "%s.root", HEZO_STATE_DIR) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	/* The shim sets a box's rlimits in its own user namespace (rlimits.c), not the backend. */
 	if (u)
@@ -428,15 +432,18 @@ static int choose_input(int bfd, struct hezo_json **spec, char **old, size_t *ol
 	return 0;
 }
 
-/* The side file for the next create of this bundle: what is written now, and its input. */
-static int save_kept(int bfd, const struct hezo_json *written, const struct hezo_json *input,
+/*
+ * The side file for the next create of this bundle: what is written now, and its input, from
+ * their compact dumps.
+ */
+static int save_kept(int bfd, const char *written, size_t wlen, const char *input, size_t ilen,
 		     struct hezo_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len;
 	int r;
 
-	r = hezo_spec_kept_dump(written, input, &buf, &len, err);
+	r = hezo_spec_kept_join(written, wlen, input, ilen, &buf, &len, err);
 	r = r ?: hezo_write_private_file_at(bfd, HEZO_SPEC_KEPT_NAME, buf, len, err);
 	return r < 0 ? hezo_error_prefix(err, "%s", HEZO_SPEC_KEPT_NAME) : 0;
 }
@@ -574,6 +581,10 @@ struct overlap_scan {
 	const struct hezo_mounts *mounts;
 	const struct placed *root_at, *handed_at; /* root's place; each handed object's */
 	struct placed *scratch;
+	/* The last record's backend state directory and its place: most records share one. */
+	struct placed *theirs_at;
+	char theirs[PATH_MAX];
+	bool theirs_set;
 	char why[2 * PATH_MAX + 256];
 };
 
@@ -620,11 +631,15 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 	}
 	state_root(hezo_json_string(hezo_json_get(rec, "root")),
 		   hezo_json_string(hezo_json_get(rec, "backend")), root);
-	place(s->mounts, root, s->scratch);
+	if (!s->theirs_set || strcmp(root, s->theirs) != 0) {
+		place(s->mounts, root, s->theirs_at);
+		snprintf(s->theirs, sizeof(s->theirs), "%s", root);
+		s->theirs_set = true;
+	}
 	for (size_t i = 0; i < s->handed->n; i++) {
 		const struct hezo_held_path *h = handed_at(s->handed, i);
 		if (handed_overlaps(h->path, &s->handed_at[i], h->fd >= 0, h->dev, h->ino, root,
-				    s->scratch)) {
+				    s->theirs_at)) {
 			snprintf(
 				s->why, sizeof(s->why),
 				"%s %s overlaps %s, the backend's state directory of container %s: "
@@ -656,21 +671,25 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	state_root(ctx->g.root, hezo_backend_name(t->backend), root);
 	if (!realpath(ctx->state_dir, state))
 		snprintf(state, sizeof(state), "%s", ctx->state_dir);
-	/* [0] the --root, [1] the shim's state directory, [2] scratch, then the handed objects */
-	at = calloc(3 + handed.n, sizeof(*at));
+	/*
+	 * [0] the --root, [1] the shim's state directory, [2] scratch, [3] the place of the last
+	 * record's state directory, then the handed objects. Not zeroed: each is 16 KiB of paths,
+	 * and place() fills one before it is read.
+	 */
+	at = reallocarray(NULL, 4 + handed.n, sizeof(*at));
 	if (!at)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	place(mounts, root, &at[0]);
 	place(mounts, state, &at[1]);
 	for (size_t i = 0; i < handed.n; i++) {
 		const struct hezo_held_path *h = handed_at(&handed, i);
-		place(mounts, h->path, &at[3 + i]);
-		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
+		place(mounts, h->path, &at[4 + i]);
+		if (handed_overlaps(h->path, &at[4 + i], h->fd >= 0, h->dev, h->ino, root, &at[0]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps this container's backend state "
 					      "directory %s: the box could rewrite its own state",
 					      handed_what(&handed, i), h->path, root);
-		if (handed_overlaps(h->path, &at[3 + i], h->fd >= 0, h->dev, h->ino, state, &at[1]))
+		if (handed_overlaps(h->path, &at[4 + i], h->fd >= 0, h->dev, h->ino, state, &at[1]))
 			return hezo_error_set(err, EPERM,
 					      "%s %s overlaps hezo-shim's state directory %s: the "
 					      "box could rewrite the containers' records",
@@ -681,7 +700,8 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	s.root = root;
 	s.root_at = &at[0];
 	s.scratch = &at[2];
-	s.handed_at = &at[3];
+	s.theirs_at = &at[3];
+	s.handed_at = &at[4];
 	r = shim_records_foreach(ctx, overlap_one, &s);
 	if (r == -EPERM)
 		return hezo_error_set(err, EPERM, "%s", s.why);
@@ -960,8 +980,11 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *p = NULL;
 	_cleanup_json_ struct hezo_json *spec = NULL, *rec = NULL, *secrets = NULL, *keys = NULL,
-					*input = NULL, *judged = NULL, *again = NULL;
+					*input = NULL;
 	_cleanup_free_ char *orig = NULL, *kept_old = NULL, *exec_bpf = NULL;
+	/* The judged spec, the input, the second judgement and the spec written, compact. */
+	_cleanup_free_ char *judged = NULL, *input_text = NULL, *again = NULL, *written = NULL;
+	size_t judged_len = 0, input_len = 0, again_len = 0, written_len = 0;
 	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
@@ -998,7 +1021,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return hezo_error_prefix(err, "bundle %s", bundle);
 	if (choose_input(bfd, &spec, &kept_old, &kept_old_len) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	/* Kept as it came, for the side file: the checks below rewrite spec in place. */
+	/* Kept as it came, judged again under the lock: the checks below rewrite spec in place. */
 	input = hezo_json_clone(spec);
 	if (!input)
 		return hezo_error_set(err, ENOMEM, "out of memory");
@@ -1062,9 +1085,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			t.backend == HEZO_BACKEND_RUNSC || plan != SHIM_USERNS_NONE, err);
 	if (r < 0)
 		return r;
-	judged = hezo_json_clone(spec);
-	if (!judged)
-		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* What the second judgement must come to again, as text: a copy of the tree cost more. */
+	r = hezo_json_dump(spec, false, &judged, &judged_len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
 	r = shim_init_prepare(p, spec, &init_how, err);
 	if (r < 0)
 		return r;
@@ -1161,14 +1185,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * or created since the first judgement (a cgroup it nests under, a namespace it claimed, a
 	 * pod that went) may not be let through because it came after the first look.
 	 */
-	again = hezo_json_clone(input);
-	if (!again)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = judge(ctx, base, p, &t, again, id, bundle_real, &held_again, err);
+	/* The input itself is judged: the side file takes it as text, written before. */
+	r = hezo_json_dump(input, false, &input_text, &input_len, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "bundle %s: config.json", bundle);
+	r = judge(ctx, base, p, &t, input, id, bundle_real, &held_again, err);
+	r = r ?: hezo_json_dump(input, false, &again, &again_len, err);
 	if (r < 0)
 		return r;
-	if (!hezo_json_equal(again, judged) || !same_held(&held, &held_again) ||
-	    bundle_path(bfd, bundle, again_real, NULL) < 0 || strcmp(again_real, bundle_real) != 0)
+	if (again_len != judged_len || memcmp(again, judged, judged_len) != 0 ||
+	    !same_held(&held, &held_again) || bundle_path(bfd, bundle, again_real, NULL) < 0 ||
+	    strcmp(again_real, bundle_real) != 0)
 		return hezo_error_set(err, EAGAIN,
 				      "container %s: the containers around it changed while it "
 				      "was judged (another create or delete at the same time); "
@@ -1208,6 +1235,12 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	close(TAKE_FD(rec_lock));
 	if (r < 0)
 		return r;
+	/* What engines read, before staging rewrites spec for the backend (no copy of it is made).
+	 */
+	r = hezo_json_dump(spec, false, &written, &written_len, err);
+	if (r < 0)
+		return drop_record(ctx, id,
+				   hezo_error_prefix(err, "bundle %s: config.json", bundle));
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
@@ -1227,12 +1260,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * The side file first: killed between the two, config.json is still the input it was and
 	 * does not match the new side file, so the next create judges config.json as it stands.
 	 */
-	r = save_kept(bfd, spec, input, err);
+	r = save_kept(bfd, written, written_len, input_text, input_len, err);
 	if (r < 0)
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	/* What engines and `hezo-shim inspect` read; the backend reads the private copy. */
-	r = hezo_spec_save_at(bfd, "config.json", spec, err);
+	r = hezo_write_file_atomic_at(bfd, "config.json", written, written_len, 0644, err);
 	if (r < 0) {
+		hezo_error_prefix(err, "config.json");
 		restore_kept(bfd, kept_old, kept_old_len);
 		return drop_record(ctx, id, hezo_error_prefix(err, "bundle %s", bundle));
 	}

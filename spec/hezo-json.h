@@ -79,6 +79,12 @@ struct hezo_json *hezo_json_get_type(const struct hezo_json *obj, const char *ke
 int hezo_json_set(struct hezo_json *obj, const char *key, struct hezo_json *val);
 /* Remove key if present (0 either way). */
 int hezo_json_remove(struct hezo_json *obj, const char *key);
+/*
+ * Put val in the place (and under the key) of parent's member old, which the caller then owns:
+ * a value taken out without copying it. 0, or -ENOENT when old is not a member (then nothing
+ * changes and the caller still owns val) or -EINVAL.
+ */
+int hezo_json_replace(struct hezo_json *parent, const struct hezo_json *old, struct hezo_json *val);
 /* Return the child object (or array) at key, creating it (at the end) if absent. NULL if key
  * holds another type or on allocation failure. */
 struct hezo_json *hezo_json_ensure_object(struct hezo_json *obj, const char *key);

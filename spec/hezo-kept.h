@@ -21,8 +21,9 @@
 #include "hezo-json.h"
 #include "hezo-spec.h"
 
-#define HEZO_SPEC_KEPT_NAME    ".hezo-config.json"
-#define HEZO_SPEC_KEPT_VERSION 1
+#define HEZO_SPEC_KEPT_NAME	    ".hezo-config.json"
+#define HEZO_SPEC_KEPT_VERSION	    1
+#define HEZO_SPEC_KEPT_VERSION_TEXT "1"
 /* Two documents of at most HEZO_SPEC_MAX_SIZE each (the written one is a little larger). */
 #define HEZO_SPEC_KEPT_MAX_SIZE (2 * HEZO_SPEC_MAX_SIZE + (1u << 20))
 
@@ -30,6 +31,12 @@
  * The side file's bytes: {"version": 1, "written": WRITTEN, "original": ORIGINAL}, compact.
  */
 int hezo_spec_kept_dump(const struct hezo_json *written, const struct hezo_json *original,
+			char **out, size_t *len, struct hezo_error **err);
+/*
+ * The same bytes from the two documents' compact dumps (hezo_json_dump, pretty false), for a
+ * caller that has them already: create writes config.json from the same bytes.
+ */
+int hezo_spec_kept_join(const char *written, size_t wlen, const char *original, size_t olen,
 			char **out, size_t *len, struct hezo_error **err);
 
 /*

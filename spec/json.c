@@ -43,7 +43,9 @@ void hezo_json_free(struct hezo_json *v)
 	}
 	free(v->keys);
 	free(v->items);
-	free(v->str);
+	/* A string's text shares the node's allocation (new_string_len). */
+	if (v->str != (char *)(v + 1))
+		free(v->str);
 	free(v);
 }
 
@@ -101,17 +103,23 @@ struct hezo_json *hezo_json_new_uint(uint64_t n)
 	return new_number_text(buf, (size_t)r);
 }
 
+/*
+ * A string node and its text in one allocation: a spec is mostly strings (Docker's seccomp
+ * profile alone holds about 400), each parsed once and copied more than once.
+ */
 static struct hezo_json *new_string_len(const char *s, size_t len)
 {
-	struct hezo_json *v = node_new(HEZO_JSON_STRING);
+	struct hezo_json *v;
 
+	if (len > SIZE_MAX - sizeof(*v) - 1)
+		return NULL;
+	v = calloc(1, sizeof(*v) + len + 1);
 	if (!v)
 		return NULL;
-	v->str = strndup(s, len);
-	if (!v->str) {
-		free(v);
-		return NULL;
-	}
+	v->type = HEZO_JSON_STRING;
+	v->str = (char *)(v + 1);
+	memcpy(v->str, s, len);
+	v->str[len] = '\0';
 	return v;
 }
 
@@ -163,6 +171,8 @@ struct hezo_json *hezo_json_clone(const struct hezo_json *v)
 
 	if (!v)
 		return NULL;
+	if (v->type == HEZO_JSON_STRING)
+		return new_string_len(v->str, strlen(v->str));
 	c = node_new(v->type);
 	if (!c)
 		return NULL;
@@ -226,8 +236,9 @@ bool hezo_json_equal(const struct hezo_json *a, const struct hezo_json *b)
 
 static ssize_t find_key(const struct hezo_json *obj, const char *key)
 {
+	/* The first byte first: most keys differ there. */
 	for (size_t i = 0; i < obj->len; i++)
-		if (strcmp(obj->keys[i], key) == 0)
+		if (obj->keys[i][0] == key[0] && strcmp(obj->keys[i], key) == 0)
 			return (ssize_t)i;
 	return -1;
 }
@@ -285,22 +296,22 @@ struct hezo_json *hezo_json_get_path(const struct hezo_json *root, const char *d
 }
 
 /* Add key at the end; key is copied, val is taken. */
-static int object_push(struct hezo_json *obj, const char *key, size_t keylen, struct hezo_json *val)
+/* Append key k (taken: the parser's own copy) and val; both are freed on failure. */
+static int object_push_owned(struct hezo_json *obj, char *k, struct hezo_json *val)
 {
-	char *k;
-
-	if (grow(obj) < 0) {
-		hezo_json_free(val);
-		return -ENOMEM;
-	}
-	k = strndup(key, keylen);
-	if (!k) {
+	if (!k || grow(obj) < 0) {
+		free(k);
 		hezo_json_free(val);
 		return -ENOMEM;
 	}
 	obj->keys[obj->len] = k;
 	obj->items[obj->len++] = val;
 	return 0;
+}
+
+static int object_push(struct hezo_json *obj, const char *key, size_t keylen, struct hezo_json *val)
+{
+	return object_push_owned(obj, strndup(key, keylen), val);
 }
 
 int hezo_json_set(struct hezo_json *obj, const char *key, struct hezo_json *val)
@@ -344,6 +355,19 @@ int hezo_json_remove(struct hezo_json *obj, const char *key)
 	if (i >= 0)
 		remove_index(obj, (size_t)i);
 	return 0;
+}
+
+int hezo_json_replace(struct hezo_json *parent, const struct hezo_json *old, struct hezo_json *val)
+{
+	if (!parent || (parent->type != HEZO_JSON_OBJECT && parent->type != HEZO_JSON_ARRAY) ||
+	    !old || !val)
+		return -EINVAL;
+	for (size_t i = 0; i < parent->len; i++)
+		if (parent->items[i] == old) {
+			parent->items[i] = val;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 static struct hezo_json *ensure(struct hezo_json *obj, const char *key, enum hezo_json_type type)
@@ -599,7 +623,8 @@ static ssize_t frame_find(const struct frame *f, const char *key, size_t len)
 		return -1;
 	}
 	for (size_t i = 0; i < obj->len; i++)
-		if (strncmp(obj->keys[i], key, len) == 0 && obj->keys[i][len] == '\0')
+		if (obj->keys[i][0] == key[0] && strncmp(obj->keys[i], key, len) == 0 &&
+		    obj->keys[i][len] == '\0')
 			return (ssize_t)i;
 	return -1;
 }
@@ -645,7 +670,8 @@ static int add_value(struct parser *p, struct hezo_json *v)
 			hezo_json_free(v);
 			return fail(p, ENOMEM, "out of memory");
 		}
-		if (object_push(f->node, f->key, f->keylen, v) < 0)
+		/* The key the parser copied becomes the object's own. */
+		if (object_push_owned(f->node, TAKE_PTR(f->key), v) < 0)
 			return fail(p, ENOMEM, "out of memory");
 		if (f->index)
 			index_insert(f, f->node->len - 1);
@@ -944,6 +970,211 @@ static int gen_value(yajl_gen g, const struct hezo_json *v, bool pretty, size_t 
 	return 0;
 }
 
+/*
+ * The compact form is written here rather than by yajl_gen: the spec is written three times per
+ * create (config.json, the backend's copy, the side file), and yajl's generator goes through a
+ * callback per byte run and a state check per value. The bytes are yajl's own: the same
+ * escapes (\uXXXX in capitals for the other control characters, '/' as it is), the same UTF-8
+ * check, no spaces.
+ */
+struct wbuf {
+	char *p;
+	size_t len, alloc;
+};
+
+static int wbuf_reserve(struct wbuf *b, size_t n)
+{
+	size_t alloc = b->alloc ? b->alloc : 4096;
+	char *p;
+
+	if (n > SIZE_MAX - b->len - 1)
+		return -ENOMEM;
+	if (b->len + n + 1 <= b->alloc)
+		return 0;
+	while (alloc < b->len + n + 1)
+		alloc = alloc > SIZE_MAX / 2 ? SIZE_MAX : alloc * 2;
+	p = realloc(b->p, alloc);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->alloc = alloc;
+	return 0;
+}
+
+static int wbuf_put(struct wbuf *b, const char *s, size_t n)
+{
+	if (wbuf_reserve(b, n) < 0)
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* Bytes copied as they are: printable ASCII but the quote and the backslash. */
+static const unsigned char plain[256] = {
+	[0x20 ... 0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1};
+
+/*
+ * How many continuation bytes the UTF-8 lead byte c takes, by yajl_string_validate_utf8's rule
+ * (a lead byte and its continuation bytes, nothing more), or -1 for a byte that leads nothing.
+ */
+static int utf8_more(unsigned char c)
+{
+	if ((c >> 5) == 0x6)
+		return 1;
+	if ((c >> 4) == 0xe)
+		return 2;
+	if ((c >> 3) == 0x1e)
+		return 3;
+	return -1;
+}
+
+static int put_string(struct wbuf *b, const char *str, struct hezo_error **err)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *s = (const unsigned char *)str;
+	size_t len, run = 0, i = 0;
+
+	if (!str)
+		return hezo_error_set(err, EINVAL, "string without a value");
+	len = strlen(str);
+	/* At most 6 bytes out per byte in, and the quotes. */
+	if (len > (SIZE_MAX - 2) / 6 || wbuf_reserve(b, 6 * len + 2) < 0)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	b->p[b->len++] = '"';
+	while (i < len) {
+		unsigned char c = s[i];
+		char esc;
+
+		if (plain[c]) {
+			i++;
+			continue;
+		}
+		if (c >= 0x80) {
+			int more = utf8_more(c);
+
+			if (more < 0)
+				return hezo_error_set(err, EILSEQ, "string is not valid UTF-8");
+			for (i++; more > 0; more--, i++)
+				if (i >= len || (s[i] >> 6) != 0x2)
+					return hezo_error_set(err, EILSEQ,
+							      "string is not valid UTF-8");
+			continue;
+		}
+		switch (c) {
+		case '"':
+		case '\\':
+			esc = (char)c;
+			break;
+		case '\r':
+			esc = 'r';
+			break;
+		case '\n':
+			esc = 'n';
+			break;
+		case '\f':
+			esc = 'f';
+			break;
+		case '\b':
+			esc = 'b';
+			break;
+		case '\t':
+			esc = 't';
+			break;
+		default:
+			esc = 0;
+		}
+		memcpy(b->p + b->len, s + run, i - run);
+		b->len += i - run;
+		run = ++i;
+		b->p[b->len++] = '\\';
+		if (esc) {
+			b->p[b->len++] = esc;
+		} else {
+			memcpy(b->p + b->len, "u00", 3);
+			b->p[b->len + 3] = hex[c >> 4];
+			b->p[b->len + 4] = hex[c & 0xf];
+			b->len += 5;
+		}
+	}
+	memcpy(b->p + b->len, s + run, len - run);
+	b->len += len - run;
+	b->p[b->len++] = '"';
+	return 0;
+}
+
+static int put_value(struct wbuf *b, const struct hezo_json *v, size_t depth,
+		     struct hezo_error **err)
+{
+	int r = 0;
+
+	if (!v)
+		return hezo_error_set(err, EINVAL, "missing value");
+	switch (v->type) {
+	case HEZO_JSON_NULL:
+		r = wbuf_put(b, "null", 4);
+		break;
+	case HEZO_JSON_FALSE:
+		r = wbuf_put(b, "false", 5);
+		break;
+	case HEZO_JSON_TRUE:
+		r = wbuf_put(b, "true", 4);
+		break;
+	case HEZO_JSON_NUMBER:
+		if (!number_valid(v->str))
+			return hezo_error_set(err, EINVAL, "invalid number literal");
+		r = wbuf_put(b, v->str, strlen(v->str));
+		break;
+	case HEZO_JSON_STRING:
+		return put_string(b, v->str, err);
+	case HEZO_JSON_ARRAY:
+	case HEZO_JSON_OBJECT:
+		/* Never write what the parser would refuse to read back. */
+		if (depth >= HEZO_JSON_MAX_DEPTH)
+			return hezo_error_set(err, E2BIG, "nesting deeper than %d levels",
+					      HEZO_JSON_MAX_DEPTH);
+		if (wbuf_put(b, v->type == HEZO_JSON_OBJECT ? "{" : "[", 1) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+		for (size_t i = 0; i < v->len; i++) {
+			if (i > 0 && wbuf_put(b, ",", 1) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+			if (v->type == HEZO_JSON_OBJECT) {
+				r = put_string(b, v->keys[i], err);
+				if (r < 0)
+					return r;
+				if (wbuf_put(b, ":", 1) < 0)
+					return hezo_error_set(err, ENOMEM, "out of memory");
+			}
+			r = put_value(b, v->items[i], depth + 1, err);
+			if (r < 0)
+				return r;
+		}
+		r = wbuf_put(b, v->type == HEZO_JSON_OBJECT ? "}" : "]", 1);
+		break;
+	default:
+		return hezo_error_set(err, EINVAL, "unknown value type %d", (int)v->type);
+	}
+	return r < 0 ? hezo_error_set(err, ENOMEM, "out of memory") : 0;
+}
+
+static int dump_compact(const struct hezo_json *v, char **out, size_t *outlen,
+			struct hezo_error **err)
+{
+	struct wbuf b = {0};
+	int r;
+
+	r = put_value(&b, v, 0, err);
+	if (r < 0) {
+		free(b.p);
+		return r;
+	}
+	b.p[b.len] = '\0';
+	*out = b.p;
+	if (outlen)
+		*outlen = b.len;
+	return 0;
+}
+
 static void yajl_gen_freep(yajl_gen *g)
 {
 	if (*g)
@@ -959,6 +1190,8 @@ int hezo_json_dump(const struct hezo_json *v, bool pretty, char **out, size_t *o
 	char *copy;
 	int r;
 
+	if (!pretty)
+		return dump_compact(v, out, outlen, err);
 	g = yajl_gen_alloc(NULL);
 	if (!g)
 		return hezo_error_set(err, ENOMEM, "out of memory");

@@ -1,6 +1,7 @@
 /* The shim's side file in a bundle: the config.json it wrote there and the caller's original. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,21 +10,47 @@
 #include "hezo-kept.h"
 #include "hezo-spec.h"
 
+int hezo_spec_kept_join(const char *written, size_t wlen, const char *original, size_t olen,
+			char **out, size_t *len, struct hezo_error **err)
+{
+	static const char head[] = "{\"version\":" HEZO_SPEC_KEPT_VERSION_TEXT ",\"written\":",
+			  mid[] = ",\"original\":";
+	size_t n;
+	char *buf;
+
+	if (wlen > HEZO_SPEC_KEPT_MAX_SIZE || olen > HEZO_SPEC_KEPT_MAX_SIZE)
+		return hezo_error_set(err, EFBIG, "larger than %u bytes", HEZO_SPEC_KEPT_MAX_SIZE);
+	n = sizeof(head) - 1 + wlen + sizeof(mid) - 1 + olen + 1;
+	buf = malloc(n + 1);
+	if (!buf)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	*out = buf;
+	memcpy(buf, head, sizeof(head) - 1);
+	buf += sizeof(head) - 1;
+	memcpy(buf, written, wlen);
+	buf += wlen;
+	memcpy(buf, mid, sizeof(mid) - 1);
+	buf += sizeof(mid) - 1;
+	memcpy(buf, original, olen);
+	buf += olen;
+	*buf++ = '}';
+	*buf = '\0';
+	*len = n;
+	return 0;
+}
+
 int hezo_spec_kept_dump(const struct hezo_json *written, const struct hezo_json *original,
 			char **out, size_t *len, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object();
+	_cleanup_free_ char *w = NULL, *o = NULL;
+	size_t wlen, olen;
 	int r;
 
-	if (!doc)
-		return hezo_error_set(err, ENOMEM, "out of memory");
-	/* hezo_json_set owns what it is given, also on failure (a NULL clone is -ENOMEM). */
-	r = hezo_json_set(doc, "version", hezo_json_new_int(HEZO_SPEC_KEPT_VERSION));
-	r = r ?: hezo_json_set(doc, "written", hezo_json_clone(written));
-	r = r ?: hezo_json_set(doc, "original", hezo_json_clone(original));
-	if (r < 0)
-		return hezo_error_set(err, -r, "out of memory");
-	return hezo_json_dump(doc, false, out, len, err);
+	if (!written || !original)
+		return hezo_error_set(err, EINVAL, "missing value");
+	r = hezo_json_dump(written, false, &w, &wlen, err);
+	r = r ?: hezo_json_dump(original, false, &o, &olen, err);
+	return r ?: hezo_spec_kept_join(w, wlen, o, olen, out, len, err);
 }
 
 int hezo_spec_kept_input(const struct hezo_json *config, const char *kept, size_t len,

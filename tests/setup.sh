@@ -31,6 +31,8 @@ PACKAGES=(
 	nftables iproute2 dnsmasq busybox-static debootstrap jq openssl curl util-linux procps python3 valgrind
 	# the ssh agent's test (tests/integration/keys-docker.sh) runs its own sshd in a namespace
 	openssh-server
+	# record-reads.sh counts the opens of one create
+	strace
 	# proxyd's Prometheus endpoint, checked with a real parser (tests/integration/metrics.sh)
 	python3-prometheus-client
 	# HTTP/2 test upstreams for proxyd's interception (tests/integration/secrets-egress.sh)

@@ -426,6 +426,29 @@ static void test_argument_rules(void **state)
 	}
 }
 
+/* Names no listed architecture knows are left out of the floor; the engine's tree is untouched. */
+static void test_engine_unknown_names(void **state)
+{
+	_cleanup_json_ struct hezo_json *box = hezo_policy_seccomp_default();
+	_cleanup_json_ struct hezo_json *eng = parse(
+		"{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"architectures\":[\"SCMP_ARCH_X86_64\"],"
+		"\"syscalls\":[{\"names\":[\"read\",\"no_such_syscall\"],\"action\":"
+		"\"SCMP_ACT_ALLOW\"},{\"names\":[\"another_unknown\"],\"action\":\"SCMP_ACT_"
+		"ALLOW\"}]}");
+	_cleanup_json_ struct hezo_json *before = hezo_json_clone(eng), *res = NULL;
+	_cleanup_free_ char *text = NULL;
+	_cleanup_error_ struct hezo_error *err = NULL;
+
+	(void)state;
+	res = floor_ok(box, eng);
+	assert_true(hezo_json_equal(eng, before));
+	assert_int_equal(hezo_json_dump(res, false, &text, NULL, &err), 0);
+	assert_null(strstr(text, "no_such_syscall"));
+	assert_null(strstr(text, "another_unknown"));
+	assert_true(verdict_for(res, "read", 0));
+	assert_false(verdict_for(res, "write", 1));
+}
+
 static void test_engine_refusals(void **state)
 {
 	_cleanup_json_ struct hezo_json *box = hezo_policy_seccomp_default();
@@ -476,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_allow_all_profile),
 		cmocka_unit_test(test_stricter_profile),
 		cmocka_unit_test(test_argument_rules),
+		cmocka_unit_test(test_engine_unknown_names),
 		cmocka_unit_test(test_engine_refusals),
 		cmocka_unit_test(test_flags_and_idempotence),
 	};

@@ -311,6 +311,11 @@ static void test_strings(void **state)
 	assert_string_equal(v->items[0]->str, "a\"b\\c/d\n\t\001\xc3\xa9\xf0\x9f\x98\x80");
 	assert_string_equal(out, "[\"a\\\"b\\\\c/d\\n\\t\\u0001\xc3\xa9\xf0\x9f\x98\x80\"]");
 
+	/* The rest of the escapes as yajl wrote them: capital hex digits, DEL as it is. */
+	_cleanup_json_ struct hezo_json *ctl = parse_ok("[\"\\r\\f\\b\\u001f\\u007f\"]");
+	_cleanup_free_ char *ctl_out = dump_ok(ctl, false);
+	assert_string_equal(ctl_out, "[\"\\r\\f\\b\\u001F\x7f\"]");
+
 	/* Invalid UTF-8 from a caller is refused on output, not written. */
 	_cleanup_json_ struct hezo_json *bad = hezo_json_new_array();
 	_cleanup_error_ struct hezo_error *err = NULL;
@@ -319,6 +324,14 @@ static void test_strings(void **state)
 	assert_int_equal(hezo_json_dump(bad, false, &o, NULL, &err), -EILSEQ);
 	assert_null(o);
 	assert_non_null(strstr(err->msg, "UTF-8"));
+	/* Cut short: a lead byte at the end, or followed by no continuation byte. */
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const cut[] = {"a\xc3", "\xe2\x82", "\xf0\x9f\x98x"};
+		_cleanup_json_ struct hezo_json *c = hezo_json_new_string(cut[i]);
+		_cleanup_error_ struct hezo_error *e = NULL;
+
+		assert_int_equal(hezo_json_dump(c, false, &o, NULL, &e), -EILSEQ);
+	}
 }
 
 static void test_dump_refuses(void **state)

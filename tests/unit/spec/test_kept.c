@@ -41,6 +41,26 @@ static char *kept_for(const char *written, const char *original, size_t *len)
 	return buf;
 }
 
+/* The side file create joins from the two dumps is the document of the two trees, compact. */
+static void test_join(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *doc = hezo_json_new_object();
+	_cleanup_free_ char *kept = NULL, *want = NULL;
+	size_t len, want_len;
+
+	kept = kept_for(WRITTEN, ORIGINAL, &len);
+	assert_non_null(doc);
+	assert_int_equal(hezo_json_set(doc, "version", hezo_json_new_int(HEZO_SPEC_KEPT_VERSION)),
+			 0);
+	assert_int_equal(hezo_json_set(doc, "written", parse(WRITTEN)), 0);
+	assert_int_equal(hezo_json_set(doc, "original", parse(ORIGINAL)), 0);
+	assert_int_equal(hezo_json_dump(doc, false, &want, &want_len, &err), 0);
+	assert_int_equal(len, want_len);
+	assert_memory_equal(kept, want, len);
+	assert_int_equal(kept[len], '\0');
+}
+
 /* config.json still the document the shim wrote: the input is the kept original. */
 static void test_match(void **state)
 {
@@ -196,9 +216,10 @@ static void test_read(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_match),	cmocka_unit_test(test_match_parsed),
-		cmocka_unit_test(test_edited),	cmocka_unit_test(test_garbage),
-		cmocka_unit_test(test_planted), cmocka_unit_test(test_read),
+		cmocka_unit_test(test_join),	     cmocka_unit_test(test_match),
+		cmocka_unit_test(test_match_parsed), cmocka_unit_test(test_edited),
+		cmocka_unit_test(test_garbage),	     cmocka_unit_test(test_planted),
+		cmocka_unit_test(test_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
