@@ -440,7 +440,7 @@ bench_start()
 	# "none A (a-b) ms, loaded B (c-d) ms, ratio R (e-f)"
 	row start "CPU (user+sys) of one create with 200 live boxes vs none, 10,000 host tasks present in both (interleaved)" \
 		"$(awk '{ print $2, "ms" }' <<<"$cpu")" "$(awk '{ print $6, "ms" }' <<<"$cpu")" \
-		"$(awk '{ print $10, $11 }' <<<"$cpu" | tr '-' '–')" "≤ 1.10" \
+		"$(awk '{ print $10, $11 }' <<<"$cpu" | sed 's/-/–/')" "≤ 1.10" \
 		"$(verdict "$(awk '{ print $10 }' <<<"$cpu")" "<=" 1.10)"
 }
 
