@@ -1215,7 +1215,7 @@ static void h2_stream_end(void *ud, const struct hezo_h2_stream_log *sl)
 	for (size_t i = 0; i < k->nsv; i++)
 		if (bits >> i & 1)
 			o += (size_t)snprintf(names + o, o < sizeof(names) ? sizeof(names) - o : 0,
-					      "%s%s", o ? "," : "", k->c->eg.secrets[i].name);
+					      "%s%s", o ? "," : "", k->names[i]);
 	PD_COUNT(k->c, h2_streams);
 	pd_netlog_write(k->c, &l);
 }
@@ -1456,6 +1456,18 @@ void pd_intercept_abort_member(struct pd_container *c, const struct pd_member *m
 		next = k->next;
 		if (k->c == c && k->m == m)
 			end(k, "deny", "its container left the namespace");
+	}
+}
+
+void pd_intercept_abort_loaded(struct pd_container *c)
+{
+	struct pd_icpt *k = all, *next;
+
+	for (; k; k = next) {
+		next = k->next;
+		if (k->c == c && k->loaded)
+			end(k, "deny",
+			    "a container joined the namespace: its secrets are judged anew");
 	}
 }
 

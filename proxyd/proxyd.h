@@ -256,6 +256,8 @@ void pd_intercept_start(struct pd_container *c, const struct pd_member *m, int f
 void pd_intercept_abort_all(struct pd_container *c);
 /* Member m is leaving: its intercepted connections end (they point at its secrets). */
 void pd_intercept_abort_member(struct pd_container *c, const struct pd_member *m);
+/* End c's intercepted connections that read the pod's secrets: a member joined since. */
+void pd_intercept_abort_loaded(struct pd_container *c);
 /* Does a plain-HTTP request head hold a placeholder of one of c's secrets that may not pass? */
 bool pd_intercept_plain_refused(const struct pd_container *c, const uint8_t *head, size_t len);
 void pd_intercept_tick(struct pd_container *c, uint64_t now_ms);

@@ -427,6 +427,12 @@ static int container_join(struct pd_container *c, struct hezo_ctl_request *q,
 	free(c->members);
 	c->members = TAKE_PTR(members);
 	c->nmembers = n;
+	/*
+	 * A connection read the pod's secrets at its first request: one that came before this
+	 * member would neither mask its value nor refuse its placeholder. Such connections end; the
+	 * box's next one reads the pod as it is now.
+	 */
+	pd_intercept_abort_loaded(c);
 	snprintf(why, sizeof(why), "%s the registration of %s, %zu member%s",
 		 already ? "again in" : "joined", c->id, n, n == 1 ? "" : "s");
 	pd_netlog_member(c, "join", q->id, narrowed ? "narrowed" : "allow",
