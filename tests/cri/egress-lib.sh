@@ -93,7 +93,8 @@ _cri_proxyd_start()
 }
 
 # cri_egress_proxyd_restart: stop proxyd (SIGTERM, its registrations stay in its state
-# directory) and start it again on the same state; fails when it does not answer.
+# directory) and start it again on the same state; fails when it does not answer. Call it in
+# the test's own shell (not in $(...) or check): the exit trap must learn the new pid.
 cri_egress_proxyd_restart()
 {
 	kill -TERM "$CRI_PROXYD_PID" 2>/dev/null

@@ -1172,6 +1172,43 @@ static void test_ctl_id_limits(void **state)
 	}
 }
 
+/* A register request's "cgroup": the registering container's cgroup v2 id, absent is 0. */
+static void test_ctl_cgroup(void **state)
+{
+	static const struct {
+		const char *cgroup;
+		int r;
+		uint64_t want;
+	} cases[] = {
+		{NULL, 0, 0},
+		{"4026531835", 0, 4026531835ull},
+		{"18446744073709551615", 0, UINT64_MAX},
+		{"-1", -EINVAL, 0},
+		{"\"12\"", -EINVAL, 0},
+		{"1.5", -EINVAL, 0},
+	};
+	char msg[256];
+
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(cases); i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		struct hezo_ctl_request q;
+		int r;
+
+		snprintf(msg, sizeof(msg), "{\"op\":\"register\",\"id\":\"c\",\"egress\":{}%s%s}",
+			 cases[i].cgroup ? ",\"cgroup\":" : "",
+			 cases[i].cgroup ? cases[i].cgroup : "");
+		r = hezo_ctl_request_parse(msg, strlen(msg), &q, &err);
+		if (r != cases[i].r)
+			fail_msg("%s: %d, want %d", msg, r, cases[i].r);
+		if (r < 0) {
+			assert_non_null(strstr(err->msg, "cgroup"));
+			continue;
+		}
+		assert_true(q.cgroup == cases[i].want);
+		hezo_ctl_request_clear(&q);
+	}
+}
+
 static void test_cidr(void **state)
 {
 	struct hezo_cidr c;
@@ -1339,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_allow_matching),
 		cmocka_unit_test(test_allow_refusals),
 		cmocka_unit_test(test_ctl_id_limits),
+		cmocka_unit_test(test_ctl_cgroup),
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_special_ranges),
 		cmocka_unit_test(test_pins),
