@@ -108,6 +108,7 @@ WORK='cd /workspace/src && make -s clean && a=$(date +%s%N) && make -s -j2 >/dev
 # it applies Docker's with every errnoRet as EPERM, so glibc 2.36's posix_spawn (clone3, which
 # the profile answers ENOSYS for a fallback) fails and make cannot start a shell (docs/runsc.md,
 # "errnoRet"); the box's profile is thus extra work its side alone does.
+# shellcheck disable=SC2054 # the commas belong to the mount options
 PLAIN=(--read-only --tmpfs /tmp:rw,noexec,nosuid,nodev,size=64m --tmpfs /run:rw,noexec,nosuid,nodev,size=16m
 	--tmpfs /var/tmp:rw,noexec,nosuid,nodev,size=16m --mount "type=bind,src=$WS/w,dst=/workspace"
 	--memory 2g --pids-limit 256 --cpus 2)

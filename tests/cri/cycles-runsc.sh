@@ -114,7 +114,8 @@ before=$(counts)
 series runc
 sleep 1
 after=$(counts)
-expect_eq "$FAILED" 0 "[runc] $CYCLES pod cycles (pause + 3 containers) with the backend runc, each one succeeds"
+expect_eq "$FAILED" 0 "[runc] $CYCLES pod cycles (pause + 3 containers) with the backend runc, each one succeeds" ||
+	diag "$(tail -n 5 "$CRI_DIR/cycle.err")"
 expect_eq "$after" "$before" "[runc] nothing leaked after $CYCLES cycles"
 PER_CYCLE[runc]=$MS
 diag "time per pod cycle (run, 3 containers, stop, remove) over $CYCLES: runsc-in-box" \
@@ -132,8 +133,9 @@ for n in 1 2 3; do
 	ids+=("$id")
 	tap_cleanup "hezo_bundle_cleanup '$BROOT' '$id'"
 	hezo_make_bundle "$HEZO_TEST_DIR/b$n" "$id" '["sleep", "100000"]' >/dev/null 2>&1 &&
-		hezo_shim --root "$BROOT" create --bundle "$HEZO_TEST_DIR/b$n" "$id" >/dev/null 2>&1 </dev/null &&
-		hezo_shim --root "$BROOT" start "$id" >/dev/null 2>&1 || diag "single $n did not start"
+		hezo_shim --root "$BROOT" create --bundle "$HEZO_TEST_DIR/b$n" "$id" >/dev/null 2>"$HEZO_TEST_DIR/single.err" </dev/null &&
+		hezo_shim --root "$BROOT" start "$id" >/dev/null 2>>"$HEZO_TEST_DIR/single.err" </dev/null ||
+		diag "single $n did not start: $(tail -n 3 "$HEZO_TEST_DIR/single.err")"
 done
 sleep 2
 singles=$(pgrep -f -- "^runsc-(sandbox|gofer) .*$BROOT")

@@ -9,7 +9,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-HEZO_TEST_BACKEND=runc
+HEZO_TEST_BACKEND=${HEZO_TEST_BACKEND:-runc}
 HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-proxy.$$
 # shellcheck source=tests/lib/common.sh
 . "$here/../lib/common.sh"

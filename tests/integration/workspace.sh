@@ -196,7 +196,7 @@ expect_refused() # NAME DESC [docker run options...]
 expect_refused path "by path" -v "$WSA:/x"
 run b mklink "$IMG" sh -c "ln -s $WSA /workspace/link" >/dev/null
 expect_refused symlink "by a symlink in its own workspace" -v "$WSB/link:/x"
-WHO="$TAG[a-z]+" # the parent holds every project's: the first found is named
+WHO="${TAG}[a-z]+" # the parent holds every project's: the first found is named
 expect_refused parent "by a bind of the parent" -v "$WS:/x"
 WHO=$PA
 expect_refused dotdot "by .." --mount "type=bind,src=$WSB/../a,dst=/x"
