@@ -268,7 +268,8 @@ static int container_up(struct hezo_ctl_request *q, int netns_fd, bool persist,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	c->log_fd = c->netns_fd = c->diag_fd = -1;
+	/* Not listening yet: 0 would be a descriptor of proxyd's own (its stdin) to close. */
+	c->log_fd = c->netns_fd = c->diag_fd = c->agent.w.fd = -1;
 	for (int i = 0; i < 2; i++) {
 		c->tcp[i].w.fd = c->udp[i].w.fd = c->dnstcp[i].w.fd = -1;
 		c->tcp[i].c = c->udp[i].c = c->dnstcp[i].c = c;
