@@ -104,7 +104,7 @@ expect_eq "$left" "" "[state dirs] delete leaves no registry entry of the test's
 # --- a foreground run that runc refuses leaves no cgroup behind ---------------------------------------
 # The shim makes the box's memory cgroup for the TCP cap before runc runs; here runc refuses the
 # bundle (a time namespace it cannot join), and on main the directory stayed.
-sleep 600 </dev/null >/dev/null 2>&1 &
+sleep 600 >/dev/null 2>&1 &
 SLEEPER=$!
 tap_cleanup "kill $SLEEPER 2>/dev/null"
 new_id refused
