@@ -227,9 +227,10 @@ bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spe
 /*
  * The machine-wide registry of uid ranges (SHIM_USERNS_REGISTRY, one for every state directory):
  * a file per box holding a range names that box's record, and a range is free when no record named
- * there still holds it. pick (pick set) chooses a free range into *u, else u is the joined box's
- * range; either way the box's entry is written. On success *lock holds the registry's lock: close
- * it once the record is written (the entry before it names a record nobody can see yet).
+ * there still holds it for a live box. pick (pick set) chooses a free range into *u, else u is the
+ * joined box's range; either way the box's entry is written. On success *lock holds the registry's
+ * lock: close it once the record is written (the entry before it names a record nobody can see
+ * yet).
  */
 #define SHIM_USERNS_REGISTRY "/run/hezo-userns"
 int shim_userns_take(const struct shim_ctx *ctx, const char *id, bool pick, struct shim_userns *u,

@@ -141,7 +141,7 @@ static int entry_name(const struct shim_ctx *ctx, const char *id, const struct s
 	return 0;
 }
 
-/* Does the record at path still hold the range at base? Its ID must be the entry's too. */
+/* Does the live box of the record at path still hold the range at base? */
 static bool entry_holds(int reg, const char *name, uint64_t base)
 {
 	_cleanup_free_ char *path = NULL, *data = NULL;
@@ -156,7 +156,9 @@ static bool entry_holds(int reg, const char *name, uint64_t base)
 	if (hezo_read_regular_file_at(AT_FDCWD, path, SHIM_RECORD_MAX, &data, &len, NULL) < 0 ||
 	    hezo_json_parse(data, len, &rec, NULL) < 0)
 		return false;
-	return hezo_json_get_uint64(hezo_json_get_path(rec, "userns.base"), &b) == 0 && b == base;
+	/* A box whose processes are all gone holds no namespace: its range is free again. */
+	return hezo_json_get_uint64(hezo_json_get_path(rec, "userns.base"), &b) == 0 && b == base &&
+	       shim_record_live(rec);
 }
 
 /* Ranges the registry's live entries hold; the others (their records gone) are removed. */
