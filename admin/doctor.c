@@ -1,6 +1,7 @@
 /* `hezo-shim doctor [--format json]`: one line (or one JSON entry) per check of what hezo-shim
  * needs on this host; non-zero on any FAIL. */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <linux/magic.h>
@@ -385,6 +386,57 @@ static void check_kernel(struct doctor *d)
 	}
 }
 
+/*
+ * A file a runc box holds costs it about 400 bytes of kernel memory, charged to its memory cgroup,
+ * and a mapping keeps a file open past its descriptor: so the memory cap, not RLIMIT_NOFILE, is
+ * what bounds a box's share of the host's file table (fs.file-max, one global count).
+ */
+#define FILE_KMEM	 400
+#define HEZO_SYSCTL_FILE "/usr/lib/sysctl.d/50-hezo-shim.conf"
+
+static void check_file_table(struct doctor *d)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+	unsigned long long file_max;
+	uint64_t mem, files;
+	size_t len = 0;
+	bool exists = false;
+
+	if (!d->policy)
+		return;
+	if (hezo_install_read_optional("/proc/sys/fs/file-max", &text, &len, &exists, &e) < 0 ||
+	    !exists) {
+		report(d, "skip", "kernel: fs.file-max cannot be read");
+		return;
+	}
+	file_max = strtoull(text, NULL, 10);
+	mem = hezo_policy_memory(d->policy);
+	files = mem ? mem / FILE_KMEM : UINT64_MAX;
+	if (file_max >= files) {
+		report(d, "ok",
+		       "kernel: fs.file-max %llu holds the files one box's memory cap could pay "
+		       "for",
+		       file_max);
+		return;
+	}
+	if (mem)
+		report(d, "warn",
+		       "kernel: fs.file-max %llu is below the %" PRIu64 " files one runc box's "
+		       "memory cap (%" PRIu64 " bytes, ~%d bytes a file) could hold open: one box "
+		       "can fill the host's file table; raise it as systemd does: sysctl "
+		       "-p " HEZO_SYSCTL_FILE " (or sysctl -w fs.file-max=9223372036854775807)",
+		       file_max, files, mem, FILE_KMEM);
+	else
+		report(d, "warn",
+		       "kernel: fs.file-max %llu bounds a runc box without a memory cap "
+		       "(resources.memory) by nothing else: one box can fill the host's file "
+		       "table; "
+		       "raise it as systemd does: sysctl -p " HEZO_SYSCTL_FILE
+		       " (or sysctl -w fs.file-max=9223372036854775807)",
+		       file_max);
+}
+
 static void check_proxyd(struct doctor *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -624,6 +676,7 @@ int hezo_doctor_main(int argc, char **argv)
 	check_backends(&d);
 	check_hook(&d);
 	check_kernel(&d);
+	check_file_table(&d);
 	check_proxyd(&d);
 	check_docker(&d);
 	check_toml_engine(&d, "containerd", "containerd", d.containerd_config, "BinaryName",

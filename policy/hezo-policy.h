@@ -228,6 +228,8 @@ enum hezo_runsc_network hezo_policy_runsc_network(const struct hezo_policy *p);
 uint64_t hezo_policy_runsc_pids_headroom(const struct hezo_policy *p);
 /* resources.pids: the most tasks a box may have, at create and after any update. */
 uint64_t hezo_policy_pids(const struct hezo_policy *p);
+/* resources.memory: the memory cap of every box, in bytes (0: none). */
+uint64_t hezo_policy_memory(const struct hezo_policy *p);
 const char *hezo_policy_project(const struct hezo_policy *p); /* NULL if none */
 const char *hezo_policy_projects_dir(const struct hezo_policy *p);
 /* mounts.kubeletRoot (NULL if none) and mounts.engineRoots (NULL-terminated, never NULL). */

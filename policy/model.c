@@ -325,6 +325,11 @@ uint64_t hezo_policy_pids(const struct hezo_policy *p)
 	return p->pids;
 }
 
+uint64_t hezo_policy_memory(const struct hezo_policy *p)
+{
+	return p->memory;
+}
+
 const char *hezo_policy_project(const struct hezo_policy *p)
 {
 	return p->project;

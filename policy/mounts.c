@@ -107,7 +107,8 @@ static const struct {
 	 {{"newinstance", VAL_NONE},
 	  {"ptmxmode", VAL_OCTAL},
 	  {"mode", VAL_OCTAL},
-	  {"gid", VAL_NUM}}},
+	  {"gid", VAL_NUM},
+	  {"max", VAL_NUM}}},
 	/* Both only hide more of /proc, in the container's own pid namespace. */
 	{"proc", {{"hidepid", VAL_WORD}, {"subset", VAL_WORD}}},
 };
@@ -566,14 +567,20 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 	return hezo_policy_hold_bind(env, resolved, idx, dest, err);
 }
 
-static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, struct hezo_error **err)
+/* The mount's options list, made when absent; NULL (err set) when it is not a list. */
+static struct hezo_json *options_of(struct hezo_json *m, size_t idx, struct hezo_error **err)
 {
-	struct hezo_json *opts;
-	bool has_ro = false;
 	char f[64];
 
 	snprintf(f, sizeof(f), "mounts[%zu].options", idx);
-	opts = hezo_policy_want_array(m, "options", f, err);
+	return hezo_policy_want_array(m, "options", f, err);
+}
+
+static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, struct hezo_error **err)
+{
+	struct hezo_json *opts = options_of(m, idx, err);
+	bool has_ro = false;
+
 	if (!opts)
 		return -EINVAL;
 	for (size_t i = 0; i < opts->len;) {
@@ -591,6 +598,37 @@ static int make_readonly(struct hezo_json *m, size_t idx, const char *dest, stru
 		i++;
 	}
 	if (!has_ro && hezo_json_append(opts, hezo_json_new_string("ro")) < 0)
+		return hezo_policy_nomem(err);
+	return 0;
+}
+
+/*
+ * The box's devpts instance gets max=HEZO_DEVPTS_MAX (or the caller's lower max): the ptys
+ * outside the host's reserve (kernel.pty.max - kernel.pty.reserve) are shared by every devpts
+ * instance but the host's, and without a bound one box takes them all.
+ */
+static int cap_devpts(struct hezo_json *m, size_t idx, struct hezo_error **err)
+{
+	unsigned long long max = HEZO_DEVPTS_MAX;
+	struct hezo_json *opts = options_of(m, idx, err);
+	char f[32];
+
+	if (!opts)
+		return -EINVAL;
+	for (size_t i = 0; i < opts->len;) {
+		const char *s = hezo_json_string(opts->items[i]);
+
+		if (s && strncmp(s, "max=", 4) == 0) {
+			unsigned long long v = strtoull(s + 4, NULL, 10);
+
+			max = v < max ? v : max;
+			hezo_json_remove_at(opts, i);
+			continue;
+		}
+		i++;
+	}
+	snprintf(f, sizeof(f), "max=%llu", max);
+	if (hezo_json_append(opts, hezo_json_new_string(f)) < 0)
 		return hezo_policy_nomem(err);
 	return 0;
 }
@@ -758,6 +796,8 @@ int hezo_policy_apply_mounts(const struct hezo_policy *p, struct hezo_json *spec
 				idx, dest);
 		if (r == 0 && !bind && strcmp(type, "tmpfs") == 0)
 			r = hezo_policy_clamp_tmpfs(p, m, idx, dest, err);
+		if (r == 0 && !bind && strcmp(type, "devpts") == 0)
+			r = cap_devpts(m, idx, err);
 		if (r == 0 && !bind &&
 		    (strcmp(type, "sysfs") == 0 || strcmp(type, "cgroup") == 0 ||
 		     strcmp(type, "cgroup2") == 0))

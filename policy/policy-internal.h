@@ -161,6 +161,12 @@ int hezo_policy_place_mount(struct hezo_json *mounts, struct hezo_json *m);
  * tmpfs.c: an engine's tmpfs mount m (options already checked) made nosuid, noexec and nodev
  * (not nodev at /dev) and its size at most tmpfsMax.
  */
+/*
+ * The ptys a box's devpts instance may hold (its mount's max=): room for a shell, an editor's
+ * terminals and a few dozen `exec -t` sessions, while 48 boxes at the bound still leave the 3072
+ * ptys the kernel shares outside host root's reserve (pty.max 4096, pty.reserve 1024).
+ */
+#define HEZO_DEVPTS_MAX 64
 int hezo_policy_clamp_tmpfs(const struct hezo_policy *p, struct hezo_json *m, size_t idx,
 			    const char *dest, struct hezo_error **err);
 

@@ -985,7 +985,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* The judged spec, the input, the second judgement and the spec written, compact. */
 	_cleanup_free_ char *judged = NULL, *input_text = NULL, *again = NULL, *written = NULL;
 	size_t judged_len = 0, input_len = 0, again_len = 0, written_len = 0;
-	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1;
+	_cleanup_close_ int bfd = -1, adm_fd = -1, pfd = -1, rec_lock = -1, userns_fd = -1,
+			    reg_lock = -1;
 	_cleanup_(hezo_held_done) struct hezo_held held, held_again;
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
@@ -1202,13 +1203,17 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      "create it again",
 				      id);
 
-	/* The box's own uid range, taken with the record under the lock: no other box has it. */
-	r = 0; /* JOIN: the range of the box whose namespaces it joins, recorded there */
-	if (plan == SHIM_USERNS_OWN)
-		r = shim_userns_pick(ctx, &userns, err);
-	if (r < 0)
-		return r;
+	/*
+	 * The box's own uid range, taken with the record under the lock and entered in the
+	 * machine's registry (held until the record is written): no other box, of any state
+	 * directory, has it. JOIN: the range of the box whose namespaces it joins, recorded there.
+	 */
 	has_userns = plan != SHIM_USERNS_NONE;
+	if (has_userns) {
+		r = shim_userns_take(ctx, id, plan == SHIM_USERNS_OWN, &userns, &reg_lock, err);
+		if (r < 0)
+			return r;
+	}
 	if (has_userns && shim_userns_record(rec, &userns) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	/*
@@ -1227,11 +1232,18 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		ctx->backend_rlimits = &box_rl;
 	}
 	r = shim_root_make(&ctx->g, err);
-	if (r < 0)
+	if (r < 0) {
+		if (has_userns)
+			shim_userns_drop(ctx, id, &userns, reg_lock);
 		return r;
+	}
 	/* From here on: undo on failure. A note about an earlier container of this ID is stale. */
 	shim_ended_remove(ctx, id);
 	r = shim_record_write(ctx, id, rec, err);
+	if (r < 0 && has_userns)
+		shim_userns_drop(ctx, id, &userns, reg_lock);
+	if (reg_lock >= 0)
+		close(TAKE_FD(reg_lock));
 	close(TAKE_FD(rec_lock));
 	if (r < 0)
 		return r;
@@ -1275,6 +1287,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 * when the backend refuses the bundle (as runc leaves nothing). run stays the
 	 * backend's own process: it lasts as long as the container.
 	 */
+	tcp_made[0] = '\0'; /* runsc: made after its create, below */
 	r = t.backend == HEZO_BACKEND_RUNSC
 		    ? 0
 		    : tcp_accounting(&t, spec, shim_backend_systemd_cgroup(&t, &ctx->g), tcp_made,
@@ -1292,8 +1305,15 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	 */
 	if (strcmp(verb, "create") != 0 && !shim_args_bool(&v->args, "detach")) {
 		r = shim_spawn_wait(ctx, &av, err);
-		if (r >= 0 && backend_lacks(ctx, &t, id))
-			shim_record_remove_same(ctx, id, rec);
+		/*
+		 * Refused or ended, the memory cgroup the shim made for the TCP cap goes too: runc
+		 * leaves it when it refuses the bundle before it manages the cgroup.
+		 */
+		if (backend_lacks(ctx, &t, id)) {
+			tcp_accounting_undo(spec, tcp_made);
+			if (r >= 0)
+				shim_record_remove_same(ctx, id, rec);
+		}
 		return r;
 	}
 	if (strcmp(verb, "create") == 0)

@@ -509,6 +509,20 @@ int shim_bundle_tidy_execs(int bundle)
 	return hezo_remove_dead_pid_files_at(bundle, SHIM_EXEC_PREFIX, ".json", true);
 }
 
+int shim_record_path(const struct shim_ctx *ctx, const char *id, char *buf, size_t size)
+{
+	char key[SHIM_KEY_LEN], name[256], state[PATH_MAX];
+
+	/* Absolute: another shim, elsewhere, reads it back from the uid range registry. */
+	if (!realpath(ctx->state_dir, state))
+		return -errno;
+	root_key(ctx->g.root, key);
+	record_name(id, name, sizeof(name));
+	if ((size_t)snprintf(buf, size, "%s/%s/%s", state, key, name) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
 int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int dir = -1;
@@ -517,6 +531,8 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	dir = open_key_dir(ctx, false, NULL);
 	if (dir < 0)
 		return dir;
+	/* The uid range goes with the record that held it (userns.c). */
+	shim_userns_release(ctx, id);
 	/* Bundle first: a bundle without its record is litter the next create tidies. */
 	bundle_remove(dir, id);
 	record_name(id, name, sizeof(name));

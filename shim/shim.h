@@ -178,6 +178,8 @@ int shim_record_read(const struct shim_ctx *ctx, const char *id, struct hezo_jso
 		     struct hezo_error **err);
 /* Removes the record and the container's private bundle (below). */
 int shim_record_remove(const struct shim_ctx *ctx, const char *id);
+/* The record's file as an absolute path (the state directory resolved); -errno. */
+int shim_record_path(const struct shim_ctx *ctx, const char *id, char *buf, size_t size);
 /*
  * The same, under the root's record lock, only while the record is still rec's (the same
  * creator): a create of that ID since the backend deleted the container keeps its own.
@@ -222,7 +224,22 @@ int shim_stage(int bundle, const char *priv, const struct hezo_held *held,
  * at it (path) with that range as its only uid and gid mapping.
  */
 bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spec);
-int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err);
+/*
+ * The machine-wide registry of uid ranges (SHIM_USERNS_REGISTRY, one for every state directory):
+ * a file per box holding a range names that box's record, and a range is free when no record named
+ * there still holds it for a live box. pick (pick set) chooses a free range into *u, else u is the
+ * joined box's range; either way the box's entry is written. On success *lock holds the registry's
+ * lock: close it once the record is written (the entry before it names a record nobody can see
+ * yet).
+ */
+#define SHIM_USERNS_REGISTRY "/run/hezo-userns"
+int shim_userns_take(const struct shim_ctx *ctx, const char *id, bool pick, struct shim_userns *u,
+		     int *lock, struct hezo_error **err);
+/* Drop id's entry for u; lock is the registry's held lock, or -1 to take it. */
+void shim_userns_drop(const struct shim_ctx *ctx, const char *id, const struct shim_userns *u,
+		      int lock);
+/* Drop the entry of id's record, if it holds a range (record removal calls it). */
+void shim_userns_release(const struct shim_ctx *ctx, const char *id);
 int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u);
 int shim_userns_of_record(const struct hezo_json *rec, struct shim_userns *out);
 int shim_userns_make(const struct shim_userns *u, const char *domain, int *out, int *uts,

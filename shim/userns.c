@@ -1,9 +1,11 @@
 /*
  * A user namespace of its own for each runc box: a range of host uids and gids no other recorded
- * box holds (picked under the records lock, kept in the box's record until delete), and the
+ * box on the machine holds (picked under the records lock and the machine-wide registry's, kept in
+ * the box's record until delete), and the
  * namespace itself, made by the shim with the box's own user.max_* limits and handed to the
  * backend by path. The box then draws on per-user kernel counters of its own, never host root's.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -22,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hezo-file.h"
 #include "hezo-spec.h"
 #include "shim.h"
 
@@ -97,31 +101,186 @@ static int take_recorded(void *data, const char *key, struct hezo_json *rec)
 	return 0;
 }
 
-int shim_userns_pick(const struct shim_ctx *ctx, struct shim_userns *out, struct hezo_error **err)
+/*
+ * The registry directory, made root's and 0700 when missing, opened without following a link and
+ * refused unless it is a directory only root can change: it says which ranges are taken for every
+ * shim on the machine, whatever its state directory. Returned locked.
+ */
+static int registry_open(struct hezo_error **err)
 {
-	_cleanup_free_ uint8_t *taken = calloc(USERNS_SLOTS, 1);
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (mkdir(SHIM_USERNS_REGISTRY, 0700) < 0 && errno != EEXIST)
+		return hezo_error_set_errno(err, errno, "%s", SHIM_USERNS_REGISTRY);
+	fd = open(SHIM_USERNS_REGISTRY, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "%s", SHIM_USERNS_REGISTRY);
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s", SHIM_USERNS_REGISTRY);
+	if (st.st_uid != geteuid() || (st.st_mode & 022))
+		return hezo_error_set(err, EPERM,
+				      "%s: not the shim's own directory (owner %u, mode %o): "
+				      "remove it",
+				      SHIM_USERNS_REGISTRY, (unsigned)st.st_uid,
+				      (unsigned)(st.st_mode & 07777));
+	if (flock(fd, LOCK_EX) < 0)
+		return hezo_error_set_errno(err, errno, "%s: lock", SHIM_USERNS_REGISTRY);
+	return TAKE_FD(fd);
+}
+
+/* An entry's name: the range's base, and a hash of the record's path (a joined range has two). */
+static int entry_name(const struct shim_ctx *ctx, const char *id, const struct shim_userns *u,
+		      char *path, size_t psize, char name[32])
+{
+	int r = shim_record_path(ctx, id, path, psize);
+
+	if (r < 0)
+		return r;
+	snprintf(name, 32, "%08" PRIx32 "-%016" PRIx64, u->base, shim_fnv1a64(path));
+	return 0;
+}
+
+/* Does the live box of the record at path still hold the range at base? */
+static bool entry_holds(int reg, const char *name, uint64_t base)
+{
+	_cleanup_free_ char *path = NULL, *data = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	uint64_t b = 0;
+	size_t len;
+
+	if (hezo_read_regular_file_at(reg, name, PATH_MAX, &path, &len, NULL) < 0 || len == 0 ||
+	    path[0] != '/' || path[len - 1] != '\n')
+		return false;
+	path[len - 1] = '\0';
+	if (hezo_read_regular_file_at(AT_FDCWD, path, SHIM_RECORD_MAX, &data, &len, NULL) < 0 ||
+	    hezo_json_parse(data, len, &rec, NULL) < 0)
+		return false;
+	/* A box whose processes are all gone holds no namespace: its range is free again. */
+	return hezo_json_get_uint64(hezo_json_get_path(rec, "userns.base"), &b) == 0 && b == base &&
+	       shim_record_live(rec);
+}
+
+/* Ranges the registry's live entries hold; the others (their records gone) are removed. */
+static int take_registered(int reg, uint8_t *taken)
+{
+	int dfd = fcntl(reg, F_DUPFD_CLOEXEC, 0);
+	struct dirent *e;
+	DIR *d;
+
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		int r = -errno;
+
+		close(dfd);
+		return r;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		uint64_t base;
+		char *end;
+
+		if (e->d_name[0] == '.')
+			continue;
+		base = strtoull(e->d_name, &end, 16);
+		if (end != e->d_name + 8 || *end != '-')
+			continue;
+		if (entry_holds(reg, e->d_name, base))
+			take_range(taken, base, USERNS_SIZE);
+		else
+			(void)unlinkat(reg, e->d_name, 0);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int entry_write(int reg, const struct shim_ctx *ctx, const char *id,
+		       const struct shim_userns *u, struct hezo_error **err)
+{
+	char path[PATH_MAX], name[32];
+	size_t len;
+	int r = entry_name(ctx, id, u, path, sizeof(path) - 1, name);
+
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "container %s: its record's path", id);
+	len = strlen(path);
+	path[len++] = '\n';
+	r = hezo_write_state_file_at(reg, name, path, len, 0600, err);
+	return r < 0 ? hezo_error_prefix(err, "%s/%s", SHIM_USERNS_REGISTRY, name) : 0;
+}
+
+int shim_userns_take(const struct shim_ctx *ctx, const char *id, bool pick, struct shim_userns *u,
+		     int *lock, struct hezo_error **err)
+{
+	_cleanup_free_ uint8_t *taken = NULL;
+	_cleanup_close_ int reg = registry_open(err);
 	int r;
 
+	if (reg < 0)
+		return reg;
+	if (!pick)
+		goto write;
+	taken = calloc(USERNS_SLOTS, 1);
 	if (!taken)
 		return hezo_error_set(err, ENOMEM, "out of memory");
 	take_host_ids(taken, "/etc/passwd", 2, false);
 	take_host_ids(taken, "/etc/group", 2, false);
 	take_host_ids(taken, "/etc/subuid", 1, true);
 	take_host_ids(taken, "/etc/subgid", 1, true);
-	/* Every record holds its range, live or not, until delete removes the record. */
+	/*
+	 * Every record holds its range, live or not, until delete removes the record: this state
+	 * directory's records, and through the registry every other's.
+	 */
 	r = shim_records_foreach(ctx, take_recorded, taken);
 	if (r < 0)
 		return hezo_error_set(err, -r, "the containers' records: cannot read them");
-	for (unsigned s = 0; s < USERNS_SLOTS; s++)
+	r = take_registered(reg, taken);
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "%s", SHIM_USERNS_REGISTRY);
+	for (unsigned s = 0;; s++) {
+		if (s == USERNS_SLOTS)
+			return hezo_error_set(err, EAGAIN,
+					      "no free range of uids for the box's user namespace "
+					      "(%u boxes hold one); delete stopped containers",
+					      USERNS_SLOTS);
 		if (!taken[s]) {
-			out->base = USERNS_BASE + s * USERNS_SIZE;
-			out->size = USERNS_SIZE;
-			return 0;
+			u->base = USERNS_BASE + s * USERNS_SIZE;
+			u->size = USERNS_SIZE;
+			break;
 		}
-	return hezo_error_set(err, EAGAIN,
-			      "no free range of uids for the box's user namespace (%u boxes hold "
-			      "one); delete stopped containers",
-			      USERNS_SLOTS);
+	}
+write:
+	r = entry_write(reg, ctx, id, u, err);
+	if (r < 0)
+		return r;
+	*lock = TAKE_FD(reg);
+	return 0;
+}
+
+void shim_userns_drop(const struct shim_ctx *ctx, const char *id, const struct shim_userns *u,
+		      int lock)
+{
+	_cleanup_close_ int own = -1;
+	char path[PATH_MAX], name[32];
+
+	if (lock < 0) {
+		lock = own = registry_open(NULL);
+		if (lock < 0)
+			return;
+	}
+	if (entry_name(ctx, id, u, path, sizeof(path), name) == 0)
+		(void)unlinkat(lock, name, 0);
+}
+
+void shim_userns_release(const struct shim_ctx *ctx, const char *id)
+{
+	_cleanup_json_ struct hezo_json *rec = NULL;
+	struct shim_userns u;
+
+	if (shim_record_read(ctx, id, &rec, NULL) == 0 && shim_userns_of_record(rec, &u) == 0)
+		shim_userns_drop(ctx, id, &u, -1);
 }
 
 int shim_userns_record(struct hezo_json *rec, const struct shim_userns *u)

@@ -71,6 +71,70 @@ done
 expect_ne "${HOSTUID[a]}" "${HOSTUID[b]}" "[two] the two boxes' ranges differ" || diag "a=${HOSTUID[a]} b=${HOSTUID[b]}"
 for id in $TWO_IDS; do hezo_shim --root "$ROOT" delete --force "$id" >/dev/null 2>&1; done
 
+# --- two state directories, one machine: the ranges still differ -------------------------------------
+# A second shim with its own HEZO_STATE_DIR (the suite's beside production's) takes ranges from the
+# same machine-wide registry (/run/hezo-userns); on main each state directory handed out the first
+# range again, and the two boxes shared one host uid and its per-user counters.
+# Both state directories are the test's own and empty, so neither shim's records hold a range.
+STATE1=$WORK/state1 STATE2=$WORK/state2
+ROOT2=$HEZO_TEST_DIR/root-userns2
+mkdir -p "$STATE1" "$STATE2"
+declare -A SD_ID
+for n in a b; do
+	new_id "sd-$n"
+	SD_ID[$n]=$ID
+	B=$WORK/sd-$n
+	state=$STATE1 root=$ROOT
+	[ "$n" = b ] && state=$STATE2 root=$ROOT2
+	tap_cleanup "HEZO_TEST_STATE='$state' hezo_bundle_cleanup '$root' '$ID'"
+	hezo_make_bundle "$B" "$ID" '["sleep", "600"]' || bail_out "cannot make bundle"
+	HEZO_TEST_STATE=$state hezo_shim --root "$root" create -b "$B" "$ID" >/dev/null 2> >(cat >"$WORK/sd-$n.err") </dev/null && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[state dirs] create of box $n (state dir $n) exits 0" || diag "$(cat "$WORK/sd-$n.err")"
+	pid=$(hezo_backend --root "$root" state "$ID" 2>/dev/null | jq -r '.pid // empty')
+	HOSTUID[$n]=$(awk '{ print $2 }' "/proc/$pid/uid_map" 2>/dev/null)
+done
+expect_ne "${HOSTUID[a]:-none}" "${HOSTUID[b]:-none}" "[state dirs] boxes of two state directories get different ranges" ||
+	diag "a=${HOSTUID[a]:-} b=${HOSTUID[b]:-}"
+HEZO_TEST_STATE=$STATE1 hezo_shim --root "$ROOT" delete --force "${SD_ID[a]}" >/dev/null 2>&1
+HEZO_TEST_STATE=$STATE2 hezo_shim --root "$ROOT2" delete --force "${SD_ID[b]}" >/dev/null 2>&1
+# Delete takes the box's entry out of the registry: none names this test's records.
+left=$(grep -rlE "^($STATE1|$STATE2)/" /run/hezo-userns 2>/dev/null || true)
+expect_eq "$left" "" "[state dirs] delete leaves no registry entry of the test's boxes"
+
+# --- a foreground run that runc refuses leaves no cgroup behind ---------------------------------------
+# The shim makes the box's memory cgroup for the TCP cap before runc runs; here runc refuses the
+# bundle (a time namespace it cannot join), and on main the directory stayed.
+sleep 600 >/dev/null 2>&1 &
+SLEEPER=$!
+tap_cleanup "kill $SLEEPER 2>/dev/null"
+new_id refused
+B=$WORK/refused
+hezo_make_bundle "$B" "$ID" '["true"]' ".linux.namespaces += [{type: \"time\", path: \"/proc/$SLEEPER/ns/time\"}]" ||
+	bail_out "cannot make bundle"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >/dev/null 2>"$WORK/refused.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[refused run] runc refuses the bundle" || diag "$(cat "$WORK/refused.err")"
+left=$(ls -d /sys/fs/cgroup/*/hezo-test/"$ID" 2>/dev/null || true)
+expect_eq "$left" "" "[refused run] no cgroup of the box is left" || diag "$(cat "$WORK/refused.err")"
+kill "$SLEEPER" 2>/dev/null
+wait "$SLEEPER" 2>/dev/null
+
+# --- ptys: the box's devpts instance has a bound of its own ---------------------------------------------
+# Every devpts instance but host root's shares the ptys outside kernel.pty.reserve: the shim gives
+# the box's instance max=64 (on main none, and one box took all of them). The bundle's devpts mount
+# is Docker's; the box tries for 200 (NOFILE 1024 allows that) and cannot remount without it.
+new_id pty
+B=$WORK/pty
+# shellcheck disable=SC2016
+hezo_make_bundle "$B" "$ID" '["sh", "-c", "hezo-kcount pty 200; grep -o \"max=[0-9]*\" /proc/self/mountinfo; mount -o remount,max=4096 /dev/pts 2>/dev/null; echo remount=$?"]' ||
+	bail_out "cannot make bundle"
+install -m 0755 "$KCOUNT" "$B/rootfs/bin/hezo-kcount"
+jq -e '.mounts[] | select(.type == "devpts")' "$B/config.json" >/dev/null || bail_out "the bundle has no devpts mount"
+hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/pty.out" 2>"$WORK/pty.err" </dev/null && rc=0 || rc=$?
+diag "kernel.pty: nr $(cat /proc/sys/kernel/pty/nr) of max $(cat /proc/sys/kernel/pty/max), reserve $(cat /proc/sys/kernel/pty/reserve); box: $(tr '\n' ' ' <"$WORK/pty.out")"
+expect_eq "$(grep '^ptys=' "$WORK/pty.out")" "ptys=64 stop=ENOSPC" "[pty] the box gets 64 ptys, then ENOSPC" || diag "$(cat "$WORK/pty.err")"
+expect_eq "$(grep '^remount=' "$WORK/pty.out")" remount=1 "[pty] the box cannot remount /dev/pts"
+hezo_backend --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
+
 # --- a box at its inotify caps leaves host root its own ---------------------------------------------
 # The box opens instances until the kernel refuses one and watches 4000 files from each until a
 # watch is refused (on main: all of root's 128 instances and 192530 watches), and holds them. Its

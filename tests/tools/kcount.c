@@ -5,6 +5,8 @@
  * `try`: can this process open an inotify instance and a watch, and an epoll watch, now?
  * `aio [N]`: what io_setup answers (an AIO context counts against the host's fs.aio-max-nr);
  * with N, make N contexts of 256 events, print how many, and keep them.
+ * `pty N`: open /dev/ptmx up to N times (each a pty of the box's devpts instance) and print how
+ * many it got and what stopped it.
  * Static: test rootfs have no C library.
  */
 #define _GNU_SOURCE
@@ -121,6 +123,20 @@ static int aio(long hold)
 	return 0;
 }
 
+static int pty(long want)
+{
+	long got = 0;
+	int e = 0;
+
+	for (; got < want; got++)
+		if (open("/dev/ptmx", O_RDWR | O_NOCTTY) < 0) {
+			e = errno;
+			break;
+		}
+	printf("ptys=%ld stop=%s\n", got, e ? strerrorname_np(e) : "-");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "hold") == 0)
@@ -130,6 +146,8 @@ int main(int argc, char **argv)
 		return try();
 	if ((argc == 2 || argc == 3) && strcmp(argv[1], "aio") == 0)
 		return aio(argc == 3 ? strtol(argv[2], NULL, 10) : 0);
-	fprintf(stderr, "usage: hezo-kcount hold DIR N [EPOLLS] | try | aio [N]\n");
+	if (argc == 3 && strcmp(argv[1], "pty") == 0)
+		return pty(strtol(argv[2], NULL, 10));
+	fprintf(stderr, "usage: hezo-kcount hold DIR N [EPOLLS] | try | aio [N] | pty N\n");
 	return 2;
 }

@@ -70,6 +70,10 @@ check "package holds shim, hook, proxyd, unit, policy, man pages, manifests" sh 
 		man8/hezo-shim.8 man8/hezo-proxyd.8 man5/hezo-policy.5 kubernetes/runtimeclass.yaml \
 		kubernetes/containerd-gvisor-default.toml hezo-pod-wait hezo-seccomp-exec \
 		containerd/hezo.toml compose/docker-compose.yml; do grep -q \"\$p\" '$work/list' || { echo missing \$p; exit 1; }; done"
+# A runc box's files are bounded by its memory cap, not RLIMIT_NOFILE: the table is raised as
+# systemd raises it (read at boot; installing does not apply it, so this test leaves the host's).
+check "the package ships /usr/lib/sysctl.d/50-hezo-shim.conf raising fs.file-max" sh -c "
+	dpkg-deb --fsys-tarfile '$deb' | tar -xOf - ./usr/lib/sysctl.d/50-hezo-shim.conf | grep -qx 'fs.file-max = 9223372036854775807'"
 check "the package needs runsc 2024-07-29 or newer (bookworm-backports on Debian 12)" sh -c "dpkg-deb -f '$deb' Depends | grep -qF 'runsc (>= 0.0~20240729)'"
 # The package is built with -Dtest_switches=false: the hook's pause and timing switches and
 # proxyd's --test-upstream-ca are not in it.

@@ -221,6 +221,43 @@ static void test_kernel_fs_places(void **state)
 	}
 }
 
+/* The box's devpts instance: max=64, or the caller's lower max, once (docs/hardening.md, ptys). */
+static const char *devpts_max(const struct hezo_policy *p, const char *extra)
+{
+	static char got[64];
+	struct hezo_json *spec = docker_like_spec(), *mounts, *opts = NULL;
+	int n = 0;
+
+	mounts = hezo_json_get(spec, "mounts");
+	for (size_t i = 0; i < mounts->len; i++)
+		if (strcmp(hezo_json_string(hezo_json_get(mounts->items[i], "type")) ?: "",
+			   "devpts") == 0)
+			opts = hezo_json_get(mounts->items[i], "options");
+	assert_non_null(opts);
+	if (extra)
+		assert_int_equal(hezo_json_append(opts, hezo_json_new_string(extra)), 0);
+	expect_ok(p, spec, NULL);
+	got[0] = '\0';
+	for (size_t i = 0; i < opts->len; i++)
+		if (strncmp(hezo_json_string(opts->items[i]), "max=", 4) == 0) {
+			snprintf(got, sizeof(got), "%s", hezo_json_string(opts->items[i]));
+			n++;
+		}
+	hezo_json_free(spec);
+	assert_int_equal(n, 1);
+	return got;
+}
+
+static void test_devpts_max(void **state)
+{
+	_cleanup_policy_ struct hezo_policy *p = parse_ok("{}");
+
+	(void)state;
+	assert_string_equal(devpts_max(p, NULL), "max=64");
+	assert_string_equal(devpts_max(p, "max=1000000"), "max=64");
+	assert_string_equal(devpts_max(p, "max=8"), "max=8");
+}
+
 static void test_mount_options(void **state)
 {
 	_cleanup_free_ char *dir = make_tempdir(), *quoted = NULL, *data = NULL, *doc = NULL;
@@ -271,8 +308,8 @@ static void test_mount_options(void **state)
 	REFUSED(add(spec, "/data", "bind", data, "rbind,uid=0"),
 		"option \"uid=0\" is not allowed on a bind mount");
 	REFUSED(add(spec, "/data", "bind", data, "rbind,idmap"), "option \"idmap\"");
-	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "max=1000000"),
-		"option \"max=1000000\" is not allowed on a devpts mount");
+	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "max=1k"),
+		"option \"max=1k\" is not allowed on a devpts mount");
 	REFUSED(add(spec, "/dev/pts", "devpts", "devpts", "newinstance=1"),
 		"option \"newinstance=1\"");
 	REFUSED(add(spec, "/dev/mqueue", "mqueue", "mqueue", "size=1"),
@@ -1230,6 +1267,7 @@ const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test(test_workspace),
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
+	cmocka_unit_test(test_devpts_max),
 	cmocka_unit_test_setup_teardown(test_engine_files, efix_setup, efix_teardown),
 	cmocka_unit_test_setup_teardown(test_kubelet_volumes, efix_setup, efix_teardown),
 	cmocka_unit_test(test_named_volumes),
