@@ -16,6 +16,8 @@ export HEZO_BUILD_DIR=${HEZO_BUILD_DIR:-${HEZO_BUILD_ROOT:-$HEZO_SOURCE_DIR/buil
 . "$lib/image.sh"
 # shellcheck source=tests/lib/docker.sh
 . "$lib/docker.sh"
+# shellcheck source=tests/lib/devimage.sh
+. "$lib/devimage.sh"
 
 hezo_require_root
 hezo_require_tools jq cmp timeout dockerd "$HEZO_DOCKER" "$HEZO_BUSYBOX"
@@ -161,5 +163,32 @@ for ((i = 0; i < 30; i++)); do
 	sleep 1
 done
 check_fails "dockerd no longer lists $RT" hezo_docker_has_runtime "$RT"
+
+# The newcomer's path with a workspace: one command makes the project, then a build runs in
+# /workspace through its runtime and its results stay on the host (Debian's dev image).
+hezo_devimage_docker || bail_out "cannot import $HEZO_DEV_IMAGE"
+P2=test-pw$$
+RT2=hezo-$P2
+WSP=/srv/hezo-pwtest-$$
+tap_cleanup "rm -rf '$WSP'; '$HEZO_DOCKER' rm -f 'hezo-it-project-ws-$$' >/dev/null 2>&1"
+mkdir -p "$WSP" && chmod 0755 "$WSP"
+out=$("$SHIM" project create "$P2" --backend runc --link-dir "$LINKS" --workspace "$WSP/ws" 2>&1) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "project create $P2 --workspace $WSP/ws exits 0" || diag "$out"
+for ((i = 0; i < 30; i++)); do
+	hezo_docker_has_runtime "$RT2" "$SHIM" && break
+	sleep 1
+done
+out=$(timeout -k 5 300 "$HEZO_DOCKER" run --rm --runtime="$RT2" --name "hezo-it-project-ws-$$" \
+	-w /workspace "$HEZO_DEV_IMAGE" sh -c 'printf "#include <stdio.h>\nint main(void) { puts(\"built\"); return 0; }\n" >t.c &&
+		gcc -o t t.c && ./t && git config --global user.name hezo && echo "home=$HOME"' 2>&1) &&
+	rc=0 || rc=$?
+expect_eq "$rc" 0 "docker run --runtime=$RT2 builds and runs a program in /workspace" || diag "$out"
+expect_match "$out" "^built$" "... the program it built runs there" || diag "$out"
+check "... and the build is on the host in the workspace after the box ended" test -x "$WSP/ws/t"
+expect_match "$out" "^home=/workspace/.home$" "... with HOME in the workspace (git config --global works)"
+out=$("$SHIM" project rm "$P2" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "project rm $P2 exits 0" || diag "$out"
+check "every engine's file is as before either create" cmp "$T/before" <(sums)
 
 tap_done
