@@ -99,6 +99,53 @@ static int make_owned(const char *dir, mode_t mode, uid_t uid, gid_t gid, struct
 	return 0;
 }
 
+/*
+ * The workspace's directory, opened without following a symlink anywhere on its path, below a
+ * parent of root's that root alone may write (made there, owned by uid:gid, when absent). Group
+ * and others are kept out of it: root in a box writes files as host root, and a setuid file a box
+ * left there would be a way to root for any local user who could reach it (red team, workspace
+ * F1); a symlink on the way would let whoever made it choose the directory (F2, F3).
+ */
+static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_error **err)
+{
+	_cleanup_close_ int pfd = -1, fd = -1;
+	char parent[PATH_MAX];
+	const char *base;
+	struct stat st;
+	char *slash;
+
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (parent[0] != '/' || !slash || !slash[1])
+		return hezo_error_set(err, EINVAL, "workspace %s: not an absolute path", dir);
+	base = dir + (slash - parent) + 1;
+	*(slash == parent ? slash + 1 : slash) = '\0';
+	pfd = hezo_open_nofollow(parent, NULL);
+	if (pfd < 0)
+		return hezo_error_set_errno(err, -pfd,
+					    "workspace %s: its parent %s (no symlink on the way)",
+					    dir, parent);
+	if (fstat(pfd, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return hezo_error_set(err, EPERM,
+				      "workspace %s: its parent %s is not a directory of root's "
+				      "that root alone may write",
+				      dir, parent);
+	fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
+			return hezo_error_set_errno(err, errno, "workspace %s", dir);
+		fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && fchown(fd, uid, gid) < 0)
+			return hezo_error_set_errno(err, errno, "workspace %s", dir);
+	}
+	if (fd < 0)
+		return hezo_error_set_errno(err, errno, "workspace %s (no symlink)", dir);
+	if (fstat(fd, &st) < 0 || ((st.st_mode & 077) && fchmod(fd, st.st_mode & 0700) < 0))
+		return hezo_error_set_errno(err, errno, "workspace %s: keeping others out", dir);
+	return TAKE_FD(fd);
+}
+
 int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *spec,
 			   struct hezo_error **err)
 {
@@ -117,23 +164,19 @@ int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *
 	r = judge_names(p, dir, err);
 	if (r < 0)
 		return r;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		/* The volume form: Docker's local driver layout, ROOT/NAME (0701, root's)/_data. */
-		if (strcmp(strrchr(dir, '/'), "/_data") == 0) {
-			snprintf(up, sizeof(up), "%s", dir);
-			*strrchr(up, '/') = '\0';
+	/* The volume form: Docker's local driver layout, ROOT/NAME (0701, root's)/_data. */
+	if (strcmp(strrchr(dir, '/'), "/_data") == 0) {
+		snprintf(up, sizeof(up), "%s", dir);
+		*strrchr(up, '/') = '\0';
+		if (access(up, F_OK) < 0 && errno == ENOENT) {
 			r = make_owned(up, 0701, 0, 0, err);
 			if (r < 0)
 				return r;
 		}
-		r = make_owned(dir, 0755, (uid_t)uid, (gid_t)gid, err);
-		if (r < 0)
-			return r;
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
+	fd = open_workspace(dir, (uid_t)uid, (gid_t)gid, err);
 	if (fd < 0)
-		return hezo_error_set_errno(err, errno, "workspace %s", dir);
+		return fd;
 	/* HOME for images whose own is read-only; a box may have put anything there since. */
 	if (mkdirat(fd, ".home", 0700) == 0) {
 		if (fchownat(fd, ".home", (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)

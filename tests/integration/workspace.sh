@@ -59,12 +59,17 @@ echo '{"workspace": "volume"}' >"$W/projects/$PV.json"
 echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
 jq -n --arg w "$WS/etc" '{workspace: $w}' >"$W/projects/${TAG}etc.json"
+# A symlink on the way lets whoever made it choose the directory (red team, workspace F2, F3).
+mkdir -m 0755 "$WS/symtarget" && ln -s "$WS/symtarget" "$WS/symdir" && ln -s "$WS/symtarget" "$WS/symws" ||
+	bail_out "cannot make the symlinked workspaces"
+jq -n --arg w "$WS/symdir/w" '{workspace: $w}' >"$W/projects/${TAG}symp.json"
+jq -n --arg w "$WS/symws" '{workspace: $w}' >"$W/projects/${TAG}syms.json"
 
 hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
 hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
 declare -A RT
-for p in a b v u root engine etc; do
+for p in a b v u root engine etc symp syms; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -133,6 +138,18 @@ expect_match "$(cat "$WSA/.home/.gitconfig" 2>&1)" "name = Hezo Test" \
 	"[host] git config --global went to the workspace's .home"
 expect_eq "$(stat -c %u:%a "$WSA/.home" 2>&1)" 0:700 "[host] .home is the box user's (root), 0700"
 expect_eq "$(stat -c %u "$WSA/t" 2>&1)" 0 "[host] a file the box's root wrote is the host's uid 0 (the box's uid)"
+# Root in the box writes as host root: a setuid file it leaves must be out of other users' reach
+# (red team, workspace F1: any local user ran a box's setuid copy as root).
+out=$(run a suid -w /workspace "$IMG" sh -c 'cp /bin/cat suidcat && chmod 4755 suidcat && echo planted') &&
+	rc=0 || rc=$?
+expect_eq "$rc:$out" 0:planted "[host, setuid] a box plants a setuid-root copy of cat in its workspace" || diag "$out"
+expect_eq "$(stat -c %a "$WSA" 2>&1)" 700 "[host, setuid] the workspace is the owner's alone (0700, the admin made it 0755)"
+# (From a shell of that user: setpriv's own exec resolves the path with the caller's rights.)
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '"$1" /etc/shadow' _ "$WSA/suidcat" 2>&1) &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[host, setuid] uid 65534 on the host cannot run it (reads no /etc/shadow)"
+expect_no_match "$out" "^root:" "[host, setuid] ... and nothing of /etc/shadow came out"
+rm -f "$WSA/suidcat"
 out=$(run a again -w /workspace "$IMG" sh -c '
 	./t && git -C repo log --format=%s && venv/bin/python -c "import hzpkg; print(hzpkg.VALUE)" &&
 	git config --global user.name && echo "$HOME"') && rc=0 || rc=$?
@@ -232,6 +249,13 @@ out=$(run etc etc "$IMG" true) && rc=0 || rc=$?
 expect_match "$rc:$out" "^[1-9].*workspace $WS/etc: it is also named /etc" \
 	"[refused workspace] a bind mount of /etc, by the mount table's other name" || diag "$out"
 umount "$WS/etc"
+out=$(run symp symp "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace $WS/symdir/w: its parent $WS/symdir \\(no symlink on the way\\)" \
+	"[refused workspace] a symlink in its parent's path" || diag "$out"
+out=$(run syms syms "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace $WS/symws \\(no symlink\\)" "[refused workspace] the workspace itself a symlink" ||
+	diag "$out"
+expect_eq "$(ls -A "$WS/symtarget")" "" "[refused workspace] ... and nothing was made where the symlinks point"
 
 # --- nothing left behind ----------------------------------------------------------------------------------
 hezo_docker ps -aq --filter name="$TAG" | xargs -r "$HEZO_DOCKER" rm -f >/dev/null 2>&1
