@@ -241,7 +241,8 @@ check "with proxyd: the registration exists" registered wire-proxy
 expect_match "$(in_c ss -Hltn)" '127\.0\.0\.1:15001' "with proxyd: proxyd listens inside the namespace"
 # A second container in the same namespace (a pod's, --network=container:) joins the first's
 # registration: one registration, two members, and the namespace keeps one table.
-members() { jq -c '.members' "$PSTATE/containers/$1.json" 2>/dev/null; }
+# (Each member is {"id", "cgroup", "secrets"} since secrets are per member; older files held ids.)
+members() { jq -c '[.members[] | (.id? // .)]' "$PSTATE/containers/$1.json" 2>/dev/null; }
 # Lines reach the file within 50 ms (proxyd batches them).
 nslog() { sleep 0.2; cat "$PSTATE/log/$1.jsonl" 2>/dev/null; }
 HEZO_PROXYD_SOCKET=$SOCK hook wire \
