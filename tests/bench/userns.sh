@@ -23,6 +23,8 @@ export HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-bench-userns}
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 2; }
 [ "${HEZO_BENCH_LOCKED:-}" = 1 ] || exec env HEZO_BENCH_LOCKED=1 flock /run/hezo-engines.lock "$0" "$@"
 
+# The bench's own directory goes at exit when it made it (wrappers, policy, the shims' state).
+[ -e "$HEZO_TEST_DIR" ] || tap_cleanup "rm -rf '$HEZO_TEST_DIR'"
 hezo_dockerd_start || { echo "dockerd does not start" >&2; exit 2; }
 hezo_image_docker || { echo "cannot import $HEZO_TEST_IMAGE" >&2; exit 2; }
 hezo_write_policy docker
