@@ -83,6 +83,15 @@ int hezo_error_prefix(struct hezo_error **err, const char *fmt, ...)
 	return -(*err)->errnum;
 }
 
+int hezo_error_key(struct hezo_error **err, const char *key)
+{
+	if (!err || !*err)
+		return -EINVAL;
+	if (!(*err)->key)
+		(*err)->key = key;
+	return -(*err)->errnum;
+}
+
 void hezo_error_free(struct hezo_error *err)
 {
 	if (!err)

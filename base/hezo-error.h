@@ -7,6 +7,11 @@
 struct hezo_error {
 	int errnum; /* positive errno value */
 	char *msg;  /* "outer: inner: cause" */
+	/*
+	 * The policy key whose value refused this ("mounts.allowedSources"), a static string, or
+	 * NULL: the program that reports the error names the file that key was read from.
+	 */
+	const char *key;
 };
 
 /*
@@ -23,6 +28,9 @@ int hezo_error_set_errno(struct hezo_error **err, int errnum, const char *fmt, .
 /* Prefix the message in *err with "context: " and return -(*err)->errnum. */
 int hezo_error_prefix(struct hezo_error **err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Tag *err with the policy key that refused it (kept if one is there); returns -(*err)->errnum. */
+int hezo_error_key(struct hezo_error **err, const char *key);
 
 void hezo_error_free(struct hezo_error *err);
 

@@ -331,21 +331,24 @@ int hezo_policy_check_cgroups_path(const struct hezo_policy *p, struct hezo_json
 		char parent[PATH_MAX];
 
 		snprintf(parent, sizeof(parent), "%.*s", last == rel ? 1 : (int)(last - rel), rel);
-		if (!hezo_policy_cgroup_parent_allowed(&p->cgroup_parents, parent))
-			return hezo_error_set(err, EPERM,
-					      "linux.cgroupsPath %s: parent %s is not in the "
-					      "policy's cgroupParents",
-					      q, parent);
+		if (!hezo_policy_cgroup_parent_allowed(&p->cgroup_parents, parent)) {
+			hezo_error_set(err, EPERM,
+				       "linux.cgroupsPath %s: parent %s is not in the "
+				       "policy's cgroupParents",
+				       q, parent);
+			return hezo_error_key(err, "cgroupParents");
+		}
 	}
 	/* An engine creates its containers below an entry: a box there would hold them all. */
 	for (size_t i = 0; i < p->cgroup_parents.n; i++)
-		if (strcmp(p->cgroup_parents.v[i], rel) == 0)
-			return hezo_error_set(
-				err, EPERM,
-				"linux.cgroupsPath %s: %s is itself in the policy's "
-				"cgroupParents, where engines create their containers' "
-				"cgroups",
-				q, rel);
+		if (strcmp(p->cgroup_parents.v[i], rel) == 0) {
+			hezo_error_set(err, EPERM,
+				       "linux.cgroupsPath %s: %s is itself in the policy's "
+				       "cgroupParents, where engines create their containers' "
+				       "cgroups",
+				       q, rel);
+			return hezo_error_key(err, "cgroupParents");
+		}
 	l = live_nested(env, rel);
 	if (l)
 		return hezo_error_set(

@@ -175,10 +175,11 @@ int hezo_policy_check_hooks(const struct hezo_policy *p, const struct hezo_json 
 			    docker_setkey(p, list->items[i], path, env))
 				continue;
 			hezo_policy_quote(q, sizeof(q), path);
-			return hezo_error_set(err, EPERM,
-					      "hooks.%s[%zu] (%s): hooks run on the host as root; "
-					      "this one is not in the policy's allowedHooks",
-					      stage, i, q);
+			hezo_error_set(err, EPERM,
+				       "hooks.%s[%zu] (%s): hooks run on the host as root; "
+				       "this one is not in the policy's allowedHooks",
+				       stage, i, q);
+			return hezo_error_key(err, "allowedHooks");
 		}
 	}
 	return 0;

@@ -552,9 +552,10 @@ static int check_bind(const struct hezo_policy *p, const struct hezo_apply_env *
 			return r;
 	} else if (!under_any(resolved, &p->allowed_sources) &&
 		   !hezo_policy_in_workspace(p, resolved)) {
-		return hezo_policy_ferr(
-			err, "mounts[%zu] (%s): bind source %s is not under an allowed root", idx,
-			dest, shown);
+		hezo_policy_ferr(err,
+				 "mounts[%zu] (%s): bind source %s is not under an allowed root",
+				 idx, dest, shown);
+		return hezo_error_key(err, "mounts.allowedSources");
 	} else if (root) {
 		return hezo_policy_ferr(err,
 					"mounts[%zu] (%s): bind source %s holds an engine's state "

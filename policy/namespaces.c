@@ -427,10 +427,12 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 			/* The host's user or time namespace is the same as having none. */
 			if (!ns_kinds[k].required && !ns_kinds[k].host_bit)
 				continue;
-			if (!(ns_kinds[k].host_bit & p->allow_host_ns))
-				return hezo_policy_ferr(
-					err, "linux.namespaces: host %s namespace not allowed",
-					type);
+			if (!(ns_kinds[k].host_bit & p->allow_host_ns)) {
+				hezo_policy_ferr(err,
+						 "linux.namespaces: host %s namespace not allowed",
+						 type);
+				return hezo_error_key(err, "namespaces.allowHost");
+			}
 			continue;
 		}
 		own[k] = true;
@@ -438,13 +440,15 @@ int hezo_policy_check_namespaces(const struct hezo_policy *p, struct hezo_json *
 	for (size_t k = 0; k < HEZO_ARRAY_SIZE(ns_kinds); k++) {
 		if (own[k])
 			continue;
-		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns))
-			return hezo_policy_ferr(err,
-						"linux.namespaces: host %s namespace not allowed",
-						ns_kinds[k].type);
-		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user)
-			return hezo_policy_ferr(err,
-						"linux.namespaces: a user namespace is required");
+		if (ns_kinds[k].required && !(ns_kinds[k].host_bit & p->allow_host_ns)) {
+			hezo_policy_ferr(err, "linux.namespaces: host %s namespace not allowed",
+					 ns_kinds[k].type);
+			return hezo_error_key(err, "namespaces.allowHost");
+		}
+		if (strcmp(ns_kinds[k].type, "user") == 0 && p->require_user) {
+			hezo_policy_ferr(err, "linux.namespaces: a user namespace is required");
+			return hezo_error_key(err, "namespaces.requireUser");
+		}
 	}
 	return 0;
 }

@@ -304,18 +304,22 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		enum hezo_backend b;
 		if (hezo_backend_from_name(val, &b) < 0)
 			return annotation_err(err, key, val, "not a backend (runsc, runc, crun)");
-		if (!p->allow_backends[b])
-			return annotation_err(err, key, val, "backend not in allowBackends");
+		if (!p->allow_backends[b]) {
+			annotation_err(err, key, val, "backend not in allowBackends");
+			return hezo_error_key(err, "allowBackends");
+		}
 		p->backend = b;
 		return 0;
 	}
 	if (strcmp(k, "memory") == 0) {
 		if (hezo_policy_parse_size_text(val, &n) < 0 || n == 0)
 			return annotation_err(err, key, val, "not a size");
-		if (n > p->memory)
-			return annotation_err(err, key, val,
-					      "above the policy's memory ceiling %" PRIu64 " bytes",
-					      p->memory);
+		if (n > p->memory) {
+			annotation_err(err, key, val,
+				       "above the policy's memory ceiling %" PRIu64 " bytes",
+				       p->memory);
+			return hezo_error_key(err, "resources.memory");
+		}
 		p->memory = n;
 		return 0;
 	}
@@ -324,20 +328,23 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 		    !isdigit((unsigned char)val[0]) ||
 		    !isdigit((unsigned char)val[strlen(val) - 1]))
 			return annotation_err(err, key, val, "not a whole number above 0");
-		if (n > p->pids)
-			return annotation_err(err, key, val,
-					      "above the policy's pids ceiling %" PRIu64, p->pids);
+		if (n > p->pids) {
+			annotation_err(err, key, val, "above the policy's pids ceiling %" PRIu64,
+				       p->pids);
+			return hezo_error_key(err, "resources.pids");
+		}
 		p->pids = n;
 		return 0;
 	}
 	if (strcmp(k, "cpus") == 0) {
 		if (hezo_policy_parse_cpus_text(val, &n) < 0)
 			return annotation_err(err, key, val, "not a CPU count");
-		if (n > p->cpus_milli)
-			return annotation_err(err, key, val,
-					      "above the policy's CPU ceiling %" PRIu64
-					      ".%03" PRIu64,
-					      p->cpus_milli / 1000, p->cpus_milli % 1000);
+		if (n > p->cpus_milli) {
+			annotation_err(err, key, val,
+				       "above the policy's CPU ceiling %" PRIu64 ".%03" PRIu64,
+				       p->cpus_milli / 1000, p->cpus_milli % 1000);
+			return hezo_error_key(err, "resources.cpus");
+		}
 		p->cpus_milli = n;
 		return 0;
 	}
@@ -359,8 +366,9 @@ static int apply_annotation(struct hezo_policy *p, const char *key, const char *
 				char q[256];
 				hezo_policy_quote(q, sizeof(q), tok);
 				hezo_strv_done(&s);
-				return annotation_err(err, key, val,
-						      "%s is not in the policy's egress.allow", q);
+				annotation_err(err, key, val,
+					       "%s is not in the policy's egress.allow", q);
+				return hezo_error_key(err, "egress.allow");
 			}
 			if (!hezo_strv_contains(&s, tok) && hezo_strv_push(&s, tok) < 0) {
 				hezo_strv_done(&s);

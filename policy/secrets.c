@@ -152,10 +152,10 @@ int hezo_policy_secrets_annotation(struct hezo_policy *p, const char *key, const
 			hezo_policy_quote(qv, sizeof(qv), val);
 			hezo_policy_quote(qt, sizeof(qt), tok);
 			/* A workload may drop secrets, never name one into being. */
-			return hezo_error_set(err, EINVAL,
-					      "annotation %s=%s: %s is not one of the policy's "
-					      "secrets",
-					      qk, qv, qt);
+			hezo_error_set(err, EINVAL,
+				       "annotation %s=%s: %s is not one of the policy's secrets",
+				       qk, qv, qt);
+			return hezo_error_key(err, "secrets");
 		}
 		if (!hezo_json_get(keep, tok) && hezo_json_set(keep, tok, hezo_json_clone(s)) < 0)
 			return hezo_error_set(err, ENOMEM, "out of memory");

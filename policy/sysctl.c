@@ -110,12 +110,13 @@ int hezo_policy_check_sysctl(const struct hezo_policy *p, struct hezo_json *linu
 			continue;
 		}
 		hezo_policy_quote(q, sizeof(q), sc->keys[i]);
-		if (!s)
-			return hezo_policy_ferr(
-				err,
-				"linux.sysctl: %s is not one of the sysctls the policy "
-				"allows",
-				q);
+		if (!s) {
+			hezo_policy_ferr(err,
+					 "linux.sysctl: %s is not one of the sysctls the policy "
+					 "allows",
+					 q);
+			return hezo_error_key(err, "sysctls");
+		}
 		if (!v)
 			return hezo_policy_ferr(err, "linux.sysctl: %s: expected a string", q);
 		if (s->any)

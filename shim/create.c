@@ -896,6 +896,8 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 	env.live_cgroups = live;
 	env.n_live_cgroups = nlive;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
+	if (r < 0) /* every field it names is the bundle's config.json's */
+		hezo_error_prefix(err, "config.json");
 	shim_live_cgroups_free(live, nlive);
 	r = r ?: state_overlaps(ctx, t, id, held, &mounts, err);
 	return r ?: shim_workspace_judge(base, p, held, &mounts, err);
@@ -1031,6 +1033,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = r
 		    ?: hezo_policy_for_container(base, hezo_spec_annotations(spec), ctx->g.project,
 						 &p, err);
+	if (r == 0)
+		shim_note_project(ctx, p);
 	r = r ?: shim_target_from_policy(p, &t, err);
 	if (r < 0)
 		return r;
@@ -1068,11 +1072,11 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	    hezo_json_get(hezo_json_get_path(spec, "linux.sysctl"), "kernel.domainname") &&
 	    (plan != SHIM_USERNS_OWN || !hezo_spec_namespace(spec, "uts") ||
 	     hezo_json_get(hezo_spec_namespace(spec, "uts"), "path")))
-		r = hezo_error_set(
-			err, EINVAL,
-			"linux.sysctl: \"kernel.domainname\": %s cannot set it in a UTS namespace "
-			"the box joins (only in a new one of its own)",
-			hezo_backend_name(t.backend));
+		r = hezo_error_set(err, EINVAL,
+				   "config.json: linux.sysctl: \"kernel.domainname\": %s cannot "
+				   "set it in a UTS namespace "
+				   "the box joins (only in a new one of its own)",
+				   hezo_backend_name(t.backend));
 	/*
 	 * What the backend hands the box as it is: after the bundle's own reasons, before anything
 	 * is written. A regular file only where the box cannot reopen it as host root: runsc's

@@ -74,11 +74,28 @@ void shim_log(struct shim_ctx *ctx, const char *level, const char *fmt, ...)
 	va_end(ap);
 }
 
+void shim_note_project(struct shim_ctx *ctx, const struct hezo_policy *p)
+{
+	const char *name = hezo_policy_project(p);
+
+	ctx->project_file[0] = '\0';
+	if (name && snprintf(ctx->project_file, sizeof(ctx->project_file), "%s/%s.json",
+			     hezo_policy_projects_dir(p), name) >= (int)sizeof(ctx->project_file))
+		ctx->project_file[0] = '\0';
+}
+
 int shim_report(struct shim_ctx *ctx, const struct hezo_error *err)
 {
 	const char *msg = err && err->msg ? err->msg : "unknown error";
+	_cleanup_free_ char *keyed = NULL;
 	char line[4096];
 	int n;
+
+	/* A refusal by a policy key names the key and the files its value came from. */
+	if (err && err->msg && err->key &&
+	    asprintf(&keyed, "%s (%s in %s%s%s)", err->msg, err->key, ctx->policy_path,
+		     ctx->project_file[0] ? " and " : "", ctx->project_file) >= 0)
+		msg = keyed;
 
 	shim_log(ctx, "error", "%s", msg);
 	if (!ctx->fail_stderr || !ctx->g.log || !*ctx->g.log)

@@ -29,6 +29,8 @@ struct shim_ctx {
 	bool fail_stderr;
 	/* Set on the backend's process before execve (shim_exec, shim_spawn_wait); NULL: none. */
 	const struct shim_rlimits *backend_rlimits;
+	/* The chosen project's file ("" for none): a refusal by a policy key names it too. */
+	char project_file[PATH_MAX];
 };
 
 /*
@@ -83,6 +85,8 @@ bool shim_debug(const struct shim_ctx *ctx);
  * --log (containerd's update, runc's "does not exist" answers). Returns the exit status, 1.
  */
 int shim_report(struct shim_ctx *ctx, const struct hezo_error *err);
+/* Remember p's project file for shim_report (a policy key's value may come from it). */
+void shim_note_project(struct shim_ctx *ctx, const struct hezo_policy *p);
 
 /* backend.c: where a container's calls go and how they are adapted to that backend. */
 struct shim_target {

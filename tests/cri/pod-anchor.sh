@@ -97,7 +97,7 @@ expect_eq "$(jq -r '.annotations["io.kubernetes.cri.sandbox-uid"]' "$TASKS/$E/co
 if [ -n "$APP_ROWS" ]; then
 	thief "$E" "$ECFG" loot "$UP"
 	expect_ne "$RC" 0 "[annotation] its app container binding P's Secret is refused"
-	expect_match "$OUT" "hezo-shim: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is pod $UP's, not this container's pod $UE" \
+	expect_match "$OUT" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is pod $UP's, not this container's pod $UE" \
 		"[annotation] ... naming the mount and its own pod"
 	one_line "$OUT" "[annotation] ... one line"
 fi
@@ -160,7 +160,7 @@ if [ -n "$APP_ROWS" ]; then
 			read -r label root b <<<"$c"
 			mimic "$label" "$root" "$b"
 			expect_ne "$RC" 0 "[mimic $label] a raw create with the pod's CRI keys gets no pod volume"
-			expect_match "$(cat "$CRI_DIR/$label.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox\$" \
+			expect_match "$(cat "$CRI_DIR/$label.err")" "^hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox\$" \
 				"[mimic $label] ... in one line naming the mount"
 			expect_eq "$(wc -l <"$CRI_DIR/$label.err" | tr -d ' ')" 1 "[mimic $label] ... exactly one line" ||
 				diag "$(cat "$CRI_DIR/$label.err")"
@@ -187,7 +187,7 @@ if [ -n "$APP_ROWS" ]; then
 	kubelet_pod "$UA"
 	thief "$A" "$ACFG" loot "$UA"
 	expect_ne "$RC" 0 "[ahead] its app container binding the pod's Secret kubelet made later is refused"
-	expect_match "$OUT" "hezo-shim: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox" \
+	expect_match "$OUT" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/s\\): bind source .* is a pod's and this container is no app container of a running pod sandbox" \
 		"[ahead] ... naming the mount"
 	one_line "$OUT" "[ahead] ... one line"
 	expect_ne "$OUT" "secret-of-$UA" "[ahead] ... and reads no Secret"

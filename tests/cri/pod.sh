@@ -149,7 +149,7 @@ for bad in "$KROOT/pods/$OUID/volumes/kubernetes.io~configmap/settings|is pod $O
 		mounts: [{container_path: "/loot", host_path: $s, readonly: true}]}')")" 2>&1) &&
 		out=$(cri_start_container "$id" 2>&1) && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[volumes] StartContainer binding ${src#"$CRI_DIR"/} is refused"
-	expect_match "$out" "hezo-shim: mounts\[[0-9]+\] \(/loot\): bind source $src $want" \
+	expect_match "$out" "hezo-shim: config.json: mounts\[[0-9]+\] \(/loot\): bind source $src $want" \
 		"[volumes] the refusal names the mount and why (${want%% *}...)"
 	expect_eq "$(grep -o 'hezo-shim: ' <<<"$out" | wc -l)" 1 "[volumes] in one line"
 	cri RemoveContainer "{\"container_id\":\"$id\"}" >/dev/null

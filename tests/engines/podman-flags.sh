@@ -185,7 +185,7 @@ err=$(pm --runtime "$RT" run --rm --name "$NAME" "${RUNFLAGS[@]}" --sysctl net.i
 	"$IMG" cat /proc/sys/net/ipv4/conf/all/route_localnet 2>&1 >/dev/null </dev/null) && rc=0 || rc=$?
 diag "[$label] podman said: $err"
 expect_ne "$rc" 0 "[$label] podman run fails"
-expect_match "$err" 'hezo-shim: linux\.sysctl: "net\.ipv4\.conf\.all\.route_localnet"' "[$label] the shim's reason names the sysctl"
+expect_match "$err" 'hezo-shim: config.json: linux\.sysctl: "net\.ipv4\.conf\.all\.route_localnet"' "[$label] the shim's reason names the sysctl"
 expect_eq "$(grep -c . <<<"$err")" 1 "[$label] podman's error output is one line"
 expect_eq "$(pm ps -aq --filter "name=^$NAME\$" 2>&1)" "" "[$label] no container left"
 label="--sysctl kernel.shm_rmid_forced=1"
@@ -285,7 +285,7 @@ err=$(pm --runtime "$RT_B" run --rm --name "$NAME" "${RUNFLAGS[@]}" -v "$VA:/dat
 diag "[$label] podman said: $err"
 expect_ne "$rc" 0 "[$label] podman run -v $VA:/data (project $PB) fails"
 expect_no_match "$(cat "$HEZO_TEST_DIR/volx.out")" kept-across "[$label] nothing of it was read"
-expect_match "$err" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume $VA belongs to project $PA; this container's project is $PB" \
+expect_match "$err" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): volume $VA belongs to project $PA; this container's project is $PB" \
 	"[$label] the shim's reason names the volume and both projects"
 expect_eq "$(grep -c . <<<"$err")" 1 "[$label] podman's error output is one line"
 new_name voly

@@ -188,7 +188,7 @@ hezo_make_bundle "$HEZO_TEST_DIR/raw-bundle" "$id" '["true"]' ".root.path = \"$m
 hezo_shim --root "$RAWROOT" create -b "$HEZO_TEST_DIR/raw-bundle" "$id" >"$HEZO_TEST_DIR/raw.out" \
 	2>"$HEZO_TEST_DIR/raw.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[reuse] create of the running container's ID under another --root, on its merged dir, is refused"
-expect_match "$(cat "$HEZO_TEST_DIR/raw.err")" "^hezo-shim: root\\.path $merged: it is podman's root filesystem for container $id, which already runs \\(.+\\)\$" \
+expect_match "$(cat "$HEZO_TEST_DIR/raw.err")" "^hezo-shim: config.json: root\\.path $merged: it is podman's root filesystem for container $id, which already runs \\(.+\\)\$" \
 	"[reuse] one line naming root.path, the container and where it runs"
 expect_eq "$(wc -l <"$HEZO_TEST_DIR/raw.err" | tr -d ' ')" 1 "[reuse] exactly one line on stderr" || diag "$(cat "$HEZO_TEST_DIR/raw.err")"
 expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$id")" 0 "[reuse] no container under the other --root"

@@ -43,6 +43,10 @@ fresh_bundle()
 	printf '%s\n' "$VALID" >"$B/config.json"
 }
 
+# What every refusal names: the file its cause is in (the bundle's config.json, a policy file, the
+# bundle) or the command line's word (a flag, the command).
+NAMES_SOURCE='(config\.json: |policy /|bundle /| in /[^ ]+\.json( and /[^ ]+\.json)?\)$|--[a-z]|command "|global flag)'
+
 # expect_refused NAME REASON_ERE BUNDLE_DIR SHIM_ARGS...: run the shim twice (stderr, then
 # --log FILE --log-format json) and check everything a refusal must give.
 expect_refused()
@@ -68,6 +72,8 @@ expect_refused()
 	expect_eq "$lines" 1 "[$name] exactly one line on stderr" || diag "$(head -c 2000 "$err")"
 	expect_match "$(head -n 1 "$err")" '^hezo-shim: ' "[$name] the line starts with 'hezo-shim: '"
 	expect_match "$(head -n 1 "$err")" "$reason" "[$name] the reason matches /$reason/"
+	expect_match "$(head -n 1 "$err")" "$NAMES_SOURCE" \
+		"[$name] the line names the file (config.json, the policy, the bundle) or the flag it is about"
 	expect_eq "$(wc -c <"$out" | tr -d ' ')" 0 "[$name] nothing on stdout"
 
 	# 2. With --log FILE --log-format json: one JSON line, as containerd reads it.
@@ -153,6 +159,19 @@ mount_case enginedir '\(/dev/shm\): bind source .*/engine/containers is in an en
 	'.mounts += [{destination: "/dev/shm", type: "bind", source: "'"$WORK/engine/containers"'",
 		options: ["rbind", "rw"]}]'
 hezo_write_policy bundle
+# A refusal by a policy key names the key and the file it is in (README, "What the box is"), and
+# the project's file too when the container has a project (its value may come from there).
+mount_case hostroot "^hezo-shim: config\\.json: mounts\\[[0-9]+\\] \\(/host\\): bind source / is not under an allowed root \\(mounts\\.allowedSources in $HEZO_TEST_POLICY\\)\$" \
+	'.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]'
+mkdir -p "$WORK/projects"
+printf '{}\n' >"$WORK/projects/alpha.json"
+hezo_write_policy bundle '.projectsDir = "'"$WORK/projects"'"'
+fresh_bundle hostroot-project
+jq '.mounts += [{destination: "/host", type: "bind", source: "/", options: ["rbind", "rw"]}]' \
+	<<<"$VALID" >"$B/config.json"
+expect_refused hostroot-project "\\(/host\\): bind source / is not under an allowed root \\(mounts\\.allowedSources in $HEZO_TEST_POLICY and $WORK/projects/alpha\\.json\\)\$" \
+	"$B" --hezo-project alpha create -b "$B"
+hezo_write_policy bundle
 mount_case rlimitbogus 'process\.rlimits\[0\]\.type: unknown rlimit "RLIMIT_BOGUS"' \
 	'.process.rlimits = [{type: "RLIMIT_BOGUS", hard: 1, soft: 1}]'
 
@@ -210,7 +229,7 @@ bad_spec nsipcforeign "linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPI
 bad_spec nsutsforeign "linux\\.namespaces\\[[0-9]+\\] \\(uts\\): path /proc/$FPID_IPC/ns/uts is a namespace that processes" \
 	'.linux.namespaces |= map(if .type == "uts" then .path = "/proc/'"$FPID_IPC"'/ns/uts" else . end)'
 # The host's own namespaces by another name: the existing host rule.
-bad_spec nshostpid 'host pid namespace not allowed' \
+bad_spec nshostpid "config\\.json: linux\\.namespaces: host pid namespace not allowed \\(namespaces\\.allowHost in $HEZO_TEST_POLICY\\)\$" \
 	'.linux.namespaces |= map(if .type == "pid" then .path = "/proc/'"$$"'/ns/pid" else . end)'
 
 # cgroupsPath: another cgroup, the root, a way up, a foreign parent, an existing busy cgroup.
@@ -219,7 +238,7 @@ bad_spec cgother 'linux\.cgroupsPath "/some-other-cgroup": the cgroup.s name is 
 bad_spec cgroot 'linux\.cgroupsPath "/": not a clean absolute path' '.linux.cgroupsPath = "/"'
 bad_spec cgdotdot 'linux\.cgroupsPath "/hezo-test/\.\./x": not a clean' '.linux.cgroupsPath = "/hezo-test/../x"'
 BAD_ID=hezo-bad-cgparent-$(hezo_rand)
-bad_spec cgparent "linux\\.cgroupsPath \"/user\\.slice/$BAD_ID\": parent /user\\.slice is not in the policy.s cgroupParents" \
+bad_spec cgparent "linux\\.cgroupsPath \"/user\\.slice/$BAD_ID\": parent /user\\.slice is not in the policy.s cgroupParents \\(cgroupParents in $HEZO_TEST_POLICY\\)\$" \
 	".linux.cgroupsPath = \"/user.slice/$BAD_ID\""
 BAD_ID=hezo-bad-cgbusy-$(hezo_rand)
 BUSY=/sys/fs/cgroup/pids/hezo-test/$BAD_ID
@@ -299,7 +318,7 @@ expect_refused rootlink "root\\.path escape resolves to $TEMPLATE/rootfs: neithe
 
 # hooks: host root with every capability, in every stage; Docker's hook only from dockerd.
 for stage in prestart createRuntime createContainer startContainer poststart poststop; do
-	bad_spec "hook-$stage" "hooks\\.$stage\\[0\\] \\(\"/bin/sh\"\\): hooks run on the host as root" \
+	bad_spec "hook-$stage" "hooks\\.$stage\\[0\\] \\(\"/bin/sh\"\\): hooks run on the host as root.* \\(allowedHooks in $HEZO_TEST_POLICY\\)\$" \
 		".hooks.$stage = [{path: \"/bin/sh\", args: [\"sh\", \"-c\", \"touch $WORK/pwned\"]}]"
 done
 bad_spec hook-setkey-fake 'hooks\.prestart\[0\] \("/proc/self/exe"\)' \

@@ -184,7 +184,7 @@ for sc in "net.ipv4.conf.all.route_localnet=1" "net.ipv4.ip_local_port_range=80 
 		rc=0 || rc=$?
 	expect_ne "$rc" 0 "[--sysctl $sc] docker run fails"
 	key=${sc%%=*}
-	expect_match "$out" "hezo-shim: linux.sysctl: \"${key//./\\.}\"" "[--sysctl $sc] the shim's reason names the sysctl" || diag "$out"
+	expect_match "$out" "hezo-shim: config.json: linux.sysctl: \"${key//./\\.}\"" "[--sysctl $sc] the shim's reason names the sysctl" || diag "$out"
 	expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[--sysctl $sc] the reason is one line"
 done
 new_name sysctlok
@@ -371,13 +371,13 @@ new_name fakeinit
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" \
 	-v "$HEZO_TEST_DIR/fakeinit/docker-init:/sbin/docker-init:ro" "$IMG" true 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[$label] docker run -v DIR/docker-init:/sbin/docker-init fails"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/sbin/docker-init\\): bind source $HEZO_TEST_DIR/fakeinit/docker-init is not under an allowed root" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/sbin/docker-init\\): bind source $HEZO_TEST_DIR/fakeinit/docker-init is not under an allowed root" \
 	"[$label] refused naming the source" || diag "$out"
 # Docker's own init bound anywhere but /sbin/docker-init: refused the same way.
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" \
 	-v "$DOCKER_INIT:/bin/init:ro" "$IMG" true 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[$label] docker run -v $DOCKER_INIT:/bin/init fails"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/bin/init\\): bind source $DOCKER_INIT .*is not under an allowed root" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/bin/init\\): bind source $DOCKER_INIT .*is not under an allowed root" \
 	"[$label] ... refused naming the source" || diag "$out"
 
 # --- --domainname: kernel.domainname in the box's own UTS namespace --------------------------------
@@ -408,7 +408,7 @@ new_name domainbad
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT" --name "$NAME" --domainname 'x test' "$IMG" true 2>&1 </dev/null) &&
 	rc=0 || rc=$?
 expect_ne "$rc" 0 "[--domainname 'x test'] docker run fails"
-expect_match "$out" 'hezo-shim: linux.sysctl: "kernel.domainname": "x test" is not' \
+expect_match "$out" 'hezo-shim: config.json: linux.sysctl: "kernel.domainname": "x test" is not' \
 	"[--domainname 'x test'] the shim's reason names it" || diag "$out"
 
 # --- device nodes an image layer ships (issue 26.2) ------------------------------------------------

@@ -114,7 +114,7 @@ for vol in "/:/host" "/var/run/docker.sock:/s" "/var/lib/docker/containers:/dev/
 		expect_match "$out" 'hezo-shim: .*/host' "[-v $vol] the reason names the mount"
 	elif [ "${vol#*:}" = /dev/shm ]; then
 		# Every container's config.v2.json, hostconfig.json and logs, read-write.
-		expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/dev/shm\\): bind source /var/lib/docker/containers is in an engine's state" \
+		expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/dev/shm\\): bind source /var/lib/docker/containers is in an engine's state" \
 			"[-v $vol] the reason names the mount and the engine's state"
 	else
 		expect_match "$out" 'hezo-shim: .*(docker\.sock|[" ]/s([" :,]|$))' "[-v $vol] the reason names the mount"
@@ -332,7 +332,7 @@ for rt in "$RT" runc; do
 	else
 		where="a container of hezo-shim's under --root /(var/)?run/docker/runtime-runc/moby"
 	fi
-	expect_match "$(cat "$RAWB/$rt.err")" "^hezo-shim: root\\.path $MERGED: it is Docker's root filesystem for container $CID, which already runs \\($where\\)\$" \
+	expect_match "$(cat "$RAWB/$rt.err")" "^hezo-shim: config.json: root\\.path $MERGED: it is Docker's root filesystem for container $CID, which already runs \\($where\\)\$" \
 		"[reuse $rt] one line naming root.path, the container and where it runs"
 	expect_eq "$(wc -l <"$RAWB/$rt.err" | tr -d ' ')" 1 "[reuse $rt] exactly one line on stderr" || diag "$(cat "$RAWB/$rt.err")"
 	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container under the other --root"
@@ -345,7 +345,7 @@ for rt in "$RT" runc; do
 		bail_out "cannot make bundle"
 	hezo_shim --root "$RAWROOT" create -b "$RAWB/$rt-files" "$CID" >"$RAWB/$rt-files.out" 2>"$RAWB/$rt-files.err" </dev/null && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[reuse $rt] its /etc/hosts under its reused ID is refused"
-	expect_match "$(cat "$RAWB/$rt-files.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/etc/hosts\\): bind source is container $CID's file for /etc/hosts, and that container already runs \\(" \
+	expect_match "$(cat "$RAWB/$rt-files.err")" "^hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/etc/hosts\\): bind source is container $CID's file for /etc/hosts, and that container already runs \\(" \
 		"[reuse $rt] one line naming the mount, the container and where it runs"
 	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container made for its files"
 	hezo_bundle_cleanup "$RAWROOT" "$CID"
@@ -354,7 +354,7 @@ for rt in "$RT" runc; do
 		bail_out "cannot make bundle"
 	hezo_shim --root "$RAWROOT" create -b "$RAWB/$rt-setkey" "$CID" >"$RAWB/$rt-setkey.out" 2>"$RAWB/$rt-setkey.err" </dev/null && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[reuse $rt] Docker's setkey hook under its reused ID is refused"
-	expect_match "$(cat "$RAWB/$rt-setkey.err")" '^hezo-shim: hooks\.prestart\[0\]' "[reuse $rt] one line naming the hook"
+	expect_match "$(cat "$RAWB/$rt-setkey.err")" '^hezo-shim: config.json: hooks\.prestart\[0\]' "[reuse $rt] one line naming the hook"
 	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[reuse $rt] no container made for the hook"
 	hezo_bundle_cleanup "$RAWROOT" "$CID"
 	hezo_docker rm -f "$NAME" >/dev/null 2>&1
@@ -375,7 +375,7 @@ for f in hosts resolv.conf hostname; do
 	hezo_shim --root "$RAWROOT" create -b "$RAWB/stopped-$f" "$CID" >"$RAWB/stopped-$f.out" 2>"$RAWB/stopped-$f.err" </dev/null && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[stopped] its /etc/$f under its ID, from a bundle of the caller's, is refused"
 	expect_eq "$(cat "$RAWB/stopped-$f.err")" \
-		"hezo-shim: mounts[$(jq '.mounts | length - 1' "$RAWB/stopped-$f/config.json")] (/etc/$f): bind source is container $CID's file for /etc/$f, and this bundle ($RAWB/stopped-$f) is not an engine's own bundle for $CID" \
+		"hezo-shim: config.json: mounts[$(jq '.mounts | length - 1' "$RAWB/stopped-$f/config.json")] (/etc/$f): bind source is container $CID's file for /etc/$f, and this bundle ($RAWB/stopped-$f) is not an engine's own bundle for $CID" \
 		"[stopped] one line naming the mount, the container and the bundle ($f)"
 	expect_eq "$(hezo_backend_ids "$RAWROOT" | grep -cxF "$CID")" 0 "[stopped] no container made for its $f"
 	hezo_bundle_cleanup "$RAWROOT" "$CID"

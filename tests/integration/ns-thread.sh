@@ -320,13 +320,13 @@ touch "/run/netns/$KIND_NS" && tap_cleanup "rm -f '/run/netns/$KIND_NS'" &&
 	unshare --ipc="/run/netns/$KIND_NS" true && tap_cleanup "umount '/run/netns/$KIND_NS'" ||
 	bail_out "cannot pin an IPC namespace at /run/netns/$KIND_NS"
 attempt kind '["true"]' "$(setns_filter network "/run/netns/$KIND_NS")"
-expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$KIND_NS is a namespace of kind ipc, not network\$" \
+expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path /run/netns/$KIND_NS is a namespace of kind ipc, not network\$" \
 	"[kind] an IPC namespace named as the network one is refused in one line"
 
 # --- a path that is no namespace: judged without opening it (a device could act on an open) --------
 mkfifo -m 0600 "$WORK/fifo" || bail_out "cannot make a FIFO"
 HEZO_SHIM_TIMEOUT=20 attempt fifo '["true"]' "$(setns_filter network "$WORK/fifo")"
-expect_match "$RC:$(wc -l <<<"$ERR"):$ERR" "^[1-9][0-9]*:1:hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $WORK/fifo is not a namespace\$" \
+expect_match "$RC:$(wc -l <<<"$ERR"):$ERR" "^[1-9][0-9]*:1:hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\(network\\): path $WORK/fifo is not a namespace\$" \
 	"[fifo] a FIFO named as a namespace is refused at the check, in one line"
 
 tap_done

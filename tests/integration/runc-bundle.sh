@@ -157,7 +157,7 @@ hezo_shim --root "$ROOT" run -b "$B" "$ID" >"$WORK/edited.out" 2>"$WORK/edited.e
 expect_ne "$rc" 0 "[run again, edited] refused"
 expect_eq "$(wc -l <"$WORK/edited.err" | tr -d ' ')" 1 "[run again, edited] one line on stderr" ||
 	diag "$(cat "$WORK/edited.err")"
-expect_match "$(cat "$WORK/edited.err")" '^hezo-shim: mounts\[[0-9]+\] \(/dev/\.hezo-init\): bind source .* is not under an allowed root$' \
+expect_match "$(cat "$WORK/edited.err")" '^hezo-shim: config.json: mounts\[[0-9]+\] \(/dev/\.hezo-init\): bind source .* is not under an allowed root \(mounts\.allowedSources in [^)]*\)$' \
 	"[run again, edited] the helper's bind is refused"
 mkdir -p "$WORK/edited-plain" && cp -a "$B/rootfs" "$WORK/edited-plain/rootfs" && cp "$WORK/edited.json" "$WORK/edited-plain/config.json"
 hezo_shim --root "$ROOT" run -b "$WORK/edited-plain" "$ID" >/dev/null 2>"$WORK/edited-plain.err" </dev/null
@@ -451,7 +451,7 @@ hezo_shim --root "$ROOT" create -b "$WORK/inner" "$ID" >"$WORK/inner.out" 2>"$WO
 	rc=0 || rc=$?
 expect_ne "$rc" 0 "[nest] a box whose cgroupsPath is below the running box's is refused"
 expect_eq "$(cat "$WORK/inner.err")" \
-	"hezo-shim: linux.cgroupsPath \"/hezo-test/$OUTER/$ID\": it is below container $OUTER's cgroup /hezo-test/$OUTER (one's limits, pause and kill --all would reach the other)" \
+	"hezo-shim: config.json: linux.cgroupsPath \"/hezo-test/$OUTER/$ID\": it is below container $OUTER's cgroup /hezo-test/$OUTER (one's limits, pause and kill --all would reach the other)" \
 	"[nest] one line naming the field, the running container and its cgroup"
 check_fails "[nest] no cgroup made below the running box's" test -d "$OPIDS/$ID"
 expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[nest] no inner container"
@@ -586,7 +586,7 @@ hezo_make_bundle "$WORK/nsforeign" "$ID" '["true"]' \
 hezo_shim --root "$ROOT" create -b "$WORK/nsforeign" "$ID" >"$WORK/nsforeign.out" 2>"$WORK/nsforeign.err" </dev/null &&
 	rc=0 || rc=$?
 expect_ne "$rc" 0 "[ns foreign] joining the IPC namespace of a process that is no container's is refused"
-expect_match "$(cat "$WORK/nsforeign.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
+expect_match "$(cat "$WORK/nsforeign.err")" "^hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$FPID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
 	"[ns foreign] one line naming the field and the reason"
 kill "$FPID" 2>/dev/null
 
@@ -611,7 +611,7 @@ if [ -n "$ARECORD" ] && jq --arg id "$PLANT" --arg cg "/hezo-test/$PLANT" '.id =
 	hezo_shim --root "$ROOT" create -b "$WORK/nsplant" "$ID" >"$WORK/nsplant.out" 2>"$WORK/nsplant.err" </dev/null &&
 		rc=0 || rc=$?
 	expect_ne "$rc" 0 "[ns planted] a record the backend knows nothing of makes no process a container's"
-	expect_match "$(cat "$WORK/nsplant.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PLANT_PID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
+	expect_match "$(cat "$WORK/nsplant.err")" "^hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PLANT_PID/ns/ipc is a namespace that processes of no hezo-shim container are in" \
 		"[ns planted] one line naming the field and the reason"
 	hezo_bundle_cleanup "$ROOT" "$ID"
 	rm -f "$(dirname "$ARECORD")/$PLANT.json"
@@ -648,7 +648,7 @@ for proj in beta alpha; do
 	[ "$rc" = 0 ] || wait "$!" 2>/dev/null
 	if [ "$proj" = beta ]; then
 		expect_ne "$rc" 0 "[ns project] a container of project beta may not join alpha's namespaces"
-		expect_match "$(cat "$WORK/ns$proj-join.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PAPID/ns/ipc: it is container $PA.s, of project alpha; this container.s project is beta" \
+		expect_match "$(cat "$WORK/ns$proj-join.err")" "^hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\(ipc\\): path /proc/$PAPID/ns/ipc: it is container $PA.s, of project alpha; this container.s project is beta" \
 			"[ns project] one line naming both projects"
 	else
 		expect_eq "$rc" 0 "[ns project] a container of project alpha joins alpha's namespaces" ||
@@ -747,7 +747,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	pod_create podnotask '["true"]' \
 		"$(pod_ann container "$S1" "$UID1" pod1) | $(pod_join "$S1PID") | $(secret_of "$UID1")"
 	expect_ne "$RC" 0 "[pod] an app container of a sandbox that is no live engine task gets no pod volume"
-	expect_match "$(cat "$WORK/podnotask.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox$" \
+	expect_match "$(cat "$WORK/podnotask.err")" "^hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox$" \
 		"[pod] one line saying so"
 	hezo_bundle_cleanup "$ROOT" "$ID"
 fi
@@ -807,7 +807,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 		HEZO_TEST_POLICY=$WORK/policy-pods.json hezo_shim --root "$r" create -b "$b" "$ID" \
 			>"$WORK/podaway$away.out" 2>"$WORK/podaway$away.err" </dev/null && rc=0 || rc=$?
 		expect_ne "$rc" 0 "[pod] an app container of pod 1 whose own $away is not the engine's gets no pod volume"
-		expect_match "$(cat "$WORK/podaway$away.err")" "^hezo-shim: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox\$" \
+		expect_match "$(cat "$WORK/podaway$away.err")" "^hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/secrets/s\\): .* is a pod's and this container is no app container of a running pod sandbox\$" \
 			"[pod] ... in one line naming the mount ($away)"
 		hezo_bundle_cleanup "$r" "$ID"
 		rm -rf "$b" "$ROOT.other"
@@ -841,7 +841,7 @@ new_id podjoin
 pod_create podjoin '["true"]' \
 	"$(pod_ann x "hezo-it-pod2" "$UID2" pod2) | del(.annotations[\"io.kubernetes.cri.container-type\"]) | $(pod_join "$S1PID")"
 expect_ne "$RC" 0 "[pod] a container of another pod may not join pod 1's namespaces"
-expect_match "$(cat "$WORK/podjoin.err")" "^hezo-shim: linux\\.namespaces\\[[0-9]+\\] \\((ipc|network)\\): path /proc/$S1PID/ns/(ipc|net): it is container $S1.s, of project .* and another pod" \
+expect_match "$(cat "$WORK/podjoin.err")" "^hezo-shim: config.json: linux\\.namespaces\\[[0-9]+\\] \\((ipc|network)\\): path /proc/$S1PID/ns/(ipc|net): it is container $S1.s, of project .* and another pod" \
 	"[pod] one line naming the owner and the other pod"
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_bundle_cleanup "$ROOT" "$S1"
@@ -866,7 +866,7 @@ for where in raw engine; do
 	if [ $where = raw ]; then
 		expect_ne "$rc" 0 "[stopped] a stopped container's hosts file to a bundle of the caller's under its ID is refused"
 		expect_eq "$(cat "$WORK/stopped-$where.err")" \
-			"hezo-shim: mounts[$(jq '.mounts | length - 1' "$b/config.json")] (/etc/hosts): bind source is container $ID's file for /etc/hosts, and this bundle ($b) is not an engine's own bundle for $ID" \
+			"hezo-shim: config.json: mounts[$(jq '.mounts | length - 1' "$b/config.json")] (/etc/hosts): bind source is container $ID's file for /etc/hosts, and this bundle ($b) is not an engine's own bundle for $ID" \
 			"[stopped] one line naming the mount, the container and the bundle"
 		expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[stopped] no container made"
 	else
@@ -889,7 +889,7 @@ hezo_make_bundle "$WORK/fakedocker-b" "$ID" '["true"]' ".root.path = \"$FD/overl
 hezo_shim --root "$ROOT" create -b "$WORK/fakedocker-b" "$ID" >"$WORK/fakedocker.out" 2>"$WORK/fakedocker.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[root.path fake Docker root] a Docker-shaped tree outside Docker's data-root is refused"
 expect_eq "$(cat "$WORK/fakedocker.err")" \
-	"hezo-shim: root.path $FD/overlay2/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
+	"hezo-shim: config.json: root.path $FD/overlay2/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
 	"[root.path fake Docker root] one line naming root.path"
 hezo_bundle_cleanup "$ROOT" "$ID"
 new_id fakepodman
@@ -900,7 +900,7 @@ hezo_make_bundle "$WORK/fakepodman-b" "$ID" '["true"]' ".root.path = \"$FP/overl
 hezo_shim --root "$ROOT" create -b "$WORK/fakepodman-b" "$ID" >"$WORK/fakepodman.out" 2>"$WORK/fakepodman.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[root.path fake podman root] a podman-shaped tree outside podman's graphroot is refused"
 expect_eq "$(cat "$WORK/fakepodman.err")" \
-	"hezo-shim: root.path $FP/overlay/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
+	"hezo-shim: config.json: root.path $FP/overlay/l1/merged: neither inside the bundle nor the engine's root filesystem for this container" \
 	"[root.path fake podman root] one line naming root.path"
 hezo_bundle_cleanup "$ROOT" "$ID"
 
@@ -923,7 +923,7 @@ sleep 0.3
 hezo_make_bundle "$WORK/cgbusy" "$ID" '["true"]' 'del(.linux.cgroupsPath)' || bail_out "cannot make bundle"
 hezo_shim --root "$ROOT" create -b "$WORK/cgbusy" "$ID" >/dev/null 2>"$WORK/cgbusy.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[no cgroupsPath, /ID busy] refused"
-expect_match "$(cat "$WORK/cgbusy.err")" "^hezo-shim: linux.cgroupsPath \"/$ID\": the cgroup (exists and has processes in it|/sys/fs/cgroup/pids/$ID exists, and runsc)" \
+expect_match "$(cat "$WORK/cgbusy.err")" "^hezo-shim: config.json: linux.cgroupsPath \"/$ID\": the cgroup (exists and has processes in it|/sys/fs/cgroup/pids/$ID exists, and runsc)" \
 	"[no cgroupsPath, /ID busy] ... naming the cgroup it would join"
 expect_eq "$(hezo_backend_status "$ROOT" "$ID")" absent "[no cgroupsPath, /ID busy] no container"
 # runsc sets limits only in a cgroup it makes: an existing empty leaf is refused under it.
@@ -1143,7 +1143,7 @@ for step in "alpha|echo kept >/data/f && echo written" "alpha|cat /data/f" "beta
 	3)
 		expect_ne "$rc" 0 "[volume] project beta may not mount alpha_data"
 		expect_eq "$out" "" "[volume] beta read nothing"
-		expect_eq "$err" "hezo-shim: mounts[$(jq '.mounts | length - 1' "$B/config.json")] (/data): volume alpha_data belongs to project alpha; this container's project is beta" \
+		expect_eq "$err" "hezo-shim: config.json: mounts[$(jq '.mounts | length - 1' "$B/config.json")] (/data): volume alpha_data belongs to project alpha; this container's project is beta" \
 			"[volume] one line naming the volume and both projects"
 		;;
 	esac

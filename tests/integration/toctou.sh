@@ -333,7 +333,7 @@ hezo_make_bundle "$WORK/bindswap" "$ID" '["sh", "-c", "test -d /mnt/etc && echo 
 race_run bindswap "$WORK/bindswap" 'mv "$ALLOWED/x" "$ALLOWED/x.old" && ln -s / "$ALLOWED/x"'
 expect_eq "$(readlink "$ALLOWED/x")" / "[bind swap] the source was turned into a symlink to / while create waited"
 expect_match "$RACE_RC:$RACE_OUT:$(cat "$WORK/bindswap.err")" \
-	"^[1-9][0-9]*::hezo-shim: mounts\\[[0-9]+\\] \\(/mnt\\): bind source $ALLOWED/x \\(resolves to /\\) is not under an allowed root\$" \
+	"^[1-9][0-9]*::hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/mnt\\): bind source $ALLOWED/x \\(resolves to /\\) is not under an allowed root \\(mounts\\.allowedSources in [^)]*\\)\$" \
 	"[bind swap] judged again after the wait: refused for the host's /, and nothing ran"
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
@@ -410,7 +410,7 @@ hezo_busybox_rootfs "$WORK/evilroot" && touch "$WORK/evilroot/EVIL"
 race_run rootswap "$B" 'ln -sfn "$WORK/evilroot" "$B/rootfs.new" && mv -T "$B/rootfs.new" "$B/rootfs"'
 expect_eq "$(readlink "$B/rootfs")" "$WORK/evilroot" "[root swap] rootfs was repointed outside the bundle while create waited"
 expect_match "$RACE_RC:$RACE_OUT:$(cat "$WORK/rootswap.err")" \
-	"^[1-9][0-9]*::hezo-shim: root\\.path rootfs resolves to $WORK/evilroot: neither inside the bundle" \
+	"^[1-9][0-9]*::hezo-shim: config.json: root\\.path rootfs resolves to $WORK/evilroot: neither inside the bundle" \
 	"[root swap] judged again after the wait: refused for the other directory, and nothing ran"
 hezo_bundle_cleanup "$ROOT" "$ID"
 hezo_shim --root "$ROOT" delete --force "$ID" >/dev/null 2>&1
@@ -463,7 +463,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ] && [ -w /proc/sys/kernel/ns_last_pid ]; then
 	expect_eq "$HPID:$(readlink "/proc/$HPID/ns/ipc" 2>&1)" "$P:$HOST_IPC" \
 		"[ns reuse] while create waited, pid $P (A's, checked) went to a host process in the host's IPC namespace"
 	expect_match "$RACE_RC:$RACE_OUT:$(cat "$WORK/nsreuse.err")" \
-		"^[1-9][0-9]*::hezo-shim: linux\\.namespaces: host ipc namespace not allowed\$" \
+		"^[1-9][0-9]*::hezo-shim: config.json: linux\\.namespaces: host ipc namespace not allowed \\(namespaces\\.allowHost in [^)]*\\)\$" \
 		"[ns reuse] judged again after the wait: refused for the host's IPC namespace ($HOST_IPC), and nothing ran"
 	kill "$HPID" 2>/dev/null
 	hezo_bundle_cleanup "$ROOT" "$ID"

@@ -72,7 +72,7 @@ out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_B" --name "$TAG-x" -v "$
 	cat /data/f 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[other project's volume] docker run fails"
 expect_no_match "$out" kept-across "[other project's volume] nothing of it was read"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_data belongs to project $PA; this container's project is $PB" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_data belongs to project $PA; this container's project is $PB" \
 	"[other project's volume] the shim's reason names the volume and both projects" || diag "$out"
 expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[other project's volume] the reason is one line"
 # Its own volume B may have.
@@ -91,13 +91,13 @@ out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-nx" -v "
 	cat /data/f 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[no project, a project's volume by name] docker run fails"
 expect_no_match "$out" kept-across "[no project, a project's volume by name] nothing of it was read"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_data belongs to project $PA; this container's project is none" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_data belongs to project $PA; this container's project is none" \
 	"[no project, a project's volume by name] the reason names the volume and its project" || diag "$out"
 hezo_docker volume create "$TAG-team-x" >/dev/null 2>&1 || bail_out "cannot create volume $TAG-team-x"
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_N" --name "$TAG-ny" -v "$TAG-team-x:/data" "$IMG" \
 	true 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[no project, a project's volume by pattern] docker run fails"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume $TAG-team-x is project $PB's \\(its volumes.allow\\); this container has no project" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): volume $TAG-team-x is project $PB's \\(its volumes.allow\\); this container has no project" \
 	"[no project, a project's volume by pattern] the reason names the claiming project" || diag "$out"
 expect_eq "$(grep -c 'hezo-shim: ' <<<"$out")" 1 "[no project, a project's volume by pattern] the reason is one line"
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_B" --name "$TAG-nz" -v "$TAG-team-x:/data" "$IMG" \
@@ -110,14 +110,14 @@ hezo_docker volume create --opt type=tmpfs --opt device=tmpfs --opt o=size=1m "$
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_A" --name "$TAG-m" -v "${PA}_mnt:/data" "$IMG" \
 	true 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[volume with a mount] docker run fails"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_mnt has something mounted on its _data" \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): volume ${PA}_mnt has something mounted on its _data" \
 	"[volume with a mount] the reason names the volume" || diag "$out"
 
 # --- elsewhere in Docker's storage: still refused -------------------------------------------------
 out=$(timeout 60 "$HEZO_DOCKER" run --rm --runtime="$RT_A" --name "$TAG-s" -v /var/lib/docker/volumes:/data "$IMG" \
 	true 2>&1 </dev/null) && rc=0 || rc=$?
 expect_ne "$rc" 0 "[the volume store itself] docker run fails"
-expect_match "$out" "hezo-shim: mounts\\[[0-9]+\\] \\(/data\\): bind source /var/lib/docker/volumes " \
+expect_match "$out" "hezo-shim: config.json: mounts\\[[0-9]+\\] \\(/data\\): bind source /var/lib/docker/volumes " \
 	"[the volume store itself] refused naming the source" || diag "$out"
 
 # --- compose: a named volume comes up in the box -------------------------------------------------
