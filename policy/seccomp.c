@@ -767,7 +767,7 @@ int hezo_policy_seccomp_check_view(const struct hezo_json *profile, const struct
 				   struct hezo_json **copy, struct hezo_error **err)
 {
 	uint32_t tokens[SECCOMP_TOKENS_MAX];
-	size_t ntokens, unknown;
+	size_t ntokens = 0, unknown = 0;
 	int r;
 
 	*view = NULL;

@@ -284,7 +284,7 @@ static void print_table(const struct hezo_json *doc, bool no_trunc)
 	HEZO_JSON_FOREACH (i, boxes) {
 		const struct hezo_json *b = boxes->items[i];
 		const struct hezo_json *st = hezo_json_get(b, "proxyd");
-		char mu[16], mc[16], pu[24], pc[24], cpu[32], up[16], cn[24], mem[40], pid[56];
+		char mu[16], mc[16], pu[24], pc[24], cpu[32], up[24], cn[24], mem[40], pid[56];
 		int64_t us = -1;
 
 		shim_human_bytes(mu, sizeof(mu), hezo_json_get(b, "memoryBytes"));

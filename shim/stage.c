@@ -258,7 +258,8 @@ static int stage_root_overlay(int mdir, const char *top, const char *dir,
 		return hezo_error_set_errno(err, -r, "%s: its overlay layers", h->path);
 	if (mkdirat(mdir, "ovl", 0700) < 0)
 		return hezo_error_set_errno(err, errno, "%s/ovl", top);
-	snprintf(path, sizeof(path), "%s/ovl", top);
+	if (snprintf(path, sizeof(path), "%s/ovl", top) >= (int)sizeof(path))
+		return hezo_error_set(err, ENAMETOOLONG, "%s/ovl: the path is too long", top);
 	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=16m") < 0)
 		return hezo_error_set_errno(err, errno, "%s: a tmpfs for the root's upper layer",
 					    path);

@@ -19,7 +19,7 @@ struct ws_scan {
 	const struct hezo_policy *self;
 	const struct hezo_held *held;
 	const struct hezo_mounts *mounts;
-	char why[2 * PATH_MAX + 128];
+	char why[2 * PATH_MAX + 256];
 };
 
 static int forbidden_name(const char *path, void *data)
