@@ -189,19 +189,9 @@ int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *
 
 /* ---- no box of another project reaches a workspace ---- */
 
-/* Where writes to path land; n < 0 (unknown) overlaps everything. */
-static bool places_overlap(const struct hezo_mounts *m, const char *a, const char *b)
-{
-	struct hezo_place pa[HEZO_PLACES_MAX], pb[HEZO_PLACES_MAX];
-	int na = hezo_mounts_places(m, a, pa, HEZO_PLACES_MAX);
-	int nb = hezo_mounts_places(m, b, pb, HEZO_PLACES_MAX);
-
-	return na < 0 || nb < 0 || hezo_places_overlap(pa, (size_t)na, pb, (size_t)nb);
-}
-
 static bool handed_reaches(const struct ws_scan *s, const char *path, const char *ws)
 {
-	return hezo_policy_paths_overlap(path, ws) || places_overlap(s->mounts, path, ws);
+	return hezo_policy_paths_overlap(path, ws) || hezo_mounts_overlap(s->mounts, path, ws);
 }
 
 static int other_workspace(const struct hezo_policy *q, void *data)
