@@ -17,6 +17,7 @@
 #include "hezo-file.h"
 #include "hezo-install.h"
 #include "hezo-json.h"
+#include "hezo-mountinfo.h"
 #include "hezo-policy.h"
 #include "hezo-strv.h"
 #include "install-internal.h"
@@ -461,6 +462,47 @@ static int project_doc(const struct popts *o, char **text, size_t *len)
 	return 0;
 }
 
+/*
+ * The shim refuses a box whose workspace is, holds or is inside another project's (by name,
+ * symlink or bind mount), or has a symlink on its path: a project made so would never run a box,
+ * so create says so first.
+ */
+static int workspace_taken(const struct hezo_policy *base, const struct hezo_policy *p)
+{
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
+	char why[2 * PATH_MAX + 128], dir[PATH_MAX];
+	int r = hezo_mounts_read(&mounts);
+
+	if (r < 0) {
+		fprintf(stderr, "hezo-shim project create: /proc/self/mountinfo: %s\n",
+			strerror(-r));
+		return r;
+	}
+	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
+	if (r < 0)
+		fprintf(stderr, "hezo-shim project create: %s: %s\n",
+			hezo_policy_projects_dir(base), strerror(-r));
+	else if (r > 0)
+		fprintf(stderr, "hezo-shim project create: workspace %s\n", why);
+	if (r != 0)
+		return r > 0 ? -EEXIST : r;
+	/* A missing part stops the walk before any symlink after it; one before it is ELOOP. */
+	if (hezo_policy_workspace_is_volume(p) ||
+	    hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
+		return 0;
+	r = hezo_open_nofollow(dir, NULL);
+	if (r == -ELOOP) {
+		fprintf(stderr,
+			"hezo-shim project create: workspace %s: a symlink is on its path, and the "
+			"shim opens a workspace without following one\n",
+			dir);
+		return r;
+	}
+	if (r >= 0)
+		close(r);
+	return 0;
+}
+
 static int cmd_create(const struct popts *o)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *layered = NULL;
@@ -483,6 +525,8 @@ static int cmd_create(const struct popts *o)
 		fprintf(stderr, "hezo-shim project create: %s\n", e->msg);
 		return 1;
 	}
+	if (workspace_taken(base, layered) < 0)
+		return 1;
 	shim = o->shim ? strdup(o->shim) : hezo_install_default_shim();
 	link = link_path(o, o->name);
 	pfile = podman_file(o, o->name);
