@@ -197,6 +197,73 @@ expect_eq "$rc" 0 "project rm $P2 exits 0" || diag "$out"
 check "every engine's file is as before either create" cmp "$T/before" <(sums)
 
 
+# --- rm removes only what create made (red team, workspace F5) ------------------------------------
+# Each file rm would remove, written by someone else under the project's names: rm refuses in one
+# line naming it and removes nothing, not even the files that are create's.
+P3=test-pr$$
+RT3=hezo-$P3
+PF3=/etc/hezo/projects/$P3.json
+DI3=$DROPINS/$RT3.conf
+LN3=$LINKS/hezo-shim@$P3
+tap_cleanup "rm -f '$PF3' '$DI3' '$LN3'"
+rm3()
+{
+	"$SHIM" project rm "$P3" --link-dir "$LINKS" 2>&1
+}
+[ -d "$DROPINS" ] && dropins_made= || dropins_made=1
+mkdir -p /etc/hezo/projects "$DROPINS" "$LINKS"
+printf '{"backend": "runc", "mounts": {"allowedSources": ["/srv"]}}\n' >"$PF3"
+cp "$PF3" "$T/pf3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] an admin's own $P3.json: project rm is refused"
+expect_match "$out" "project rm: $PF3 is not a file .project create. writes" \
+	"[rm own] ... in one line naming the file" || diag "$out"
+check "[rm own] ... and the file stays as it was" cmp "$T/pf3" "$PF3"
+rm -f "$PF3"
+printf '[engine.runtimes]\n"%s" = ["/usr/local/bin/someone-elses"]\n' "$RT3" >"$DI3"
+cp "$DI3" "$T/di3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a podman drop-in $RT3.conf someone else wrote: project rm is refused"
+expect_match "$out" "project rm: podman: $DI3 is not the drop-in" "[rm own] ... in one line naming it" ||
+	diag "$out"
+check "[rm own] ... and the drop-in stays as it was" cmp "$T/di3" "$DI3"
+rm -f "$DI3"
+ln -s /bin/true "$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a link hezo-shim@$P3 to /bin/true: project rm is refused"
+expect_match "$out" "project rm: $LN3 points at /bin/true, not at the shim" "[rm own] ... in one line naming it" ||
+	diag "$out"
+check "[rm own] ... and the link stays" test "$(readlink "$LN3")" = /bin/true
+rm -f "$LN3"
+: >"$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a regular file at hezo-shim@$P3: project rm is refused"
+check "[rm own] ... and the file stays" test -f "$LN3" -a ! -L "$LN3"
+rm -f "$LN3"
+[ -n "$dropins_made" ] && rmdir "$DROPINS"
+
+# create's own files, with one of them then replaced: nothing is removed (no half-removal).
+out=$(create_as "$P3" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[rm own] project create $P3 exits 0" || diag "$out"
+sums >"$T/created3"
+cp "$PF3" "$T/pf3"
+ln -sfn /bin/true "$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] create's files, the link then pointed elsewhere: project rm is refused"
+check "[rm own] ... every engine's file is as create left it" cmp "$T/created3" <(sums)
+check "[rm own] ... the project file stays" cmp "$T/pf3" "$PF3"
+ln -sfn "$SHIM" "$LN3"
+printf '{"backend": "runc"}\n' >"$PF3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] create's files, the project file then edited: project rm is refused"
+check "[rm own] ... every engine's file is as create left it" cmp "$T/created3" <(sums)
+check "[rm own] ... the link stays" test "$(readlink "$LN3")" = "$SHIM"
+cp "$T/pf3" "$PF3"
+out=$(rm3) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[rm own] create's files as it wrote them: project rm exits 0" || diag "$out"
+check "[rm own] ... every engine's file is as before create" cmp "$T/before" <(sums)
+check "[rm own] ... the project file and the link are gone" test ! -e "$PF3" -a ! -L "$LN3"
+
 # --- create refuses another project's workspace (red team, workspace F6) ---------------------------
 # The shim would refuse every box of such a project (and of the other): create says so first,
 # naming the other project, by path, parent, child, symlink or bind mount.
