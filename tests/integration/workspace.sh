@@ -242,6 +242,12 @@ expect_match "$rc:$out" "^[1-9].*$WSA/inner overlaps $WSA, project $PA's workspa
 	"[other project] a project whose workspace is inside A's: its box is refused" || diag "$out"
 check "[other project] ... and nothing was made in A's workspace" test ! -e "$WSA/inner"
 rm -rf "$W/projects/${TAG}inner.json" "${WSA:?}/inner"
+# dockerd makes a missing -v source itself, following B's link out of its workspace (F4, open:
+# docs/hardening.md); --mount type=bind refuses a missing source instead, and makes nothing.
+out=$(run b f4 --mount "type=bind,src=$WSB/link/f4-missing,dst=/x" "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*bind source path does not exist" \
+	"[F4] --mount type=bind of a missing source through a box's link: dockerd refuses it" || diag "$out"
+check "[F4] ... and makes nothing where the link points" test ! -e "$WSA/f4-missing"
 
 # --- a volume as the workspace --------------------------------------------------------------------------
 out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
