@@ -17,6 +17,7 @@
 #include "hezo-file.h"
 #include "hezo-install.h"
 #include "hezo-json.h"
+#include "hezo-mountinfo.h"
 #include "hezo-policy.h"
 #include "hezo-strv.h"
 #include "install-internal.h"
@@ -461,6 +462,84 @@ static int project_doc(const struct popts *o, char **text, size_t *len)
 	return 0;
 }
 
+/*
+ * The shim refuses a box whose workspace is, holds or is inside another project's (by name,
+ * symlink or bind mount), or has a symlink on its path: a project made so would never run a box,
+ * so create says so first.
+ */
+static int workspace_taken(const struct hezo_policy *base, const struct hezo_policy *p)
+{
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
+	char why[2 * PATH_MAX + 128], dir[PATH_MAX];
+	int r = hezo_mounts_read(&mounts);
+
+	if (r < 0) {
+		fprintf(stderr, "hezo-shim project create: /proc/self/mountinfo: %s\n",
+			strerror(-r));
+		return r;
+	}
+	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
+	if (r < 0)
+		fprintf(stderr, "hezo-shim project create: %s: %s\n",
+			hezo_policy_projects_dir(base), strerror(-r));
+	else if (r > 0)
+		fprintf(stderr, "hezo-shim project create: workspace %s\n", why);
+	if (r != 0)
+		return r > 0 ? -EEXIST : r;
+	/* A missing part stops the walk before any symlink after it; one before it is ELOOP. */
+	if (hezo_policy_workspace_is_volume(p) ||
+	    hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
+		return 0;
+	r = hezo_open_nofollow(dir, NULL);
+	if (r == -ELOOP) {
+		fprintf(stderr,
+			"hezo-shim project create: workspace %s: a symlink is on its path, and the "
+			"shim opens a workspace without following one\n",
+			dir);
+		return r;
+	}
+	if (r >= 0)
+		close(r);
+	return 0;
+}
+
+/*
+ * Is text what create writes? The inputs it records (backend, egress.allow, workspace) are read
+ * back and the file written again from them: a file with anything else in it, or laid out
+ * otherwise, is someone else's (an admin's own NAME.json).
+ */
+static bool project_doc_ours(const char *text, size_t len)
+{
+	_cleanup_json_ struct hezo_json *doc = NULL;
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *want = NULL;
+	const struct hezo_json *v, *allow;
+	struct popts in = {0};
+	size_t want_len = 0;
+	bool ours = false;
+
+	if (hezo_json_parse(text, len, &doc, &e) < 0 || doc->type != HEZO_JSON_OBJECT)
+		return false;
+	v = hezo_json_get(doc, "backend");
+	if (v && !(in.backend = hezo_json_string(v)))
+		return false;
+	v = hezo_json_get(doc, "workspace");
+	if (v && !(in.workspace = hezo_json_string(v)))
+		return false;
+	allow = hezo_json_get_type(hezo_json_get(doc, "egress"), "allow", HEZO_JSON_ARRAY);
+	HEZO_JSON_FOREACH (i, allow) {
+		const char *host = hezo_json_string(allow->items[i]);
+
+		if (!host || hezo_strv_push(&in.allow, host) < 0)
+			goto out;
+	}
+	ours = project_doc(&in, &want, &want_len) == 0 && want_len == len &&
+	       memcmp(want, text, len) == 0;
+out:
+	hezo_strv_done(&in.allow);
+	return ours;
+}
+
 static int cmd_create(const struct popts *o)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL, *layered = NULL;
@@ -483,6 +562,8 @@ static int cmd_create(const struct popts *o)
 		fprintf(stderr, "hezo-shim project create: %s\n", e->msg);
 		return 1;
 	}
+	if (workspace_taken(base, layered) < 0)
+		return 1;
 	shim = o->shim ? strdup(o->shim) : hezo_install_default_shim();
 	link = link_path(o, o->name);
 	pfile = podman_file(o, o->name);
@@ -619,12 +700,26 @@ static int cmd_create(const struct popts *o)
 	return 0;
 }
 
+/* The podman drop-in c read, when it is the one create writes; else one line says why not. */
+static bool podman_ours(const struct change *c, const char *runtime, const char *link)
+{
+	_cleanup_free_ char *want = podman_text(runtime, link);
+
+	if (want && c->old_len == strlen(want) && memcmp(c->old, want, c->old_len) == 0)
+		return true;
+	fprintf(stderr,
+		"hezo-shim project rm: podman: %s is not the drop-in `project create` writes; "
+		"nothing removed\n",
+		c->path);
+	return false;
+}
+
 static int cmd_rm(const struct popts *o, const struct hezo_project_env *env)
 {
 	_cleanup_policy_ struct hezo_policy *base = NULL;
 	_cleanup_error_ struct hezo_error *e = NULL;
 	_cleanup_free_ char *file = NULL, *runtime = NULL, *link = NULL, *pfile = NULL;
-	_cleanup_free_ char *first = NULL;
+	_cleanup_free_ char *first = NULL, *shim = NULL, *docker_shim = NULL;
 	_cleanup_(plan_done) struct plan p = {0};
 	bool docker_changed = false, docker_empty = false;
 	unsigned live = 0;
@@ -671,6 +766,10 @@ static int cmd_rm(const struct popts *o, const struct hezo_project_env *env)
 			return 1;
 		}
 		entry = docker_entry_in(c->old, c->old_len, runtime, o->name);
+		/* create wrote the link to the shim it wrote here. */
+		if (entry &&
+		    !(docker_shim = strdup(hezo_json_string(hezo_json_get(entry, "path")))))
+			return 1;
 		if (entry && hezo_install_docker_remove_runtime(c->old, c->old_len, runtime, entry,
 								&c->new, &c->new_len,
 								&docker_changed, &del, &e) < 0) {
@@ -732,10 +831,33 @@ static int cmd_rm(const struct popts *o, const struct hezo_project_env *env)
 		if (!c->existed) {
 			p.n--;
 			free(c->path);
+		} else if (!podman_ours(c, runtime, link)) {
+			return 1;
 		}
 		c = plan_add(&p, "runtime link", link);
-		if (!c || read_link(link, &target, &lexists) < 0)
+		if (!c)
 			return 1;
+		r = read_link(link, &target, &lexists);
+		if (r < 0) {
+			fprintf(stderr,
+				"hezo-shim project rm: %s is not the symlink create makes (%s); "
+				"nothing removed\n",
+				link, strerror(-r));
+			return 1;
+		}
+		shim = o->shim ? strdup(o->shim) : hezo_install_default_shim();
+		if (!shim)
+			return 1;
+		if (lexists && strcmp(target, shim) != 0 &&
+		    (!docker_shim || strcmp(target, docker_shim) != 0)) {
+			fprintf(stderr,
+				"hezo-shim project rm: %s points at %s, not at the shim %s%s%s; "
+				"nothing removed\n",
+				link, target, shim,
+				docker_shim && strcmp(docker_shim, shim) ? " nor " : "",
+				docker_shim && strcmp(docker_shim, shim) ? docker_shim : "");
+			return 1;
+		}
 		c->is_link = true;
 		c->existed = lexists;
 		c->old = TAKE_PTR(target);
@@ -754,6 +876,12 @@ static int cmd_rm(const struct popts *o, const struct hezo_project_env *env)
 	if (!c->existed) {
 		p.n--;
 		free(c->path);
+	} else if (!project_doc_ours(c->old, c->old_len)) {
+		fprintf(stderr,
+			"hezo-shim project rm: %s is not a file `project create` writes "
+			"(edited, or written by hand); nothing removed\n",
+			file);
+		return 1;
 	}
 	if (p.n == 0) {
 		printf("project %s: nothing to remove\n", o->name);

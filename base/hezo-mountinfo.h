@@ -74,4 +74,10 @@ int hezo_mounts_names(const struct hezo_mounts *m, const struct hezo_place *plac
 bool hezo_places_overlap(const struct hezo_place *a, size_t na, const struct hezo_place *b,
 			 size_t nb);
 
+/*
+ * Host paths a and b (absolute, normalised) reach the same directory tree by where writes to
+ * them land; true too when either cannot be placed (unknown overlaps everything).
+ */
+bool hezo_mounts_overlap(const struct hezo_mounts *m, const char *a, const char *b);
+
 #endif

@@ -361,3 +361,12 @@ bool hezo_places_overlap(const struct hezo_place *a, size_t na, const struct hez
 				return true;
 	return false;
 }
+
+bool hezo_mounts_overlap(const struct hezo_mounts *m, const char *a, const char *b)
+{
+	struct hezo_place pa[HEZO_PLACES_MAX], pb[HEZO_PLACES_MAX];
+	int na = hezo_mounts_places(m, a, pa, HEZO_PLACES_MAX);
+	int nb = hezo_mounts_places(m, b, pb, HEZO_PLACES_MAX);
+
+	return na < 0 || nb < 0 || hezo_places_overlap(pa, (size_t)na, pb, (size_t)nb);
+}

@@ -252,6 +252,15 @@ bool hezo_policy_workspace_is_volume(const struct hezo_policy *p);
 /* Is path (clean, absolute) a system or engine directory, holding or inside one? why: which. */
 bool hezo_policy_workspace_forbidden(const struct hezo_policy *p, const char *path, char *why,
 				     size_t size);
+struct hezo_mounts;
+/*
+ * p's workspace is, holds or is inside another project's of base's projectsDir, by path or by
+ * where writes land in the mount table (a symlink or a bind mount on the way): 1, with why
+ * naming the other project; 0 when not, or p has no workspace; -errno when projectsDir cannot be
+ * read.
+ */
+int hezo_policy_workspace_clash(const struct hezo_policy *base, const struct hezo_policy *p,
+				const struct hezo_mounts *mounts, char *why, size_t size);
 /* One of two clean absolute paths is the other or below it. */
 bool hezo_policy_paths_overlap(const char *a, const char *b);
 const char *const *hezo_policy_engine_roots(const struct hezo_policy *p);

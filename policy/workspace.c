@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hezo-mountinfo.h"
 #include "policy-parse.h"
 
 #define WORKSPACE_DEST "/workspace"
@@ -163,6 +164,41 @@ bool hezo_policy_workspace_forbidden(const struct hezo_policy *p, const char *pa
 				     size_t size)
 {
 	return forbidden(p, path, why, size);
+}
+
+struct clash {
+	const char *self, *dir;
+	const struct hezo_mounts *mounts;
+	char *why;
+	size_t size;
+};
+
+static int clash_with(const struct hezo_policy *q, void *data)
+{
+	struct clash *c = data;
+	const char *other = q->project;
+	char dir[PATH_MAX];
+
+	if (!other || strcmp(other, c->self) == 0 ||
+	    hezo_policy_workspace_dir(q, dir, sizeof(dir)) < 0)
+		return 0;
+	/* By its name, and by where writes land: a symlink or a bind mount on the way counts. */
+	if (!hezo_policy_paths_overlap(c->dir, dir) && !hezo_mounts_overlap(c->mounts, c->dir, dir))
+		return 0;
+	snprintf(c->why, c->size, "%s overlaps %s, project %s's workspace", c->dir, dir, other);
+	return 1;
+}
+
+int hezo_policy_workspace_clash(const struct hezo_policy *base, const struct hezo_policy *p,
+				const struct hezo_mounts *mounts, char *why, size_t size)
+{
+	char dir[PATH_MAX];
+	struct clash c = {
+		.self = p->project, .dir = dir, .mounts = mounts, .why = why, .size = size};
+
+	if (!p->project || hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
+		return 0;
+	return hezo_policy_foreach_project(base, clash_with, &c);
 }
 
 /* The workspace resolved (what the box gets), into out; the message names what went wrong. */

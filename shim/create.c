@@ -1055,7 +1055,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
-	r = shim_workspace_prepare(p, spec, err);
+	r = shim_workspace_prepare(base, p, spec, err);
 	r = r ?: shim_stage_namespace(err);
 	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
 	/* The box's user namespace: its own (a range picked under the lock), another's, or none. */

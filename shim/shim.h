@@ -291,12 +291,13 @@ int shim_stage_namespace(struct hezo_error **err);
 
 /*
  * workspace.c: the project's workspace made (its parent must be root's alone) with .home, owned
- * by process.user, before it is judged; and judged with what the box is handed: the workspace by
- * every name the mount table gives it, and no handed object overlapping another project's.
+ * by process.user, once it is none of another project's workspaces of base's; and judged with
+ * what the box is handed: the workspace by every name the mount table gives it, and no handed
+ * object overlapping another project's.
  */
 struct hezo_mounts;
-int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *spec,
-			   struct hezo_error **err);
+int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_policy *p,
+			   const struct hezo_json *spec, struct hezo_error **err);
 int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_policy *p,
 			 const struct hezo_held *held, const struct hezo_mounts *mounts,
 			 struct hezo_error **err);

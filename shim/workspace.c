@@ -37,14 +37,14 @@ static int forbidden_name(const char *path, void *data)
  * The workspace by every name the mount table gives it (a bind of /etc at the admin's path),
  * before anything is made in it. A volume is in an engine's store by design.
  */
-static int judge_names(const struct hezo_policy *p, const char *dir, struct hezo_error **err)
+static int judge_names(const struct hezo_policy *p, const char *dir,
+		       const struct hezo_mounts *mounts, struct hezo_error **err)
 {
-	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	struct ws_scan s = {.self = p};
 	struct hezo_place at[HEZO_PLACES_MAX];
 	char real[PATH_MAX], up[PATH_MAX];
 	const char *base = strrchr(dir, '/');
-	int r, n;
+	int n;
 
 	if (hezo_policy_workspace_is_volume(p))
 		return 0;
@@ -54,15 +54,12 @@ static int judge_names(const struct hezo_policy *p, const char *dir, struct hezo
 				     snprintf(real, sizeof(real), "%s%s", strcmp(up, "/") ? up : "",
 					      base) >= (int)sizeof(real)))
 		return hezo_error_set_errno(err, errno ?: ENAMETOOLONG, "workspace %s", dir);
-	r = hezo_mounts_read(&mounts);
-	if (r < 0)
-		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
-	n = hezo_mounts_places(&mounts, real, at, HEZO_PLACES_MAX);
+	n = hezo_mounts_places(mounts, real, at, HEZO_PLACES_MAX);
 	if (n < 0)
 		return hezo_error_set(err, -n, "workspace %s: cannot place it in the mount table",
 				      real);
 	if (forbidden_name(real, &s) == 0)
-		for (int i = 0; i < n && !hezo_mounts_names(&mounts, &at[i], forbidden_name, &s);
+		for (int i = 0; i < n && !hezo_mounts_names(mounts, &at[i], forbidden_name, &s);
 		     i++)
 			;
 	if (s.why[0])
@@ -146,11 +143,12 @@ static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_err
 	return TAKE_FD(fd);
 }
 
-int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *spec,
-			   struct hezo_error **err)
+int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_policy *p,
+			   const struct hezo_json *spec, struct hezo_error **err)
 {
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_close_ int fd = -1;
-	char dir[PATH_MAX], up[PATH_MAX];
+	char dir[PATH_MAX], up[PATH_MAX], why[2 * PATH_MAX + 128];
 	uint64_t uid = 0, gid = 0;
 	int r;
 
@@ -161,7 +159,23 @@ int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *
 	(void)hezo_json_get_uint64(hezo_json_get_path(spec, "process.user.gid"), &gid);
 	if (uid > UINT32_MAX - 1 || gid > UINT32_MAX - 1)
 		return hezo_error_set(err, EINVAL, "process.user: not a uid and gid");
-	r = judge_names(p, dir, err);
+	r = hezo_mounts_read(&mounts);
+	if (r < 0)
+		return hezo_error_set(err, -r, "/proc/self/mountinfo: cannot read the mount table");
+	/*
+	 * Another project's workspace is refused before anything is made or chmod'ed: its parent
+	 * would lose its group and other bits, and a directory of this box's user would appear
+	 * inside it, though the box is refused later.
+	 */
+	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
+	if (r < 0)
+		return hezo_error_set(err, -r,
+				      "the projects' workspaces in %s cannot be read to judge this "
+				      "project's",
+				      hezo_policy_projects_dir(base));
+	if (r > 0)
+		return hezo_error_set(err, EPERM, "workspace %s", why);
+	r = judge_names(p, dir, &mounts, err);
 	if (r < 0)
 		return r;
 	/* The volume form: Docker's local driver layout, ROOT/NAME (0701, root's)/_data. */
@@ -189,19 +203,9 @@ int shim_workspace_prepare(const struct hezo_policy *p, const struct hezo_json *
 
 /* ---- no box of another project reaches a workspace ---- */
 
-/* Where writes to path land; n < 0 (unknown) overlaps everything. */
-static bool places_overlap(const struct hezo_mounts *m, const char *a, const char *b)
-{
-	struct hezo_place pa[HEZO_PLACES_MAX], pb[HEZO_PLACES_MAX];
-	int na = hezo_mounts_places(m, a, pa, HEZO_PLACES_MAX);
-	int nb = hezo_mounts_places(m, b, pb, HEZO_PLACES_MAX);
-
-	return na < 0 || nb < 0 || hezo_places_overlap(pa, (size_t)na, pb, (size_t)nb);
-}
-
 static bool handed_reaches(const struct ws_scan *s, const char *path, const char *ws)
 {
-	return hezo_policy_paths_overlap(path, ws) || places_overlap(s->mounts, path, ws);
+	return hezo_policy_paths_overlap(path, ws) || hezo_mounts_overlap(s->mounts, path, ws);
 }
 
 static int other_workspace(const struct hezo_policy *q, void *data)

@@ -60,7 +60,9 @@ echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
 jq -n --arg w "$WS/etc" '{workspace: $w}' >"$W/projects/${TAG}etc.json"
 # A symlink on the way lets whoever made it choose the directory (red team, workspace F2, F3).
-mkdir -m 0755 "$WS/symtarget" && ln -s "$WS/symtarget" "$WS/symdir" && ln -s "$WS/symtarget" "$WS/symws" ||
+# Each its own target: two projects whose workspaces resolve to one directory clash first.
+mkdir -m 0755 "$WS/symtarget" "$WS/symtarget2" && ln -s "$WS/symtarget" "$WS/symdir" &&
+	ln -s "$WS/symtarget2" "$WS/symws" ||
 	bail_out "cannot make the symlinked workspaces"
 jq -n --arg w "$WS/symdir/w" '{workspace: $w}' >"$W/projects/${TAG}symp.json"
 jq -n --arg w "$WS/symws" '{workspace: $w}' >"$W/projects/${TAG}syms.json"
@@ -69,7 +71,7 @@ hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
 hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
 declare -A RT
-for p in a b v u root engine etc symp syms; do
+for p in a b v u root engine etc symp syms inner; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -232,6 +234,20 @@ expect_match "$rc:$out" "^[1-9].*volume ${PB}_bound has something mounted on its
 	"[other project] by a volume bound to A's workspace: refused" || diag "$out"
 out=$(run b own -w /workspace "$IMG" sh -c 'ls -A /workspace | tr "\n" " "') && rc=0 || rc=$?
 expect_eq "$rc:$out" "0:.home link " "[other project] B's /workspace is its own" || diag "$out"
+# A project whose own workspace lies inside A's (a project file written by hand: `project create`
+# refuses it) is refused before the shim makes its directory there (red team, workspace F6).
+jq -n --arg w "$WSA/inner" '{workspace: $w}' >"$W/projects/${TAG}inner.json"
+out=$(run inner inner "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*$WSA/inner overlaps $WSA, project $PA's workspace" \
+	"[other project] a project whose workspace is inside A's: its box is refused" || diag "$out"
+check "[other project] ... and nothing was made in A's workspace" test ! -e "$WSA/inner"
+rm -rf "$W/projects/${TAG}inner.json" "${WSA:?}/inner"
+# dockerd makes a missing -v source itself, following B's link out of its workspace (F4, open:
+# docs/hardening.md); --mount type=bind refuses a missing source instead, and makes nothing.
+out=$(run b f4 --mount "type=bind,src=$WSB/link/f4-missing,dst=/x" "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*bind source path does not exist" \
+	"[F4] --mount type=bind of a missing source through a box's link: dockerd refuses it" || diag "$out"
+check "[F4] ... and makes nothing where the link points" test ! -e "$WSA/f4-missing"
 
 # --- a volume as the workspace --------------------------------------------------------------------------
 out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
@@ -255,7 +271,8 @@ expect_match "$rc:$out" "^[1-9].*workspace $WS/symdir/w: its parent $WS/symdir \
 out=$(run syms syms "$IMG" true) && rc=0 || rc=$?
 expect_match "$rc:$out" "^[1-9].*workspace $WS/symws \\(no symlink\\)" "[refused workspace] the workspace itself a symlink" ||
 	diag "$out"
-expect_eq "$(ls -A "$WS/symtarget")" "" "[refused workspace] ... and nothing was made where the symlinks point"
+expect_eq "$(find "$WS/symtarget" "$WS/symtarget2" -mindepth 1)" "" \
+	"[refused workspace] ... and nothing was made where the symlinks point"
 
 # --- nothing left behind ----------------------------------------------------------------------------------
 hezo_docker ps -aq --filter name="$TAG" | xargs -r "$HEZO_DOCKER" rm -f >/dev/null 2>&1

@@ -72,6 +72,11 @@ create()
 {
 	"$SHIM" project create "$P" --backend runc --link-dir "$LINKS" "$@"
 }
+# create_as NAME [options...]: project create NAME, as create does for $P.
+create_as()
+{
+	"$SHIM" project create "$1" --backend runc --link-dir "$LINKS" "${@:2}"
+}
 
 out=$(create 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "project create $P exits 0" || diag "$out"
@@ -190,5 +195,127 @@ expect_match "$out" "^home=/workspace/.home$" "... with HOME in the workspace (g
 out=$("$SHIM" project rm "$P2" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "project rm $P2 exits 0" || diag "$out"
 check "every engine's file is as before either create" cmp "$T/before" <(sums)
+
+
+# --- rm removes only what create made (red team, workspace F5) ------------------------------------
+# Each file rm would remove, written by someone else under the project's names: rm refuses in one
+# line naming it and removes nothing, not even the files that are create's.
+P3=test-pr$$
+RT3=hezo-$P3
+PF3=/etc/hezo/projects/$P3.json
+DI3=$DROPINS/$RT3.conf
+LN3=$LINKS/hezo-shim@$P3
+tap_cleanup "rm -f '$PF3' '$DI3' '$LN3'"
+rm3()
+{
+	"$SHIM" project rm "$P3" --link-dir "$LINKS" 2>&1
+}
+[ -d "$DROPINS" ] && dropins_made= || dropins_made=1
+mkdir -p /etc/hezo/projects "$DROPINS" "$LINKS"
+printf '{"backend": "runc", "mounts": {"allowedSources": ["/srv"]}}\n' >"$PF3"
+cp "$PF3" "$T/pf3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] an admin's own $P3.json: project rm is refused"
+expect_match "$out" "project rm: $PF3 is not a file .project create. writes" \
+	"[rm own] ... in one line naming the file" || diag "$out"
+check "[rm own] ... and the file stays as it was" cmp "$T/pf3" "$PF3"
+rm -f "$PF3"
+printf '[engine.runtimes]\n"%s" = ["/usr/local/bin/someone-elses"]\n' "$RT3" >"$DI3"
+cp "$DI3" "$T/di3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a podman drop-in $RT3.conf someone else wrote: project rm is refused"
+expect_match "$out" "project rm: podman: $DI3 is not the drop-in" "[rm own] ... in one line naming it" ||
+	diag "$out"
+check "[rm own] ... and the drop-in stays as it was" cmp "$T/di3" "$DI3"
+rm -f "$DI3"
+ln -s /bin/true "$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a link hezo-shim@$P3 to /bin/true: project rm is refused"
+expect_match "$out" "project rm: $LN3 points at /bin/true, not at the shim" "[rm own] ... in one line naming it" ||
+	diag "$out"
+check "[rm own] ... and the link stays" test "$(readlink "$LN3")" = /bin/true
+rm -f "$LN3"
+: >"$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] a regular file at hezo-shim@$P3: project rm is refused"
+check "[rm own] ... and the file stays" test -f "$LN3" -a ! -L "$LN3"
+rm -f "$LN3"
+[ -n "$dropins_made" ] && rmdir "$DROPINS"
+
+# create's own files, with one of them then replaced: nothing is removed (no half-removal).
+out=$(create_as "$P3" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[rm own] project create $P3 exits 0" || diag "$out"
+sums >"$T/created3"
+cp "$PF3" "$T/pf3"
+ln -sfn /bin/true "$LN3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] create's files, the link then pointed elsewhere: project rm is refused"
+check "[rm own] ... every engine's file is as create left it" cmp "$T/created3" <(sums)
+check "[rm own] ... the project file stays" cmp "$T/pf3" "$PF3"
+ln -sfn "$SHIM" "$LN3"
+printf '{"backend": "runc"}\n' >"$PF3"
+out=$(rm3) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[rm own] create's files, the project file then edited: project rm is refused"
+check "[rm own] ... every engine's file is as create left it" cmp "$T/created3" <(sums)
+check "[rm own] ... the link stays" test "$(readlink "$LN3")" = "$SHIM"
+cp "$T/pf3" "$PF3"
+out=$(rm3) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[rm own] create's files as it wrote them: project rm exits 0" || diag "$out"
+check "[rm own] ... every engine's file is as before create" cmp "$T/before" <(sums)
+check "[rm own] ... the project file and the link are gone" test ! -e "$PF3" -a ! -L "$LN3"
+
+# --- create refuses another project's workspace (red team, workspace F6) ---------------------------
+# The shim would refuse every box of such a project (and of the other): create says so first,
+# naming the other project, by path, parent, child, symlink or bind mount.
+P4=test-pa$$
+P5=test-pb$$
+WS4=/srv/hezo-pwclash-$$
+tap_cleanup "'$SHIM' project rm '$P4' --link-dir '$LINKS' >/dev/null 2>&1; \
+	'$SHIM' project rm '$P5' --link-dir '$LINKS' >/dev/null 2>&1; rm -rf '$WS4'"
+mkdir -p "$WS4/a" "$WS4/alias" && chmod 0755 "$WS4" && chmod 0700 "$WS4/a"
+ln -s "$WS4/a" "$WS4/link" && ln -s "$WS4/gone" "$WS4/dangling" || bail_out "cannot make $WS4's links"
+out=$(create_as "$P4" --engine podman --workspace "$WS4/a" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create other's] project create $P4 --workspace $WS4/a exits 0" || diag "$out"
+sums >"$T/created4"
+ls -A /etc/hezo/projects "$LINKS" >"$T/files4"
+# refused5 DESC WORKSPACE [REGEX]: a create of a project of its own (P5-N) there is refused,
+# naming P4 (or saying REGEX), and writes nothing.
+k5=0
+refused5()
+{
+	local desc=$1 ws=$2 re=${3:-"workspace $2 overlaps $WS4/a, project $P4's workspace"}
+	k5=$((k5 + 1))
+	tap_cleanup "'$SHIM' project rm '$P5-$k5' --link-dir '$LINKS' >/dev/null 2>&1"
+	out=$(create_as "$P5-$k5" --engine podman --workspace "$ws" 2>&1) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[create other's] $desc: project create $P5-$k5 is refused"
+	expect_match "$out" "^hezo-shim project create: $re\$" "[create other's] $desc: ... in one line" ||
+		diag "$out"
+	check "[create other's] $desc: ... and no file changed" \
+		sh -c "cmp '$T/created4' - && ls -A /etc/hezo/projects '$LINKS' | cmp '$T/files4' -" < <(sums)
+}
+refused5 "the same directory" "$WS4/a"
+refused5 "a directory inside it" "$WS4/a/sub"
+refused5 "its parent" "$WS4" "workspace $WS4 overlaps $WS4/a, project $P4's workspace"
+refused5 "a symlink to it" "$WS4/link"
+refused5 "a path below a symlink to it" "$WS4/link/sub" \
+	"workspace $WS4/link/sub overlaps $WS4/a, project $P4's workspace"
+refused5 "a dangling symlink" "$WS4/dangling" \
+	"workspace $WS4/dangling: a symlink is on its path, and the shim opens a workspace without following one"
+out=$(unshare -m sh -c "mount --bind '$WS4/a' '$WS4/alias' &&
+	'$SHIM' project create '$P5' --backend runc --link-dir '$LINKS' --engine podman --workspace '$WS4/alias'" 2>&1) &&
+	rc=0 || rc=$?
+expect_ne "$rc" 0 "[create other's] a bind mount of it elsewhere (a mount namespace of the test's): refused"
+expect_match "$out" "workspace $WS4/alias overlaps $WS4/a, project $P4's workspace" \
+	"[create other's] ... naming $P4" || diag "$out"
+out=$(create_as "$P5" --engine podman --workspace "$WS4/b/../a" 2>&1) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*is neither \"volume\" nor a clean absolute path" \
+	"[create other's] by ..: refused (no .. in a workspace)" || diag "$out"
+out=$(create_as "$P5" --engine podman --workspace "$WS4/b" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create other's] a sibling directory $WS4/b is accepted" || diag "$out"
+out=$("$SHIM" project rm "$P5" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create other's] project rm $P5 exits 0" || diag "$out"
+out=$("$SHIM" project rm "$P4" --link-dir "$LINKS" 2>&1) && rc=0 || rc=$?
+expect_eq "$rc" 0 "[create other's] project rm $P4 exits 0" || diag "$out"
+check "[create other's] every engine's file is as before" cmp "$T/before" <(sums)
 
 tap_done

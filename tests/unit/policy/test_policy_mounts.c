@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "hezo-mountinfo.h"
 #include "hezo-policy.h"
 #include "test-policy.h"
 
@@ -1263,8 +1264,74 @@ static void test_workspace(void **state)
 	remove_tree(root);
 }
 
+static char json_buf[PATH_MAX + 32];
+
+/* {"workspace": "ROOTREL"}, in a static buffer. */
+static const char *json_of(const char *root, const char *rel)
+{
+	snprintf(json_buf, sizeof(json_buf), "{\"workspace\":\"%s%s\"}", root, rel);
+	return json_buf;
+}
+
+/* One project's workspace against the others': by path, and through a symlink to it. */
+static void test_workspace_clash(void **state)
+{
+	_cleanup_free_ char *root = make_tempdir(), *doc = NULL, *lnk = NULL, *main_doc = NULL;
+	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
+	_cleanup_policy_ struct hezo_policy *base = NULL;
+	static const struct {
+		const char *name, *rel, *other; /* other: the project named, NULL: no clash */
+	} cases[] = {
+		{"beta", "/w/ws/inner", "alpha"}, {"gamma", "/w/elsewhere", NULL},
+		{"delta", "/w/lnk", "alpha"},	  {"eps", "/w/lnk/below", "alpha"},
+		{"zeta", "/w", "alpha"}, /* the parent of every other */
+	};
+	char why[2 * PATH_MAX + 128];
+
+	(void)state;
+	assert_int_equal(hezo_mounts_read(&mounts), 0);
+	free(place(root, "projects/"));
+	free(place(root, "w/ws/"));
+	assert_true(asprintf(&lnk, "%s/w/lnk", root) > 0);
+	assert_true(asprintf(&doc, "%s/w/ws", root) > 0);
+	assert_int_equal(symlink(doc, lnk), 0);
+	write_file_at(root, "projects/alpha.json", json_of(root, "/w/ws"));
+	assert_true(asprintf(&main_doc, "{" DEV_RUNC_VOL ",\"projectsDir\":\"%s/projects\"}",
+			     root) > 0);
+	base = parse_ok(main_doc);
+	/* Each case alone beside alpha: the others' files go while it is judged. */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		_cleanup_free_ char *msg = NULL, *want = NULL;
+		_cleanup_policy_ struct hezo_policy *p = NULL;
+
+		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+			_cleanup_free_ char *f = NULL;
+			assert_true(asprintf(&f, "%s/projects/%s.json", root, cases[k].name) > 0);
+			unlink(f);
+		}
+		assert_true(asprintf(&want, "projects/%s.json", cases[i].name) > 0);
+		write_file_at(root, want, json_of(root, cases[i].rel));
+		free(TAKE_PTR(want));
+		p = workspace_policy(root, cases[i].name, &msg);
+		if (!p)
+			print_error("%s: %s\n", cases[i].name, msg);
+		assert_non_null(p);
+		why[0] = '\0';
+		assert_int_equal(hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why)),
+				 cases[i].other ? 1 : 0);
+		if (!cases[i].other)
+			continue;
+		assert_true(asprintf(&want, "project %s's workspace", cases[i].other) > 0);
+		if (!strstr(why, want))
+			print_error("%s: got \"%s\", want \"%s\"\n", cases[i].name, why, want);
+		assert_non_null(strstr(why, want));
+	}
+	remove_tree(root);
+}
+
 const struct CMUnitTest policy_mounts_tests[] = {
 	cmocka_unit_test(test_workspace),
+	cmocka_unit_test(test_workspace_clash),
 	cmocka_unit_test(test_kernel_fs_places),
 	cmocka_unit_test(test_mount_options),
 	cmocka_unit_test(test_devpts_max),
