@@ -9,9 +9,9 @@
 # refusal is a row: namespace "file", ssh toward a host the key does not allow, add/remove/lock,
 # arbitrary data, another box on the socket, a key file open to the group, a missing key file,
 # the agent down. Under runc, every box in a user namespace of its own (shim/userns.c): box A as
-# root and a box as --user 1000 use the agent, and the other box's own root cannot reach A's socket
-# nor, handed it, pass proxyd's peer check. HEZO_TEST_BACKEND=runc|runsc (runsc in host network
-# mode, --host-uds=open).
+# root and a box as --user 1000 use the agent; a process in A's namespaces but not its cgroups is
+# A's; the other box's own root cannot reach A's socket nor, handed it, pass proxyd's peer check.
+# HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -217,7 +217,7 @@ dexec "$N" 'echo "SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-none}"; ls /run/hezo-agent 2>&1
 expect_match "$OUT" 'SSH_AUTH_SOCK=none' "[other] the box of no project has no agent" || diag "$OUT"
 
 # ---- boxes in user namespaces of their own (shim/userns.c, runc): the agent's peer check reads
-# the peer's network namespace and cgroups, never its uid, so a box's mapped uids change nothing ----
+# the network namespace the peer's socket was made in (and its pid's cgroups), never its uid ----
 U=$TAG-u
 CONTAINERS+=("$U")
 # OpenSSH's tools refuse to run for a uid without a passwd entry ("No user exists for uid 1000"),
@@ -256,6 +256,13 @@ dexec "$U" "printf '%s\n' '$KH' >/tmp/kh && HOME=/tmp $SSHC -T git@git.test"
 expect_eq "$OUT" "hello from git.test" "[userns] ssh -T git@git.test as uid 1000: authenticated through the agent" ||
 	diag "$OUT"
 if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	# A process that joins A's user, network and mount namespaces (A's root, a host uid of A's
+	# range) but stays in the host's cgroups: proxyd, without CAP_SYS_PTRACE, cannot read the
+	# namespace of another uid's process, so only the namespace its socket was made in tells.
+	PIDA=$(hezo_docker inspect -f '{{.State.Pid}}' "$A")
+	OUT=$(nsenter -t "$PIDA" -U -n -m python3 /tmp/agent.py /run/hezo-agent/agent.sock ids 2>&1)
+	expect_eq "$OUT" "ids 12" "[userns] a process in A's user and network namespaces, outside its cgroups: the agent knows it by its socket's namespace" ||
+		diag "$OUT"
 	# The other box's root (a host uid of another range) does not even reach the path: proxyd's
 	# agent directory is root's alone.
 	OUT=$(nsenter -t "$PIDN" -U -n python3 "$E/agent.py" "$SOCKA" ids 2>&1)
@@ -267,6 +274,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	expect_eq "$OUT" "ids closed" "[userns] a process in the other box's user and network namespaces on A's socket: closed" ||
 		diag "$OUT"
 else
+	skip "[userns] A's namespaces outside its cgroups: runc only"
 	skip "[userns] the other box's root on A's socket path: runc only"
 	skip "[userns] the other box's user namespace on A's socket: runc only"
 fi
