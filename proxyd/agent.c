@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,10 @@
 
 #define AGENT_CONNS_MAX 16
 #define KEY_FILE_MAX	8192
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71 /* asm-generic/socket.h, Linux 5.14 */
+#endif
 
 struct pd_agentconn {
 	struct pd_watch w;
@@ -411,18 +416,39 @@ static bool cgroups_named(const struct pd_container *c, char *text)
 	return named;
 }
 
-/*
- * Is the peer pid the box? Under runc the box's processes are in its network namespace. Under
- * runsc the gofer connects for the Sentry (--host-uds=open), from an empty namespace of its own
- * but in the sandbox's cgroups, which the policy names for the container (policy/cgroups.c): a
- * peer all of whose cgroups are named for a member of the registration is the box too. Another
- * box has another namespace and cgroups named for another id; no box may move its processes.
- */
-static bool in_box(const struct pd_container *c, pid_t pid)
+/* The network namespace a socket was made in (Linux 5.14); 0 when it cannot be told. */
+static uint64_t netns_cookie(int fd)
 {
+	uint64_t v = 0;
+	socklen_t len = sizeof(v);
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &v, &len) < 0 || len != sizeof(v))
+		return 0;
+	return v;
+}
+
+/*
+ * Is the peer the box? Under runc the box's processes are in its network namespace, and so is
+ * every socket they make: a unix connection's accepted end belongs to the namespace the client's
+ * socket was made in, which the box's listeners (made there by netns.c) name too. Its pid's
+ * /proc/PID/ns/net says the same while it is readable; it is not for a box in a user namespace
+ * of its own (another uid, and proxyd keeps no CAP_SYS_PTRACE). Under runsc the gofer connects
+ * for the Sentry (--host-uds=open), from an empty namespace of its own but in the sandbox's
+ * cgroups, which the policy names for the container (policy/cgroups.c): a peer all of whose
+ * cgroups are named for a member of the registration is the box too. Another box has another
+ * namespace and cgroups named for another id; no box may move its processes.
+ */
+static bool in_box(const struct pd_container *c, int fd, pid_t pid)
+{
+	const struct pd_listener *ls[] = {&c->tcp[0], &c->tcp[1], &c->udp[0], &c->udp[1]};
 	char path[64], cg[4096];
 	struct stat a, b;
+	uint64_t box = 0, peer = netns_cookie(fd);
 
+	for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]) && !box; i++)
+		box = netns_cookie(ls[i]->w.fd);
+	if (box && peer == box)
+		return true;
 	if (pid <= 0 || fstat(c->netns_fd, &b) < 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -446,7 +472,7 @@ static void on_accept(struct pd_watch *w, uint32_t events)
 		if (fd < 0)
 			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
-		    !in_box(c, cred.pid)) {
+		    !in_box(c, fd, cred.pid)) {
 			snprintf(v.target, sizeof(v.target), "pid %d", (int)cred.pid);
 			v.reason = "peer is not in the box's network namespace";
 			log_verdict(c, &v, false);

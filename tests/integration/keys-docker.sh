@@ -8,7 +8,10 @@
 # key is in no file, environment or log of the box, the bundle, the shim, proxyd or Docker. Each
 # refusal is a row: namespace "file", ssh toward a host the key does not allow, add/remove/lock,
 # arbitrary data, another box on the socket, a key file open to the group, a missing key file,
-# the agent down. HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
+# the agent down. Under runc, every box in a user namespace of its own (shim/userns.c): box A as
+# root and a box as --user 1000 use the agent; a process in A's namespaces but not its cgroups is
+# A's; the other box's own root cannot reach A's socket nor, handed it, pass proxyd's peer check.
+# HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -212,6 +215,69 @@ OUT=$(python3 "$E/agent.py" "$SOCKA" ids 2>&1)
 expect_eq "$OUT" "ids closed" "[refuse] a host process (not in A's namespace) on A's socket: closed" || diag "$OUT"
 dexec "$N" 'echo "SSH_AUTH_SOCK=${SSH_AUTH_SOCK:-none}"; ls /run/hezo-agent 2>&1 | head -n 1'
 expect_match "$OUT" 'SSH_AUTH_SOCK=none' "[other] the box of no project has no agent" || diag "$OUT"
+
+# ---- boxes in user namespaces of their own (shim/userns.c, runc): the agent's peer check reads
+# the network namespace the peer's socket was made in (and its pid's cgroups), never its uid ----
+U=$TAG-u
+CONTAINERS+=("$U")
+# OpenSSH's tools refuse to run for a uid without a passwd entry ("No user exists for uid 1000"),
+# agent or not, and the box's root is read-only: the entry goes in before the box starts, as an
+# image made for that user would have it.
+OUT=$(timeout -k 5 120 "$HEZO_DOCKER" create --runtime "$RT" --name "$U" --user 1000 --network "$NET" \
+	--dns "$PFX.1" "$HEZO_DEV_IMAGE" sleep 900 2>&1 </dev/null) &&
+	OUT=$(timeout -k 5 60 "$HEZO_DOCKER" cp "$U:/etc/passwd" "$E/passwd" 2>&1 </dev/null) &&
+	echo "u:x:1000:1000::/tmp:/bin/sh" >>"$E/passwd" &&
+	OUT=$(timeout -k 5 60 "$HEZO_DOCKER" cp "$E/passwd" "$U:/etc/passwd" 2>&1 </dev/null) &&
+	OUT=$(timeout -k 5 120 "$HEZO_DOCKER" start "$U" 2>&1 </dev/null) && RC=0 || RC=$?
+expect_eq "$RC" 0 "[userns] a box of the project as --user 1000 (a passwd entry for it in the image)" || diag "$OUT"
+# The ids as the box sees them, then its uid_map: inside 0, outside at or above 0x80000000 (the
+# shim's ranges), 65536 long; a box without one reads "0 0 4294967295".
+maps='echo "$(id -u) $SSH_AUTH_SOCK"; awk "{print \$1, (\$2 >= 2147483648), \$3}" /proc/self/uid_map'
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	dexec "$A" "$maps"
+	expect_eq "$OUT" "0 /run/hezo-agent/agent.sock
+0 1 65536" "[userns] box A (root in the image) runs in a user namespace of its own: uid 0 is a host uid of the shim's ranges" ||
+		diag "$OUT"
+	dexec "$U" "$maps"
+	expect_eq "$OUT" "1000 /run/hezo-agent/agent.sock
+0 1 65536" "[userns] the --user 1000 box: uid 1000 in a user namespace of its own" || diag "$OUT"
+else
+	skip "[userns] box A's uid_map: the shim gives user namespaces to runc boxes (runsc's Sentry is the box's kernel)"
+	skip "[userns] the --user 1000 box's uid_map: runc only, as above"
+fi
+dexec "$U" 'ssh-add -L'
+expect_eq "$OUT" "$PUB deploy" "[userns] ssh-add -L as uid 1000: the agent lists the project's key" ||
+	{ diag "$OUT"; diag "$(tail -n 5 "$E/proxyd.log")"; }
+dexec "$U" "cd /tmp && git init -q -b main r && cd r && echo u >f && git add f &&
+	HOME=/tmp GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@box GIT_COMMITTER_NAME=u GIT_COMMITTER_EMAIL=u@box \
+	git commit -q -m 'as uid 1000' && git cat-file commit HEAD | grep -c '^gpgsig -----BEGIN SSH SIGNATURE-----'"
+expect_eq "$OUT" 1 "[userns] git commit as uid 1000: signed through the agent" || diag "$OUT"
+dexec "$U" "printf '%s\n' '$KH' >/tmp/kh && HOME=/tmp $SSHC -T git@git.test"
+expect_eq "$OUT" "hello from git.test" "[userns] ssh -T git@git.test as uid 1000: authenticated through the agent" ||
+	diag "$OUT"
+if [ "$HEZO_TEST_BACKEND" = runc ]; then
+	# A process that joins A's user, network and mount namespaces (A's root, a host uid of A's
+	# range) but stays in the host's cgroups: proxyd, without CAP_SYS_PTRACE, cannot read the
+	# namespace of another uid's process, so only the namespace its socket was made in tells.
+	PIDA=$(hezo_docker inspect -f '{{.State.Pid}}' "$A")
+	OUT=$(nsenter -t "$PIDA" -U -n -m python3 /tmp/agent.py /run/hezo-agent/agent.sock ids 2>&1)
+	expect_eq "$OUT" "ids 12" "[userns] a process in A's user and network namespaces, outside its cgroups: the agent knows it by its socket's namespace" ||
+		diag "$OUT"
+	# The other box's root (a host uid of another range) does not even reach the path: proxyd's
+	# agent directory is root's alone.
+	OUT=$(nsenter -t "$PIDN" -U -n python3 "$E/agent.py" "$SOCKA" ids 2>&1)
+	expect_match "$OUT" "PermissionError" "[userns] the other box's root (its own host uid) on A's socket path: EACCES" ||
+		diag "$OUT"
+	# Handed host uid 0's credentials there (as a socket passed in, or one opened before it came
+	# in, would be), it connects, and proxyd's peer check still tells it from A by its namespace.
+	OUT=$(nsenter -t "$PIDN" -U -n --preserve-credentials python3 "$E/agent.py" "$SOCKA" ids 2>&1)
+	expect_eq "$OUT" "ids closed" "[userns] a process in the other box's user and network namespaces on A's socket: closed" ||
+		diag "$OUT"
+else
+	skip "[userns] A's namespaces outside its cgroups: runc only"
+	skip "[userns] the other box's root on A's socket path: runc only"
+	skip "[userns] the other box's user namespace on A's socket: runc only"
+fi
 
 # ---- the netlog: one line per signature and per refusal ----
 sleep 0.3
