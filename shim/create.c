@@ -1043,11 +1043,36 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return r;
 	/* A runsc pod's app container gets a waiter (runsc-pod.c) for containerd to reap. */
 	if (t.backend == HEZO_BACKEND_RUNSC && strcmp(verb, "create") == 0 && pid_file) {
-		const char *sandbox;
+		const char *sandbox, *pidns;
 
 		r = shim_runsc_pod_app(spec, &sandbox, err);
 		if (r < 0)
 			return r;
+		/*
+		 * containerd's shim takes the console's master from the console socket when create
+		 * returns; runsc connects to it at start. It would wait for ever.
+		 */
+		if (r > 0 && hezo_json_is_true(hezo_json_get_path(spec, "process.terminal")))
+			return hezo_error_set(
+				err, EOPNOTSUPP,
+				"container %s: a terminal (process.terminal) in a runsc "
+				"pod's app container: runsc hands its console over at "
+				"start, containerd's shim waits for it at create",
+				id);
+		/*
+		 * A shared PID namespace: containerd names the sandbox's /proc/PID/ns/pid, the
+		 * runsc-sandbox process's, which is the host's. runsc would only read the path as a
+		 * key; the policy judges it as the namespace it names, and refuses it.
+		 */
+		pidns = hezo_json_string(hezo_json_get(hezo_spec_namespace(spec, "pid"), "path"));
+		if (r > 0 && pidns && *pidns)
+			return hezo_error_set(
+				err, EOPNOTSUPP,
+				"container %s: a shared PID namespace (CRI pid POD, "
+				"shareProcessNamespace) in a runsc pod: containerd names "
+				"the sandbox process's PID namespace, the host's, which "
+				"the box may not join",
+				id);
 		if (r > 0 && !(pod_sandbox = strdup(sandbox)))
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
