@@ -993,7 +993,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	char bundle_real[PATH_MAX], again_real[PATH_MAX], priv[PATH_MAX], tcp_made[PATH_MAX];
 	char unified[PATH_MAX] = "", home[PATH_MAX] = "";
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
-	_cleanup_free_ char *pod_sandbox = NULL;
+	_cleanup_free_ char *pod_sandbox = NULL, *pod_pidns = NULL;
 	const char *pid_file = shim_args_get(&v->args, "pid-file");
 	long waiter = 0;
 	int64_t tasks = 0, host_pids = 0;
@@ -1043,7 +1043,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		return r;
 	/* A runsc pod's app container gets a waiter (runsc-pod.c) for containerd to reap. */
 	if (t.backend == HEZO_BACKEND_RUNSC && strcmp(verb, "create") == 0 && pid_file) {
-		const char *sandbox, *pidns;
+		const char *sandbox;
 
 		r = shim_runsc_pod_app(spec, &sandbox, err);
 		if (r < 0)
@@ -1059,20 +1059,14 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				"pod's app container: runsc hands its console over at "
 				"start, containerd's shim waits for it at create",
 				id);
-		/*
-		 * A shared PID namespace: containerd names the sandbox's /proc/PID/ns/pid, the
-		 * runsc-sandbox process's, which is the host's. runsc would only read the path as a
-		 * key; the policy judges it as the namespace it names, and refuses it.
-		 */
-		pidns = hezo_json_string(hezo_json_get(hezo_spec_namespace(spec, "pid"), "path"));
-		if (r > 0 && pidns && *pidns)
-			return hezo_error_set(
-				err, EOPNOTSUPP,
-				"container %s: a shared PID namespace (CRI pid POD, "
-				"shareProcessNamespace) in a runsc pod: containerd names "
-				"the sandbox process's PID namespace, the host's, which "
-				"the box may not join",
-				id);
+		/* A shared PID namespace goes to runsc alone (runsc-pod.c). */
+		if (r > 0) {
+			int e = shim_runsc_pod_pidns(ctx, &t, id, sandbox, spec, input, &pod_pidns,
+						     err);
+
+			if (e < 0)
+				return e;
+		}
 		if (r > 0 && !(pod_sandbox = strdup(sandbox)))
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
@@ -1294,6 +1288,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
+	/* runsc's copy alone names the pod's PID namespace, which it reads as a name. */
+	if (pfd >= 0 && pod_pidns &&
+	    hezo_json_set(hezo_spec_namespace(spec, "pid"), "path",
+			  hezo_json_new_string(pod_pidns)) < 0) {
+		close(TAKE_FD(pfd));
+		pfd = hezo_error_set(err, ENOMEM, "linux.namespaces: pid: out of memory");
+	}
 	r = pfd < 0 ? pfd
 		    : save_backend_bundle(ctx, pfd, priv, spec, &held, has_userns ? &userns : NULL,
 					  userns_fd, err);

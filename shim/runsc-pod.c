@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hezo-file.h"
+#include "hezo-spec.h"
 #include "shim.h"
 
 #define WAIT_FIFO "pod-wait.fifo"
@@ -185,6 +186,40 @@ static int sandbox_of(struct shim_ctx *ctx, const struct shim_target *t, const c
 	    (shim_record_cgroup(srec, "memory", memcg, PATH_MAX) < 0 ||
 	     shim_cgroup_holds(memcg, *pid, NULL) != 1))
 		memcg[0] = '\0';
+	return 0;
+}
+
+int shim_runsc_pod_pidns(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			 const char *sandbox, struct hezo_json *spec, struct hezo_json *input,
+			 char **path, struct hezo_error **err)
+{
+	struct hezo_json *ns = hezo_spec_namespace(spec, "pid");
+	const char *p = hezo_json_string(hezo_json_get(ns, "path"));
+	char memcg[PATH_MAX], want[64];
+	uint64_t start;
+	long pid = 0;
+	int r;
+
+	*path = NULL;
+	if (!p || !*p)
+		return 0;
+	r = sandbox_of(ctx, t, sandbox, &pid, &start, memcg, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container %s", id);
+	snprintf(want, sizeof(want), "/proc/%ld/ns/pid", pid);
+	if (strcmp(p, want) != 0)
+		return hezo_error_set(
+			err, EPERM,
+			"container %s: linux.namespaces: pid path %s is not its pod's "
+			"sandbox's (%s): under runsc an app container shares a PID "
+			"namespace only with its own pod",
+			id, p, want);
+	*path = strdup(p);
+	if (!*path)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* Judged without it: not a namespace the box joins on the host (see shim.h). */
+	(void)hezo_json_remove(ns, "path");
+	(void)hezo_json_remove(hezo_spec_namespace(input, "pid"), "path");
 	return 0;
 }
 

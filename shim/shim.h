@@ -497,6 +497,17 @@ int shim_runsc_pod_secrets(const struct shim_ctx *ctx, const char *id, const cha
 			   struct hezo_json *spec, struct hezo_json **secrets,
 			   struct hezo_error **err);
 /*
+ * A runsc pod's shared PID namespace (CRI pid POD): containerd names the sandbox's
+ * /proc/PID/ns/pid, the runsc-sandbox process's, which is in the host's PID namespace. runsc
+ * joins no host namespace for an app container: it reads the path as a name and puts the
+ * container in the sandbox's PID namespace of the Sentry. The path must be exactly the pod's
+ * sandbox's (else -EPERM); it is taken out of spec and input (the policy would judge it as the
+ * host's namespace) into *path (NULL: none), for the backend's copy alone.
+ */
+int shim_runsc_pod_pidns(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			 const char *sandbox, struct hezo_json *spec, struct hezo_json *input,
+			 char **path, struct hezo_error **err);
+/*
  * A runsc pod's sandbox on a cgroup v1 host: runsc leaves it in its caller's cgroup v2 (often
  * the root, shared with the host), where proxyd reads whose a socket is. 1 and dir: the unified
  * cgroup of its own, as runc gives a container (cgroupsPath under /sys/fs/cgroup/unified); 0:

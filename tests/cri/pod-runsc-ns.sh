@@ -1,10 +1,10 @@
 #!/bin/bash
 # A gVisor pod's PID namespaces and terminals, through containerd 1.6's CRI plugin (runsc
 # project, docs/runsc.md "Pods"). PID namespace CONTAINER (kubelet's default): each app container
-# sees its own processes only. POD (shareProcessNamespace) is refused in one line: containerd
-# names the runsc-sandbox process's PID namespace, the host's. A terminal: an app
-# container with tty is refused at create in one line (runsc hands its console over at start,
-# containerd's shim waits for it at create); exec -t into a running one works.
+# sees its own processes only. POD (shareProcessNamespace): the app containers and the pause
+# container share the sandbox's PID namespace of the Sentry and see each other's processes. A
+# terminal: an app container with tty is refused at create in one line (runsc hands its console
+# over at start, containerd's shim waits for it at create); exec -t into a running one works.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,18 +50,27 @@ expect_match "$out" "=[^|]*sleep 100002" "[pid CONTAINER] c2 sees its own proces
 check "[pid CONTAINER] ... and not c1's" test "$(grep -c "sleep 100001" <<<"$out")" = 0
 check "[pid CONTAINER] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD"
 
-# ---- PID namespace POD (shareProcessNamespace): refused in one line ----
-# containerd names the sandbox's /proc/PID/ns/pid: the runsc-sandbox process's, the host's.
+# ---- PID namespace POD (shareProcessNamespace): the sandbox's, in the Sentry ----
+# containerd names the sandbox's /proc/PID/ns/pid, the runsc-sandbox process's (in the host's PID
+# namespace): runsc alone gets it, and reads it as the name of the sandbox's PID namespace.
 PODCFG=$(cri_pod_config pid-pod "$(cri_uid)" default | ns_config POD)
 POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
-expect_eq "$rc" 0 "[pid POD] RunPodSandbox (the pause container makes the sandbox)" ||
-	diag "$(cat "$CRI_DIR/err")"
-C=$(cri_create "$POD" "$PODCFG" "$(cri_container_config c1 'exec sleep 100001' | ns_config POD)" \
-	2>"$CRI_DIR/err") && cri_start_container "$C" 2>>"$CRI_DIR/err" && rc=0 || rc=$?
-expect_eq "$rc" 1 "[pid POD] an app container sharing the pod's PID namespace is refused"
-expect_match "$(cat "$CRI_DIR/err")" "shared PID namespace.*runsc pod.*the host's" \
-	"[pid POD] ... in one line saying why" || diag "$(cat "$CRI_DIR/err")"
-[ -n "$C" ] && cri RemoveContainer "{\"container_id\":\"$C\"}" >/dev/null
+expect_eq "$rc" 0 "[pid POD] RunPodSandbox" || diag "$(cat "$CRI_DIR/err")"
+[ -n "$POD" ] || bail_out "no pod"
+ID=()
+for c in 1 2; do
+	ID[$c]=$(cri_create "$POD" "$PODCFG" \
+		"$(cri_container_config "c$c" "exec sleep 10000$c" | ns_config POD)" \
+		2>"$CRI_DIR/err") && cri_start_container "${ID[$c]}" 2>>"$CRI_DIR/err" && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[pid POD] app container c$c sharing the pod's PID namespace created and started" ||
+		diag "$(cat "$CRI_DIR/err")"
+done
+out=$(procs "${ID[1]}")
+expect_match "$out" "=[^|]*sleep 100002" "[pid POD] c1 sees c2's process" || diag "$out"
+expect_match "$out" "=[^|]*sleep 2147483647" "[pid POD] ... and the pause container's" || diag "$out"
+out=$(procs "${ID[2]}")
+expect_match "$out" "=[^|]*sleep 100001" "[pid POD] c2 sees c1's process" || diag "$out"
+expect_eq "$(pgrep -f -- "^runsc-sandbox .*$CRI_DIR" | wc -l)" 1 "[pid POD] ... all in the pod's one runsc-sandbox"
 check "[pid POD] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD"
 
 # ---- terminals ----
