@@ -29,19 +29,28 @@ procs()
 		tr '\n' '|'
 }
 
-# ---- PID namespace CONTAINER (kubelet's default): each app container its own ----
-PODCFG=$(cri_pod_config pid-container "$(cri_uid)" default | ns_config CONTAINER)
-POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
-expect_eq "$rc" 0 "[pid CONTAINER] RunPodSandbox" || diag "$(cat "$CRI_DIR/err")"
-[ -n "$POD" ] || bail_out "no pod"
+# two_apps MODE: a pod with PID namespace option MODE (POD) and app containers c1 and c2
+# (sleep 100001, sleep 100002; ID[1], ID[2]) in it, started.
 declare -A ID=()
-for c in 1 2; do
-	ID[$c]=$(cri_create "$POD" "$PODCFG" \
-		"$(cri_container_config "c$c" "exec sleep 10000$c" | ns_config CONTAINER)" \
-		2>"$CRI_DIR/err") && cri_start_container "${ID[$c]}" 2>>"$CRI_DIR/err" && rc=0 || rc=$?
-	expect_eq "$rc" 0 "[pid CONTAINER] app container c$c created and started" ||
-		diag "$(cat "$CRI_DIR/err")"
-done
+two_apps()
+{
+	local c
+	PODCFG=$(cri_pod_config "pid-${1,,}" "$(cri_uid)" default | ns_config "$1")
+	POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
+	expect_eq "$rc" 0 "[pid $1] RunPodSandbox" || diag "$(cat "$CRI_DIR/err")"
+	[ -n "$POD" ] || bail_out "no pod"
+	for c in 1 2; do
+		ID[$c]=$(cri_create "$POD" "$PODCFG" \
+			"$(cri_container_config "c$c" "exec sleep 10000$c" | ns_config "$1")" \
+			2>"$CRI_DIR/err") && cri_start_container "${ID[$c]}" 2>>"$CRI_DIR/err" &&
+			rc=0 || rc=$?
+		expect_eq "$rc" 0 "[pid $1] app container c$c created and started" ||
+			diag "$(cat "$CRI_DIR/err")"
+	done
+}
+
+# ---- PID namespace CONTAINER (kubelet's default): each app container its own ----
+two_apps CONTAINER
 out=$(procs "${ID[1]}")
 expect_match "$out" "=[^|]*sleep 100001" "[pid CONTAINER] c1 sees its own process" || diag "$out"
 check "[pid CONTAINER] ... and not c2's" test "$(grep -c "sleep 100002" <<<"$out")" = 0
@@ -53,18 +62,7 @@ check "[pid CONTAINER] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD
 # ---- PID namespace POD (shareProcessNamespace): the sandbox's, in the Sentry ----
 # containerd names the sandbox's /proc/PID/ns/pid, the runsc-sandbox process's (in the host's PID
 # namespace): runsc alone gets it, and reads it as the name of the sandbox's PID namespace.
-PODCFG=$(cri_pod_config pid-pod "$(cri_uid)" default | ns_config POD)
-POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
-expect_eq "$rc" 0 "[pid POD] RunPodSandbox" || diag "$(cat "$CRI_DIR/err")"
-[ -n "$POD" ] || bail_out "no pod"
-ID=()
-for c in 1 2; do
-	ID[$c]=$(cri_create "$POD" "$PODCFG" \
-		"$(cri_container_config "c$c" "exec sleep 10000$c" | ns_config POD)" \
-		2>"$CRI_DIR/err") && cri_start_container "${ID[$c]}" 2>>"$CRI_DIR/err" && rc=0 || rc=$?
-	expect_eq "$rc" 0 "[pid POD] app container c$c sharing the pod's PID namespace created and started" ||
-		diag "$(cat "$CRI_DIR/err")"
-done
+two_apps POD
 out=$(procs "${ID[1]}")
 expect_match "$out" "=[^|]*sleep 100002" "[pid POD] c1 sees c2's process" || diag "$out"
 expect_match "$out" "=[^|]*sleep 2147483647" "[pid POD] ... and the pause container's" || diag "$out"
