@@ -125,12 +125,19 @@ const struct pd_member *pd_member_of(const struct pd_container *c,
 	if (c->diag_fd < 0 || pd_peer_cgroup(c->diag_fd, src, dst, &cg) < 0 || cg == 0)
 		return NULL;
 	for (size_t i = 0; i < c->nmembers; i++) {
-		if (c->members[i]->cgroup != cg)
+		const struct pd_member *m = c->members[i];
+
+		if (m->cgroup != cg)
 			continue;
-		/* Two members in one cgroup cannot be told apart: neither's secrets go. */
-		if (found)
+		/*
+		 * Two members in one cgroup cannot be told apart: neither's secrets go, unless
+		 * they hold the very same (a gVisor pod's containers, whose sockets are all the
+		 * Sentry's, hold their sandbox's): then whichever it was makes no difference.
+		 */
+		if (found && !hezo_json_equal(found->secrets_json, m->secrets_json))
 			return NULL;
-		found = c->members[i];
+		if (!found)
+			found = m;
 	}
 	return found;
 }

@@ -993,8 +993,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	_cleanup_target_ struct shim_target t = {0};
 	_cleanup_strv_ struct hezo_strv av = {0}, vargs = {0};
 	char bundle_real[PATH_MAX], again_real[PATH_MAX], priv[PATH_MAX], tcp_made[PATH_MAX];
+	char unified[PATH_MAX] = "", home[PATH_MAX] = "";
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
-	_cleanup_free_ char *pod_sandbox = NULL;
+	_cleanup_free_ char *pod_sandbox = NULL, *pod_pidns = NULL;
 	const char *pid_file = shim_args_get(&v->args, "pid-file");
 	long waiter = 0;
 	int64_t tasks = 0, host_pids = 0;
@@ -1051,6 +1052,25 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		r = shim_runsc_pod_app(spec, &sandbox, err);
 		if (r < 0)
 			return r;
+		/*
+		 * containerd's shim takes the console's master from the console socket when create
+		 * returns; runsc connects to it at start. It would wait for ever.
+		 */
+		if (r > 0 && hezo_json_is_true(hezo_json_get_path(spec, "process.terminal")))
+			return hezo_error_set(
+				err, EOPNOTSUPP,
+				"container %s: a terminal (process.terminal) in a runsc "
+				"pod's app container: runsc hands its console over at "
+				"start, containerd's shim waits for it at create",
+				id);
+		/* A shared PID namespace goes to runsc alone (runsc-pod.c). */
+		if (r > 0) {
+			int e = shim_runsc_pod_pidns(ctx, &t, id, sandbox, spec, input, &pod_pidns,
+						     err);
+
+			if (e < 0)
+				return e;
+		}
 		if (r > 0 && !(pod_sandbox = strdup(sandbox)))
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
@@ -1112,6 +1132,9 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			return r;
 	}
 	r = shim_secrets_prepare(ctx, p, spec, &secrets, err);
+	/* A gVisor pod's app container holds its sandbox's secrets (runsc-pod.c). */
+	if (r == 0 && pod_sandbox)
+		r = shim_runsc_pod_secrets(ctx, id, pod_sandbox, spec, &secrets, err);
 	r = r ?: shim_keys_prepare(ctx, p, id, spec, &keys, err);
 	r = r ?: add_egress_hooks(ctx, p, secrets, keys, spec, err);
 	r = r ?: build_record(ctx, id, bundle_real, &t, p, input, spec, engine_seccomp, &rec, err);
@@ -1207,6 +1230,15 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				      "create it again",
 				      id);
 
+	/* A runsc pod's sandbox gets a cgroup v2 of its own (runsc-pod.c), in its record. */
+	if (t.backend == HEZO_BACKEND_RUNSC && strcmp(verb, "create") == 0) {
+		r = shim_runsc_pod_unified(spec, shim_backend_systemd_cgroup(&t, &ctx->g), unified,
+					   err);
+		if (r < 0)
+			return r;
+		if (r > 0 && set_string(rec, "unifiedCgroup", unified) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 	/*
 	 * The box's own uid range, taken with the record under the lock and entered in the
 	 * machine's registry (held until the record is written): no other box, of any state
@@ -1260,6 +1292,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* Bundles of containers whose shim died before it could remove them. */
 	(void)shim_bundle_tidy(ctx);
 	pfd = shim_bundle_open(ctx, id, SHIM_BUNDLE_FRESH, priv, sizeof(priv), err);
+	/* runsc's copy alone names the pod's PID namespace, which it reads as a name. */
+	if (pfd >= 0 && pod_pidns &&
+	    hezo_json_set(hezo_spec_namespace(spec, "pid"), "path",
+			  hezo_json_new_string(pod_pidns)) < 0) {
+		close(TAKE_FD(pfd));
+		pfd = hezo_error_set(err, ENOMEM, "linux.namespaces: pid: out of memory");
+	}
 	r = pfd < 0 ? pfd
 		    : save_backend_bundle(ctx, pfd, priv, spec, &held, has_userns ? &userns : NULL,
 					  userns_fd, err);
@@ -1320,9 +1359,13 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		}
 		return r;
 	}
-	if (strcmp(verb, "create") == 0)
-		r = shim_spawn_wait(ctx, &av, err);
-	else
+	if (strcmp(verb, "create") == 0) {
+		/* The Sentry is born in the shim's cgroup v2: the shim steps in there for it. */
+		r = unified[0] ? shim_runsc_pod_cgroup_enter(unified, home, err) : 0;
+		r = r ?: shim_spawn_wait(ctx, &av, err);
+		if (home[0])
+			shim_runsc_pod_cgroup_leave(home);
+	} else
 		r = shim_exec(ctx, &av, err);
 	/* runc's Go runtime raised the init's soft RLIMIT_NOFILE to its hard one: set them again.
 	 */
@@ -1343,6 +1386,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		_cleanup_error_ struct hezo_error *e = NULL;
 
 		(void)shim_runsc_destroy(ctx, &t, id, &e);
+		shim_runsc_pod_cgroup_remove(ctx, id, rec);
 		shim_record_remove(ctx, id);
 		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
 		restore_kept(bfd, kept_old, kept_old_len);
@@ -1377,6 +1421,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	if (r != 0 && backend_lacks(ctx, &t, id)) {
 		/* Not made: config.json and the side file go back as they were. */
 		tcp_accounting_undo(spec, tcp_made);
+		shim_runsc_pod_cgroup_remove(ctx, id, rec);
 		shim_record_remove(ctx, id);
 		(void)hezo_write_file_atomic_at(bfd, "config.json", orig, len, 0644, NULL);
 		restore_kept(bfd, kept_old, kept_old_len);

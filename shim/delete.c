@@ -36,6 +36,7 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* runsc has no such container (its delete --force would succeed): the record goes. */
 	if (r == -ENOENT && t.backend == HEZO_BACKEND_RUNSC) {
 		hezo_error_free(TAKE_PTR(*err));
+		shim_runsc_pod_cgroup_remove(ctx, id, rec);
 		shim_record_remove_same(ctx, id, rec);
 		return 0;
 	}
@@ -76,10 +77,15 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		 * Gone already (a create the backend refused, a failed start under runsc, a run
 		 * that ended): the record goes too, so it never stands for a live container.
 		 */
-		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT)
+		if (shim_runsc_state(ctx, &t, id, &status, &pid, &e) == -ENOENT) {
+			shim_runsc_pod_cgroup_remove(ctx, id, rec);
 			shim_record_remove_same(ctx, id, rec);
+		}
 	}
-	if (r == 0 && one)
+	if (r == 0 && one) {
+		/* A runsc pod sandbox's cgroup v2 (runsc-pod.c): runsc never knew it. */
+		shim_runsc_pod_cgroup_remove(ctx, id, rec);
 		shim_record_remove_same(ctx, id, rec);
+	}
 	return r;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "hezo-file.h"
+#include "hezo-spec.h"
 #include "shim.h"
 
 #define WAIT_FIFO "pod-wait.fifo"
@@ -67,6 +68,103 @@ int shim_runsc_pod_app(const struct hezo_json *spec, const char **sandbox, struc
 	return 1;
 }
 
+#define UNIFIED "/sys/fs/cgroup/unified"
+
+/* cgroup v1 with the unified hierarchy beside it, where runsc leaves cgroup v2 alone. */
+static bool hybrid_host(void)
+{
+	return access(UNIFIED "/cgroup.procs", F_OK) == 0 &&
+	       access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0;
+}
+
+/* The names of a wire form's secrets, "A, B", or "none", for a message. */
+static void secret_names(const struct hezo_json *secrets, char *buf, size_t size)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	HEZO_JSON_FOREACH (i, secrets) {
+		int n = snprintf(buf + at, size - at, "%s%s", at ? ", " : "", secrets->keys[i]);
+
+		if (n < 0 || (size_t)n >= size - at)
+			break;
+		at += (size_t)n;
+	}
+	if (at == 0)
+		snprintf(buf, size, "none");
+}
+
+/* Does mine hold the secrets of pod (names, hosts, files and the rest), placeholders aside? */
+static bool same_secrets(const struct hezo_json *mine, const struct hezo_json *pod)
+{
+	if ((mine ? mine->len : 0) != (pod ? pod->len : 0))
+		return false;
+	HEZO_JSON_FOREACH (i, mine) {
+		const struct hezo_json *a = mine->items[i];
+		const struct hezo_json *b =
+			hezo_json_get_type(pod, mine->keys[i], HEZO_JSON_OBJECT);
+
+		if (!b || a->type != HEZO_JSON_OBJECT || a->len != b->len)
+			return false;
+		for (size_t k = 0; k < a->len; k++)
+			if (strcmp(a->keys[k], "placeholder") != 0 &&
+			    !hezo_json_equal(a->items[k], hezo_json_get(b, a->keys[k])))
+				return false;
+	}
+	return true;
+}
+
+int shim_runsc_pod_secrets(const struct shim_ctx *ctx, const char *id, const char *sandbox,
+			   struct hezo_json *spec, struct hezo_json **secrets,
+			   struct hezo_error **err)
+{
+	_cleanup_json_ struct hezo_json *srec = NULL, *copy = NULL;
+	const struct hezo_json *pod;
+	char mine_names[512], pod_names[512];
+	int r;
+
+	r = shim_record_read(ctx, sandbox, &srec, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container %s: the record of its pod's sandbox %s",
+					 id, sandbox);
+	pod = hezo_json_get_type(srec, "secrets", HEZO_JSON_OBJECT);
+	/*
+	 * The Sentry makes every host socket of the pod, so proxyd sees all its containers as the
+	 * sandbox (one cgroup, one address): a set of secrets is the pod's or none's.
+	 */
+	if (!same_secrets(*secrets, pod)) {
+		secret_names(*secrets, mine_names, sizeof(mine_names));
+		secret_names(pod, pod_names, sizeof(pod_names));
+		return hezo_error_set(err, EPERM,
+				      "container %s: secrets %s are not its pod's (%s, its sandbox "
+				      "%s's): under runsc a pod is one sandbox with one network "
+				      "identity, so its app containers hold the sandbox's secrets",
+				      id, mine_names, pod_names, sandbox);
+	}
+	if (!pod || pod->len == 0)
+		return 0;
+	/* Else the Sentry's cgroup v2 is its caller's, which host processes share. */
+	secret_names(pod, pod_names, sizeof(pod_names));
+	if (hybrid_host() && !hezo_json_string(hezo_json_get(srec, "unifiedCgroup")))
+		return hezo_error_set(
+			err, EPERM,
+			"container %s: its pod's sandbox %s has no cgroup v2 of its "
+			"own (systemd's cgroup names, or an older hezo-shim made it): "
+			"proxyd could not tell the pod's connections from the host's, "
+			"so the pod gets no secrets (%s)",
+			id, sandbox, pod_names);
+	/* The sandbox's wire form as it is, placeholders too: proxyd takes alike members as one. */
+	copy = hezo_json_clone(pod);
+	if (!copy)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	r = shim_secrets_set_env(hezo_json_get_type(spec, "process", HEZO_JSON_OBJECT), copy);
+	if (r < 0)
+		return hezo_error_set(err, -r, "config.json: process.env: cannot set secrets");
+	hezo_json_free(*secrets);
+	*secrets = TAKE_PTR(copy);
+	return 0;
+}
+
 /* The sandbox's pid (by runsc) and, where its record says, its memory cgroup holding it. */
 static int sandbox_of(struct shim_ctx *ctx, const struct shim_target *t, const char *sandbox,
 		      long *pid, uint64_t *start, char memcg[PATH_MAX], struct hezo_error **err)
@@ -91,11 +189,48 @@ static int sandbox_of(struct shim_ctx *ctx, const struct shim_target *t, const c
 	return 0;
 }
 
-/* This process's own memory cgroup's cgroup.procs (v1), where the waiter's runsc calls go. */
-static void home_procs(char out[PATH_MAX])
+int shim_runsc_pod_pidns(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			 const char *sandbox, struct hezo_json *spec, struct hezo_json *input,
+			 char **path, struct hezo_error **err)
+{
+	struct hezo_json *ns = hezo_spec_namespace(spec, "pid");
+	const char *p = hezo_json_string(hezo_json_get(ns, "path"));
+	char memcg[PATH_MAX], want[64];
+	uint64_t start;
+	long pid = 0;
+	int r;
+
+	*path = NULL;
+	if (!p || !*p)
+		return 0;
+	r = sandbox_of(ctx, t, sandbox, &pid, &start, memcg, err);
+	if (r < 0)
+		return hezo_error_prefix(err, "container %s", id);
+	snprintf(want, sizeof(want), "/proc/%ld/ns/pid", pid);
+	if (strcmp(p, want) != 0)
+		return hezo_error_set(
+			err, EPERM,
+			"container %s: linux.namespaces: pid path %s is not its pod's "
+			"sandbox's (%s): under runsc an app container shares a PID "
+			"namespace only with its own pod",
+			id, p, want);
+	*path = strdup(p);
+	if (!*path)
+		return hezo_error_set(err, ENOMEM, "out of memory");
+	/* Judged without it: not a namespace the box joins on the host (see shim.h). */
+	(void)hezo_json_remove(ns, "path");
+	(void)hezo_json_remove(hezo_spec_namespace(input, "pid"), "path");
+	return 0;
+}
+
+/*
+ * cgroup.procs of this process's own cgroup of controller (v1; "" for the unified hierarchy's
+ * line) under mount: where the waiter's runsc calls go, where the shim goes back after create.
+ */
+static void home_procs(const char *controller, const char *mount, char out[PATH_MAX])
 {
 	_cleanup_free_ char *data = NULL;
-	size_t len;
+	size_t len, clen = strlen(controller);
 
 	out[0] = '\0';
 	if (hezo_read_file_at(AT_FDCWD, "/proc/self/cgroup", 65536, &data, &len, NULL) < 0)
@@ -106,11 +241,10 @@ static void home_procs(char out[PATH_MAX])
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		if (!c2 || (size_t)(c2 - c1 - 1) != strlen("memory") ||
-		    strncmp(c1 + 1, "memory", 6) != 0)
+		if (!c2 || (size_t)(c2 - c1 - 1) != clen || strncmp(c1 + 1, controller, clen) != 0)
 			continue;
 		if (!strstr(c2 + 1, "/..") &&
-		    snprintf(out, PATH_MAX, "/sys/fs/cgroup/memory%s/cgroup.procs",
+		    snprintf(out, PATH_MAX, "%s%s/cgroup.procs", mount,
 			     strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1) >= PATH_MAX)
 			out[0] = '\0';
 		return;
@@ -151,6 +285,65 @@ static int write_pid_file(const char *path, long pid, struct hezo_error **err)
 	if (dfd < 0)
 		return hezo_error_set_errno(err, errno, "pid file %s", path);
 	return hezo_write_file_atomic_at(dfd, slash ? slash + 1 : copy, s, (size_t)n, 0644, err);
+}
+
+int shim_runsc_pod_unified(const struct hezo_json *spec, bool systemd, char dir[PATH_MAX],
+			   struct hezo_error **err)
+{
+	const struct hezo_json *ann = hezo_json_get_type(spec, "annotations", HEZO_JSON_OBJECT);
+	const char *type, *cg = hezo_json_string(hezo_json_get_path(spec, "linux.cgroupsPath"));
+	int r;
+
+	dir[0] = '\0';
+	r = agreed(ann, type_keys, &type, err);
+	if (r < 0)
+		return r;
+	/* A cgroup v2 host: runsc places the sandbox itself. systemd's names: not done. */
+	if (!type || strcmp(type, "sandbox") != 0 || systemd || !cg || !hybrid_host())
+		return 0;
+	if (shim_cgroup_dir("/sys/fs/cgroup", cg, false, "unified", dir, PATH_MAX) < 0) {
+		dir[0] = '\0';
+		return hezo_error_set(err, EINVAL, "linux.cgroupsPath \"%s\": not a cgroupfs path",
+				      cg);
+	}
+	return 1;
+}
+
+int shim_runsc_pod_cgroup_enter(const char *dir, char home[PATH_MAX], struct hezo_error **err)
+{
+	int r;
+
+	home_procs("", UNIFIED, home);
+	if (!home[0])
+		return hezo_error_set(err, ENOENT, "/proc/self/cgroup: no unified hierarchy line");
+	r = hezo_mkdir_p(dir, 0755, 0755);
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "cgroup %s", dir);
+	r = write_pid(dir, (long)getpid(), err);
+	if (r < 0) {
+		(void)rmdir(dir);
+		home[0] = '\0';
+	}
+	return r;
+}
+
+void shim_runsc_pod_cgroup_leave(const char *home)
+{
+	_cleanup_close_ int fd = open(home, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	char s[32];
+	int n = snprintf(s, sizeof(s), "%ld\n", (long)getpid());
+
+	if (fd >= 0)
+		(void)hezo_write_all(fd, s, (size_t)n);
+}
+
+void shim_runsc_pod_cgroup_remove(struct shim_ctx *ctx, const char *id, const struct hezo_json *rec)
+{
+	const char *dir = hezo_json_string(hezo_json_get(rec, "unifiedCgroup"));
+
+	if (dir && rmdir(dir) < 0 && errno != ENOENT)
+		shim_log(ctx, "warning", "container %s: cgroup %s stays: %s", id, dir,
+			 strerror(errno));
 }
 
 /*
@@ -274,7 +467,7 @@ int shim_runsc_waiter_start(struct shim_ctx *ctx, const struct shim_target *t, c
 	fifo = openat(pfd, WAIT_FIFO, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fifo < 0)
 		return hezo_error_set_errno(err, errno, "%s/%s", priv, WAIT_FIFO);
-	home_procs(home);
+	home_procs("memory", "/sys/fs/cgroup/memory", home);
 	snprintf(spid, sizeof(spid), "%ld", pid);
 	snprintf(sstart, sizeof(sstart), "%" PRIu64, start);
 	r = hezo_strv_push(&wav, helper);

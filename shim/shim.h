@@ -493,6 +493,40 @@ int shim_runsc_size_pids(const struct shim_runsc_model *m, const struct hezo_pol
  * which must agree), 0 for any other container, -errno when it names no sandbox.
  */
 int shim_runsc_pod_app(const struct hezo_json *spec, const char **sandbox, struct hezo_error **err);
+/*
+ * After shim_secrets_prepare, for app container id of runsc pod sandbox: its secrets (*secrets,
+ * NULL for none) must be the sandbox's by name, hosts and file, or it is refused (-EPERM, one
+ * line saying why); then *secrets and process.env take the sandbox's placeholders.
+ */
+int shim_runsc_pod_secrets(const struct shim_ctx *ctx, const char *id, const char *sandbox,
+			   struct hezo_json *spec, struct hezo_json **secrets,
+			   struct hezo_error **err);
+/*
+ * A runsc pod's shared PID namespace (CRI pid POD): containerd names the sandbox's
+ * /proc/PID/ns/pid, the runsc-sandbox process's, which is in the host's PID namespace. runsc
+ * joins no host namespace for an app container: it reads the path as a name and puts the
+ * container in the sandbox's PID namespace of the Sentry. The path must be exactly the pod's
+ * sandbox's (else -EPERM); it is taken out of spec and input (the policy would judge it as the
+ * host's namespace) into *path (NULL: none), for the backend's copy alone.
+ */
+int shim_runsc_pod_pidns(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			 const char *sandbox, struct hezo_json *spec, struct hezo_json *input,
+			 char **path, struct hezo_error **err);
+/*
+ * A runsc pod's sandbox on a cgroup v1 host: runsc leaves it in its caller's cgroup v2 (often
+ * the root, shared with the host), where proxyd reads whose a socket is. 1 and dir: the unified
+ * cgroup of its own, as runc gives a container (cgroupsPath under /sys/fs/cgroup/unified); 0:
+ * none is made (another container, a cgroup v2 host, systemd's cgroup names).
+ */
+int shim_runsc_pod_unified(const struct hezo_json *spec, bool systemd, char dir[PATH_MAX],
+			   struct hezo_error **err);
+/* Make dir and move this process there (runsc create's sandbox is born in it); home: whence. */
+int shim_runsc_pod_cgroup_enter(const char *dir, char home[PATH_MAX], struct hezo_error **err);
+/* Back to home (cgroup.procs of the cgroup this process left). */
+void shim_runsc_pod_cgroup_leave(const char *home);
+/* The unified cgroup rec names (its "unifiedCgroup") goes, once its sandbox has. */
+void shim_runsc_pod_cgroup_remove(struct shim_ctx *ctx, const char *id,
+				  const struct hezo_json *rec);
 /* The waiter's host path: $HEZO_POD_WAIT, next to the shim, or ../libexec/hezo/. */
 int shim_runsc_waiter_helper(char *buf, size_t size);
 /*

@@ -24,41 +24,12 @@ HEZO_TEST_DIR=${HEZO_TEST_DIR:-/run/hezo-test}/cri-pod-secrets.$$
 . "$here/cri-lib.sh"
 # shellcheck source=tests/cri/egress-lib.sh
 . "$here/egress-lib.sh"
+# shellcheck source=tests/cri/secrets-lib.sh
+. "$here/secrets-lib.sh"
 
-hezo_require_tools openssl python3 curl ldd
-# The certificates and secrets live beside the test directory: proxyd needs the CA at start.
-S=$(mktemp -d /tmp/hezo-pod-secrets.XXXXXX) || bail_out "mktemp failed"
-tap_cleanup "rm -rf '$S'"
-chmod 0700 "$S"
-hezo_test_ca "$S" hezo-test-upstream-CA api.test api.test || bail_out "openssl cannot make the test certificates"
-VALUE_A="va_$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
-VALUE_B="vb_$(head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
-printf '%s\n' "$VALUE_A" >"$S/toka"
-printf '%s\n' "$VALUE_B" >"$S/tokb"
-chmod 0600 "$S/toka" "$S/tokb"
-CRI_PROXYD_ARGS=(--test-upstream-ca "$S/ca.crt")
-CRI_EGRESS_DNS_ARGS=(--address=/api.test/"$CRI_ALLOWED_IP")
-# The image gets Debian's curl; the shim mounts proxyd's CA bundle at /etc/ssl/certs.
-cri_image_extra()
-{
-	hezo_copy_bin "$1" /usr/bin/curl && mkdir -p "$1/etc/ssl/certs" &&
-		printf 'hosts: dns files\n' >"$1/etc/nsswitch.conf"
-}
-
+cri_secrets_world
 cri_setup egress
-hezo_write_policy docker "$(cri_policy_filter) | $(cri_egress_filter) |
-	.egress.allow += [\"api.test\"] |
-	.secrets = {TOKA: {hosts: [\"api.test\"], file: \"$S/toka\"},
-		TOKB: {hosts: [\"api.test\"], file: \"$S/tokb\"}}"
-UPLOG=$CRI_EGRESS/up.log
-: >"$UPLOG"
-_cri_egress_bg ip netns exec "$CRI_EGRESS_INET" python3 "$HEZO_HTTPS_UPSTREAM" "$UPLOG" \
-	"$CRI_ALLOWED_IP" "$S/up.crt" "$S/up.key"
-for _ in $(seq 100); do
-	_cri_in_inet ss -Hltn 'sport = :443' | grep -q . && break
-	sleep 0.1
-done
-_cri_in_inet ss -Hltn 'sport = :443' | grep -q . || bail_out "the TLS upstream did not start"
+cri_secrets_up
 
 # ---- a pod: sandbox, a (TOKA only) and b (TOKB only) ----
 PODCFG=$(cri_pod_config web "$(cri_uid)" default | cri_egress_dns)
@@ -81,10 +52,8 @@ expect_eq "$(cri_exec "${ID[a]}" 'echo ${TOKB:-none}')" none "[secrets] a has no
 expect_eq "$(cri_proxyd_list | jq -c '[.containers[] | .members | length]')" "[3]" \
 	"[secrets] one registration for the pod, three members"
 
-CURL='curl -sS --max-time 15 -o - -w " status=%{http_code}"'
-# up C HEADER_VALUE: C's GET of https://api.test/C carrying X-Token; the answer the box got, on
-# one line.
-up() { cri_exec "${ID[$1]}" "$CURL -H 'X-Token: $2' https://api.test/$1 2>&1 | tr '\n' ' '"; }
+# up C HEADER_VALUE: C's GET of https://api.test/C carrying X-Token (cri_secrets_get).
+up() { cri_secrets_get "${ID[$1]}" "$1" "$2"; }
 
 for c in a b; do
 	other=$([ "$c" = a ] && echo b || echo a)
@@ -114,15 +83,8 @@ PAUSE_PID=$(cri PodSandboxStatus "{\"pod_sandbox_id\":\"$POD\",\"verbose\":true}
 PH_POD=$(tr '\0' '\n' <"/proc/$PAUSE_PID/environ" | sed -n 's/^TOKB=//p')
 expect_match "$PH_POD" '^hzph[a-z0-9]{40}$' "[secrets] the sandbox has a placeholder of its own for TOKB"
 NETNS=$(cri_pod_netns "$POD")
-# Trusts the upstream's CA (not intercepted) and proxyd's (intercepted).
-cat "$S/ca.crt" "$CRI_EGRESS/proxyd/tls/bundle.crt" >"$S/both.crt"
 # host_up HEADER_VALUE: a GET of https://api.test/host from the pod's namespace, outside the pod.
-host_up()
-{
-	nsenter --net="$NETNS" curl -sS --max-time 15 --cacert "$S/both.crt" \
-		--resolve "api.test:443:$CRI_ALLOWED_IP" -H "X-Token: $1" https://api.test/host 2>&1 |
-		tr '\n' ' '
-}
+host_up() { cri_secrets_host_get "$NETNS" host "$1"; }
 out=$(host_up "$PH_POD")
 expect_match "$(grep " /host " "$UPLOG" | tail -n 1)" "x=$PH_POD " \
 	"[secrets] a socket of no member's cgroup in the pod's namespace: the sandbox's placeholder goes up as it is" ||

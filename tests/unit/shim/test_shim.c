@@ -1618,6 +1618,46 @@ static void test_runsc_pod_app(void **state)
 	hezo_json_free(s);
 }
 
+static void test_runsc_pod_unified(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	char dir[PATH_MAX];
+	bool hybrid = access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 &&
+		      access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0;
+	struct hezo_json *s;
+
+	(void)state;
+	/* an app container, a box of no pod: none, the sandbox's is theirs or runsc's */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\"},"
+		    "\"linux\":{\"cgroupsPath\":\"/kubepods/podu/app1\"}}");
+	assert_int_equal(shim_runsc_pod_unified(s, false, dir, NULL), 0);
+	assert_string_equal(dir, "");
+	hezo_json_free(s);
+	s = spec_of("{\"linux\":{\"cgroupsPath\":\"/docker/box1\"}}");
+	assert_int_equal(shim_runsc_pod_unified(s, false, dir, NULL), 0);
+	hezo_json_free(s);
+	/* the pod's sandbox: beside its v1 cgroups on a cgroup v1 host, none with systemd's names
+	 */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\"},"
+		    "\"linux\":{\"cgroupsPath\":\"/kubepods/podu/pod1\"}}");
+	assert_int_equal(shim_runsc_pod_unified(s, true, dir, NULL), 0);
+	assert_int_equal(shim_runsc_pod_unified(s, false, dir, NULL), hybrid ? 1 : 0);
+	if (hybrid)
+		assert_string_equal(dir, "/sys/fs/cgroup/unified/kubepods/podu/pod1");
+	hezo_json_free(s);
+	/* a path the cgroupfs driver would not read as one: refused, not made somewhere else */
+	s = spec_of("{\"annotations\":{\"io.kubernetes.cri.container-type\":\"sandbox\","
+		    "\"io.kubernetes.cri.sandbox-id\":\"pod1\"},"
+		    "\"linux\":{\"cgroupsPath\":\"/kubepods/../../pod1\"}}");
+	if (hybrid) {
+		assert_true(shim_runsc_pod_unified(s, false, dir, &err) < 0);
+		assert_string_equal(dir, "");
+	}
+	hezo_json_free(s);
+}
+
 static void test_runsc_check_spec_rest(void **state)
 {
 	_cleanup_policy_ struct hezo_policy *p = runsc_policy(""), *hostnet = NULL;
@@ -2240,6 +2280,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_update_v1),
 		cmocka_unit_test(test_runsc_check_spec),
 		cmocka_unit_test(test_runsc_pod_app),
+		cmocka_unit_test(test_runsc_pod_unified),
 		cmocka_unit_test(test_runsc_check_spec_rest),
 		cmocka_unit_test(test_runsc_pids),
 		cmocka_unit_test(test_signal_is_kill),
