@@ -32,6 +32,7 @@
 /* Basic credentials masked back beside the secrets' values. */
 #define BASIC_SLOTS (HEZO_MASK_VALUES - HEZO_SUBST_MAX)
 #define DOWN_LIMIT  (256 * 1024) /* TLS bytes waiting for the client: stop reading up */
+#define DOWN_BATCH  (64 * 1024)	 /* TLS bytes for the client written while reading on */
 #define CIN_LIMIT   (64 * 1024)	 /* TLS bytes from the client not yet decrypted */
 #define VALUE_READ  4097
 
@@ -1058,7 +1059,7 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 				end(k, "deny", "upstream sent bytes no request asked for");
 				return;
 			}
-			r = hezo_mask_feed(k->mask, scratch, (size_t)n);
+			r = hezo_mask_feed_some(k->mask, scratch, (size_t)n);
 			if (r < 0) {
 				/* A bad head: nothing of it went down, the client gets a 502. */
 				if (k->mask->headlen > 0 || k->mask->st == 0)
@@ -1069,7 +1070,15 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			}
 			if (r == 1)
 				k->down_done = true;
+			/* The box decrypts the first bytes while the next are read and masked. */
+			if (BIO_ctrl_pending(k->cwb) >= DOWN_BATCH && flush_client(k) < 0) {
+				end(k, "allow", "client write failed");
+				return;
+			}
 		}
+		/* What the reads left staged goes now: the whole round is in full records. */
+		if (k->mask)
+			hezo_mask_flush(k->mask);
 		r = upgrade_answered(k);
 		if (r < 0)
 			return;
