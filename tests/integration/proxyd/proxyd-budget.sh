@@ -226,6 +226,32 @@ expect_eq "$metric" "$((refused + closed))" "metric: hezo_proxyd_intercept_budge
 out=$(ip netns exec hzm-c1 curl -sS --max-time 10 --http2 --cacert "$BUNDLE" \
 	-H "x-api-key: $PHA" -o /dev/null -w '%{http_code}' https://h2.test/a 2>&1)
 expect_eq "$out" 200 "box A: its share is given back when its connections end"
+# ---- the global bound: 4 MiB for all of proxyd, under the 16 MiB share ----
+# proxyd restarts with its registrations (state file). Box A's flood takes the whole budget
+# (a connection of 16 streams is 2944 KiB, the second connection and 4 streams the rest), and
+# then box B's connection is refused too, named as the global budget's.
+kill "$PROXYD_PID"; wait "$PROXYD_PID" 2>/dev/null; PROXYD_PID=
+if hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --test-upstream-ca "$T/ca.crt" \
+	--intercept-memory 4 --intercept-share 16 >>"$T/proxyd.log" 2>&1; then
+	ok "proxyd restarts with --intercept-memory 4 --intercept-share 16"
+else
+	not_ok "proxyd restarts with --intercept-memory 4 --intercept-share 16" "$(cat "$T/proxyd.log")"
+fi
+# The registrations come back from the state file; wait for both before any connection.
+for _ in $(seq 50); do
+	[ "$(ctl list 2>/dev/null | grep -Eo '"(boxa|boxb)"' | sort -u | wc -l)" -ge 2 ] && break
+	sleep 0.1
+done
+coproc FLOOD { ip netns exec hzm-c1 "$H2PY" flood.py "$BUNDLE" 3 "$PHA" 2>&1; }
+read -r -t 120 flood <&"${FLOOD[0]}"
+expect_eq "$flood" "answered=20 refused=12 other=0 closed=1" "box A: 20 streams in 4 MiB, the rest refused"
+out=$(ip netns exec hzm-c2 curl -sS --max-time 10 --http2 --cacert "$BUNDLE" \
+	-H "x-api-key: $PHB" -o /dev/null -w '%{http_code}' https://h2.test/b2 2>&1)
+expect_match "$out" "000$" "box B: refused while proxyd's whole budget is spent"
+echo >&"${FLOOD[1]}"
+wait "$FLOOD_PID" 2>/dev/null
+sleep 1.2
+expect_match "$(cat "$T"/log/*)" '"container":"boxb"[^}]*"verdict":"deny","reason":"interception memory budget spent \(all registrations\)"' "netlog: box B's refusal names the global budget"
 echo "1..$n"
 [ $failed -eq 0 ] && exit 0
 echo "# $failed of $n failed"
