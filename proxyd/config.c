@@ -17,6 +17,8 @@ struct pd_config pd_cfg = {
 	.idle_timeout_s = 300,
 	.head_timeout_s = 10,
 	.connect_timeout_s = 10,
+	.icpt_mem_mib = 512,
+	.icpt_share_mib = 128,
 };
 
 int pd_state_subdir(const char *name, struct hezo_error **err)

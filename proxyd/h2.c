@@ -48,6 +48,7 @@ struct stream {
 	struct buf down; /* the answer's DATA, masked, on its way down */
 	size_t up_unacked, down_unacked;
 	bool c_end, c_closed, u_sent, u_end, u_closed, answered, logged;
+	bool admitted; /* ops->admit took its share: ops->release gives it back */
 	struct hezo_mask *mask;
 	nghttp2_nv *trailers;
 	size_t ntrailers;
@@ -202,6 +203,8 @@ static void stream_free(struct stream *s)
 	free(s->fl.b);
 	free(s->trailers);
 	free(s->tbuf);
+	if (s->admitted && h->ops->release)
+		h->ops->release(h->ud);
 	free(s);
 }
 
@@ -587,9 +590,19 @@ static int c_begin(nghttp2_session *session, const nghttp2_frame *fr, void *ud)
 		return 0; /* trailers: refused whole, their fields never read */
 	if (fr->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	/* Over proxyd's memory budget: the box may try again later (RFC 9113, 8.7). */
+	if (h->ops->admit && !h->ops->admit(h->ud)) {
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, fr->hd.stream_id,
+					  NGHTTP2_REFUSED_STREAM);
+		return 0;
+	}
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		if (h->ops->release)
+			h->ops->release(h->ud);
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	}
+	s->admitted = h->ops->admit != NULL;
 	s->h = h;
 	s->cid = fr->hd.stream_id;
 	s->next = h->streams;

@@ -44,6 +44,11 @@ struct hezo_h2_ops {
 	int (*request)(void *ud, const uint8_t *head, size_t len, uint8_t *out, size_t outsz,
 		       size_t *outlen, struct hezo_h2_verdict *v);
 	void (*stream_end)(void *ud, const struct hezo_h2_stream_log *l);
+	/* A new stream of the box's may take its share of memory (false: it is refused with
+	 * REFUSED_STREAM, before any of its fields is read); release gives an admitted stream's
+	 * share back when it goes. Both optional. */
+	bool (*admit)(void *ud);
+	void (*release)(void *ud);
 };
 
 struct hezo_h2;

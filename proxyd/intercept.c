@@ -32,8 +32,16 @@
 /* Basic credentials masked back beside the secrets' values. */
 #define BASIC_SLOTS (HEZO_MASK_VALUES - HEZO_SUBST_MAX)
 #define DOWN_LIMIT  (256 * 1024) /* TLS bytes waiting for the client: stop reading up */
+#define DOWN_BATCH  (64 * 1024)	 /* TLS bytes for the client written while reading on */
 #define CIN_LIMIT   (64 * 1024)	 /* TLS bytes from the client not yet decrypted */
 #define VALUE_READ  4097
+/*
+ * What the memory budget (pd_cfg.icpt_mem_mib, icpt_share_mib) reserves: a connection's most
+ * (TLS bytes either way up to their limits, its buffers and masking) and an HTTP/2 stream's
+ * (its masking, head and answer window), so that what is admitted fits whatever it does.
+ */
+#define CONN_CHARGE	 (384 * 1024)
+#define H2_STREAM_CHARGE (160 * 1024)
 
 enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
 
@@ -80,9 +88,29 @@ struct pd_icpt {
 	/* The upstream failed while the box's handshake waited: answered once it is done. */
 	int fail_status;
 	const char *fail_verdict, *fail_reason;
+	uint64_t charged; /* of the memory budget: its own and its streams' */
 };
 
 static struct pd_icpt *all;
+static uint64_t charged_all; /* every registration's intercepted connections, reserved */
+
+/* n more bytes for c from the budget: NULL, or why not (nothing taken then). */
+static const char *budget_take(struct pd_container *c, uint64_t n)
+{
+	if (charged_all + n > (uint64_t)pd_cfg.icpt_mem_mib << 20)
+		return "interception memory budget spent (all registrations)";
+	if (c->icpt_mem + n > (uint64_t)pd_cfg.icpt_share_mib << 20)
+		return "interception memory budget spent (this registration's share)";
+	charged_all += n;
+	c->icpt_mem += n;
+	return NULL;
+}
+
+static void budget_give(struct pd_container *c, uint64_t n)
+{
+	charged_all -= n;
+	c->icpt_mem -= n;
+}
 static uint8_t scratch[16384];
 
 static void icpt_free_values(struct pd_icpt *k)
@@ -128,9 +156,12 @@ static void end(struct pd_icpt *k, const char *verdict, const char *reason)
 	k->c->nconns--;
 	if (k->h2) {
 		k->masked += hezo_h2_masked(k->h2);
+		/* Its streams give their shares back as they go. */
 		hezo_h2_free(k->h2);
 		k->h2 = NULL;
 	}
+	budget_give(k->c, k->charged);
+	k->charged = 0;
 	if (k->uo)
 		OPENSSL_cleanse(k->uo, k->uocap);
 	free(k->uo);
@@ -1058,7 +1089,7 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 				end(k, "deny", "upstream sent bytes no request asked for");
 				return;
 			}
-			r = hezo_mask_feed(k->mask, scratch, (size_t)n);
+			r = hezo_mask_feed_some(k->mask, scratch, (size_t)n);
 			if (r < 0) {
 				/* A bad head: nothing of it went down, the client gets a 502. */
 				if (k->mask->headlen > 0 || k->mask->st == 0)
@@ -1069,7 +1100,15 @@ static void run(struct pd_icpt *k, uint32_t cev, uint32_t uev)
 			}
 			if (r == 1)
 				k->down_done = true;
+			/* The box decrypts the first bytes while the next are read and masked. */
+			if (BIO_ctrl_pending(k->cwb) >= DOWN_BATCH && flush_client(k) < 0) {
+				end(k, "allow", "client write failed");
+				return;
+			}
 		}
+		/* What the reads left staged goes now: the whole round is in full records. */
+		if (k->mask)
+			hezo_mask_flush(k->mask);
 		r = upgrade_answered(k);
 		if (r < 0)
 			return;
@@ -1220,7 +1259,41 @@ static void h2_stream_end(void *ud, const struct hezo_h2_stream_log *sl)
 	pd_netlog_write(k->c, &l);
 }
 
-static const struct hezo_h2_ops h2_ops = {h2_request, h2_stream_end};
+/* A stream's share of the budget; over it, the stream is refused and logged (no request of it
+ * has been read: method and path are not known). */
+static bool h2_admit(void *ud)
+{
+	struct pd_icpt *k = ud;
+	const char *why = budget_take(k->c, H2_STREAM_CHARGE);
+
+	if (why) {
+		struct pd_netlog l = {
+			.proto = "h2",
+			.src = &k->t.src,
+			.dst = &k->t.dst,
+			.name = k->t.name,
+			.verdict = "deny",
+			.reason = why,
+			.intercepted = true,
+		};
+
+		PD_COUNT(k->c, icpt_budget_refused);
+		pd_netlog_write(k->c, &l);
+		return false;
+	}
+	k->charged += H2_STREAM_CHARGE;
+	return true;
+}
+
+static void h2_release(void *ud)
+{
+	struct pd_icpt *k = ud;
+
+	budget_give(k->c, H2_STREAM_CHARGE);
+	k->charged -= H2_STREAM_CHARGE;
+}
+
+static const struct hezo_h2_ops h2_ops = {h2_request, h2_stream_end, h2_admit, h2_release};
 
 static int uo_add(struct pd_icpt *k, const uint8_t *b, size_t n)
 {
@@ -1414,6 +1487,18 @@ void pd_intercept_start(struct pd_container *c, const struct pd_member *m, int f
 	if (all)
 		all->pprev = &k->next;
 	all = k;
+	{
+		/* Over the budget the connection is refused before its handshake: one box's
+		 * connections must not grow proxyd until the kernel kills it for every box. */
+		const char *why = budget_take(c, CONN_CHARGE);
+
+		if (why) {
+			PD_COUNT(c, icpt_budget_refused);
+			end(k, "deny", why);
+			return;
+		}
+		k->charged = CONN_CHARGE;
+	}
 	if (!pd_tls_ready()) {
 		/* Fail closed: no CA, no relay to a secret's host either. */
 		end(k, "error", "proxyd has no interception CA: a secret's host is refused");

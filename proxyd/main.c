@@ -36,6 +36,9 @@ static void usage(FILE *f)
 		"  --conn-limit N      open connections per container (default 256)\n"
 		"  --dns-rate N        DNS queries per second per container (default 200)\n"
 		"  --idle-timeout S    idle relay timeout in seconds (default 300)\n"
+		"  --intercept-memory MIB  memory intercepted connections may reserve (default "
+		"512)\n"
+		"  --intercept-share MIB   one registration's share of it (default 128)\n"
 		"  --metrics ADDR      serve Prometheus metrics on 127.0.0.1:PORT, [::1]:PORT or\n"
 		"                      unix:PATH (root only); off by default (docs/metrics.md)\n"
 #if HEZO_TEST_SWITCHES
@@ -95,6 +98,8 @@ int main(int argc, char **argv)
 		OPT_CONNS,
 		OPT_RATE,
 		OPT_IDLE,
+		OPT_ICPT_MEM,
+		OPT_ICPT_SHARE,
 		OPT_METRICS,
 		OPT_UPSTREAM_CA,
 		OPT_VERSION,
@@ -111,6 +116,8 @@ int main(int argc, char **argv)
 		{"conn-limit", required_argument, NULL, OPT_CONNS},
 		{"dns-rate", required_argument, NULL, OPT_RATE},
 		{"idle-timeout", required_argument, NULL, OPT_IDLE},
+		{"intercept-memory", required_argument, NULL, OPT_ICPT_MEM},
+		{"intercept-share", required_argument, NULL, OPT_ICPT_SHARE},
 		{"metrics", required_argument, NULL, OPT_METRICS},
 #if HEZO_TEST_SWITCHES
 		{"test-upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA},
@@ -165,6 +172,14 @@ int main(int argc, char **argv)
 			break;
 		case OPT_IDLE:
 			if (!uint_opt("--idle-timeout", 1, 86400, &pd_cfg.idle_timeout_s))
+				return 2;
+			break;
+		case OPT_ICPT_MEM:
+			if (!uint_opt("--intercept-memory", 1, 1 << 20, &pd_cfg.icpt_mem_mib))
+				return 2;
+			break;
+		case OPT_ICPT_SHARE:
+			if (!uint_opt("--intercept-share", 1, 1 << 20, &pd_cfg.icpt_share_mib))
 				return 2;
 			break;
 		case OPT_METRICS:

@@ -123,8 +123,6 @@ static size_t partial_tail(const struct hezo_mask *m, const uint8_t *w, size_t f
 	return best;
 }
 
-/* Pass work[0..len) on with every whole value replaced; returns where the bytes kept for the next
- * call begin (a value's first bytes may end the buffer: those, up to longest - 1, wait). */
 /* The first value in w[pos..len): its place (NULL: none) and which one in *k. */
 static const uint8_t *first_value(const struct hezo_mask_value *v, size_t n, const uint8_t *w,
 				  size_t pos, size_t len, size_t *k)
@@ -151,9 +149,10 @@ static size_t ph_len(const struct hezo_mask_value *v)
 	return v->placeholder_len ? v->placeholder_len : HEZO_PLACEHOLDER_LEN;
 }
 
-static size_t scan(struct hezo_mask *m, size_t len, bool last)
+/* Pass w[0..len) on with every whole value replaced; returns where the bytes kept for the next
+ * call begin (a value's first bytes may end the buffer: those, up to longest - 1, wait). */
+static size_t scan(struct hezo_mask *m, const uint8_t *w, size_t len, bool last)
 {
-	const uint8_t *w = m->work;
 	size_t pos = 0, limit;
 
 	for (;;) {
@@ -178,7 +177,8 @@ static size_t scan(struct hezo_mask *m, size_t len, bool last)
 /* Body or head bytes toward the client, masked; last: nothing of this stream follows. */
 static void mask_data(struct hezo_mask *m, const uint8_t *b, size_t n, bool last)
 {
-	do {
+	/* Bytes kept from before go first, joined with the next in work. */
+	while (m->carry > 0 || n == 0) {
 		size_t take = sizeof(m->work) - m->carry, keep;
 
 		take = n < take ? n : take;
@@ -187,10 +187,20 @@ static void mask_data(struct hezo_mask *m, const uint8_t *b, size_t n, bool last
 			b += take;
 			n -= take;
 		}
-		keep = scan(m, m->carry + take, last && n == 0);
+		keep = scan(m, m->work, m->carry + take, last && n == 0);
 		memmove(m->work, m->work + keep, m->carry + take - keep);
 		m->carry = m->carry + take - keep;
-	} while (n > 0);
+		if (n == 0)
+			return;
+	}
+	/* Nothing kept: the bytes are scanned where they lie and only a value's possible first
+	 * bytes at their end (under longest, so work holds them) are copied to wait. */
+	{
+		size_t keep = scan(m, b, n, last);
+
+		memcpy(m->work, b + keep, n - keep);
+		m->carry = n - keep;
+	}
 }
 
 void hezo_mask_stream(struct hezo_mask *m)
@@ -522,7 +532,7 @@ static int chunked(struct hezo_mask *m, const uint8_t *b, size_t n, size_t *used
 	return 0;
 }
 
-int hezo_mask_feed(struct hezo_mask *m, const uint8_t *b, size_t n)
+int hezo_mask_feed_some(struct hezo_mask *m, const uint8_t *b, size_t n)
 {
 	while (n > 0) {
 		size_t k, used;
@@ -584,8 +594,21 @@ int hezo_mask_feed(struct hezo_mask *m, const uint8_t *b, size_t n)
 			return 1;
 		}
 	}
-	stage_flush(m);
 	return 0;
+}
+
+void hezo_mask_flush(struct hezo_mask *m)
+{
+	stage_flush(m);
+}
+
+int hezo_mask_feed(struct hezo_mask *m, const uint8_t *b, size_t n)
+{
+	int r = hezo_mask_feed_some(m, b, n);
+
+	if (r == 0)
+		stage_flush(m);
+	return r;
 }
 
 int hezo_mask_end(struct hezo_mask *m)

@@ -372,6 +372,11 @@ bool hezo_mask_switched(const struct hezo_mask *m);
  * After a 101 the bytes are masked as a stream. Everything is emitted before it returns.
  */
 int hezo_mask_feed(struct hezo_mask *m, const uint8_t *b, size_t n);
+/* hezo_mask_feed that may keep up to one TLS record's worth staged (an answer's end, 1 or an
+ * error excepted): the caller feeds several reads and then calls hezo_mask_flush, so a download
+ * goes out in full records rather than a full one and a sliver per read. */
+int hezo_mask_feed_some(struct hezo_mask *m, const uint8_t *b, size_t n);
+void hezo_mask_flush(struct hezo_mask *m);
 /* The upstream closed: the last bytes go. -EPIPE: in the middle of a head or framed body. */
 int hezo_mask_end(struct hezo_mask *m);
 

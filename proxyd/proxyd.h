@@ -72,6 +72,9 @@ struct pd_config {
 	unsigned idle_timeout_s;
 	unsigned head_timeout_s;
 	unsigned connect_timeout_s;
+	/* Memory intercepted connections and their HTTP/2 streams may reserve (intercept.c):
+	 * in all, and one registration's share of it. */
+	unsigned icpt_mem_mib, icpt_share_mib;
 };
 
 extern struct pd_config pd_cfg;
@@ -88,6 +91,7 @@ struct pd_stats {
 	uint64_t secrets_substituted, secrets_masked; /* intercepted connections */
 	uint64_t keys_signed, keys_refused;	      /* the agent's sign requests */
 	uint64_t h2_streams;			      /* intercepted HTTP/2 streams */
+	uint64_t icpt_budget_refused; /* connections and streams over the memory budget */
 };
 
 /* Every registration's, in total (each registration's own are its st). */
@@ -159,6 +163,7 @@ struct pd_container {
 	struct pd_container *log_next, **log_pprev; /* netlog.c's list of those with lines queued */
 	struct hezo_pins pins;
 	unsigned nconns;
+	uint64_t icpt_mem; /* bytes its intercepted connections reserve (intercept.c) */
 	unsigned ndnsq;
 	double tokens;
 	uint64_t tokens_ms;

@@ -6,7 +6,8 @@
  * first by itself. Invariants, read back by decoding every frame proxyd writes (HPACK included):
  * framing kept (every byte toward either side is whole frames whose header blocks decode); no
  * value in any field or in the DATA of any stream toward the box (a stream's DATA is searched
- * whole, so a value split across frames counts); no placeholder in any field toward the upstream.
+ * whole, so a value split across frames counts); no placeholder in any field toward the upstream;
+ * every stream the budget admitted is released once (every third is refused).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,28 @@ static void stream_end(void *ud, const struct hezo_h2_stream_log *l)
 	(void)l;
 }
 
-static const struct hezo_h2_ops ops = {request, stream_end};
+/* The memory budget (intercept.c): every third stream is refused; each admitted one must be
+ * released once, all of them by hezo_h2_free. */
+static unsigned admits, live;
+
+static bool admit(void *ud)
+{
+	(void)ud;
+	if (++admits % 3 == 0)
+		return false;
+	live++;
+	return true;
+}
+
+static void release(void *ud)
+{
+	(void)ud;
+	if (live == 0)
+		abort();
+	live--;
+}
+
+static const struct hezo_h2_ops ops = {request, stream_end, admit, release};
 
 /* One direction's frames as proxyd wrote them, decoded. */
 struct side {
@@ -208,6 +230,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hezo_h2_upstream_gone(h);
 	pump(h, box, up);
 	hezo_h2_free(h);
+	if (live != 0)
+		abort();
+	admits = 0;
 	nghttp2_hd_inflate_del(box->hd);
 	nghttp2_hd_inflate_del(up->hd);
 	free(box);

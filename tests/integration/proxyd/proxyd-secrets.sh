@@ -287,6 +287,54 @@ for _ in $(seq 40); do
 	sleep 0.25
 done
 expect_match "$(uplog 'GET /again ')" "x=$VALUE " "restart: the container's secret still substituted"
+# ---- a member's join ends the connections that read the pod's secrets before it (F2) ----
+# A keep-alive connection of c1 reads the pod's secrets at its first request; then c2 joins the
+# namespace with a secret of its own. That connection knows neither c2's value (to mask it) nor
+# its placeholder (to refuse it): proxyd ends it, and the box's next connection reads the pod anew.
+VALUE3="three_$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
+printf '%s' "$VALUE3" >"$T/secrets/three"
+chmod 0600 "$T/secrets/three"
+PH3=
+while [ ${#PH3} -ne 44 ]; do PH3="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"; done
+EG3=$(jq -c --arg f "$T/secrets/three" --arg p "$PH3" \
+	'.secrets = {THREE: {hosts: ["api.test"], file: $f, placeholder: $p}}' <<<"$EG")
+cat >keep.py <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("api.test", 443), timeout=5), server_hostname="api.test")
+def ask(path, tok):
+    s.sendall(("GET %s HTTP/1.1\r\nHost: api.test\r\nX-Token: %s\r\n\r\n" % (path, tok)).encode())
+# The first answer (chunked once masked) up to its last chunk; then wait for the test's word.
+ask("/join1", sys.argv[2])
+d = b""
+while not d.endswith(b"0\r\n\r\n"):
+    d += s.recv(65536)
+print("first " + d.split(b"\r\n")[0].decode(), flush=True)
+sys.stdin.readline()
+out = b""
+try:
+    ask("/join2", sys.argv[3])
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+except (OSError, socket.timeout):
+    pass
+print("second " + (out.split(b"\r\n")[0].decode("latin-1") or "closed"), flush=True)
+PY
+: >up.log
+coproc KEEP { ip netns exec hzs-c1 python3 keep.py "$BUNDLE" "$PH" "$PH3" 2>&1; }
+read -r -t 10 first <&"${KEEP[0]}"
+expect_eq "$first" "first HTTP/1.1 200 OK" "join: c1's keep-alive connection got its first answer"
+check "c2 joins c1's namespace with a secret of its own" ctl register c2 /run/netns/hzs-c1 "$EG3" projS
+echo go >&"${KEEP[1]}"
+read -r -t 10 second <&"${KEEP[0]}"
+wait "$KEEP_PID" 2>/dev/null
+expect_eq "$second" "second closed" "join: that connection is ended, not used on with the pod as it was"
+expect_eq "$(grep -c 'GET /join2 ' up.log)" 0 "... and c2's placeholder never went up on it"
+sleep 1.2
+expect_match "$(cat "$T"/log/*)" "a container joined the namespace: its secrets are judged anew" "netlog: the join's reason"
 echo "1..$n"
 [ $failed -eq 0 ] && exit 0
 echo "# $failed of $n failed"
