@@ -96,6 +96,24 @@ extern struct pd_stats pd_stats;
 /* Count one event in registration c's counters and in the total. */
 #define PD_COUNT(c, field) ((c)->st.field++, pd_stats.field++)
 
+/*
+ * A latency histogram for the whole proxyd (docs/metrics.md): per-bucket counts, made cumulative
+ * only when the endpoint renders them, and the sum in microseconds so no float is kept.
+ */
+#define PD_HIST_BUCKETS 14
+extern const uint64_t pd_hist_bounds_us[PD_HIST_BUCKETS];
+struct pd_hist {
+	uint64_t bucket[PD_HIST_BUCKETS + 1]; /* the last: above every bound */
+	uint64_t count, sum_us;
+};
+/* An upstream TCP connect of the relay, from connect() to connected. */
+extern struct pd_hist pd_connect_hist;
+/* A DNS query sent upstream, from its arrival to its answer (or SERVFAIL). */
+extern struct pd_hist pd_dns_hist;
+void pd_hist_observe(struct pd_hist *h, uint64_t us);
+/* CLOCK_MONOTONIC in microseconds, for the histograms. */
+uint64_t pd_now_us(void);
+
 struct pd_container;
 
 /* What the relay and interception know of a TCP connection from a container. */
@@ -175,7 +193,8 @@ struct pd_container {
 /* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
 
 struct pd_metrics_counters {
-	uint64_t registrations, registration_errors, deregistrations, control_errors;
+	uint64_t registrations, registration_errors, deregistrations;
+	uint64_t control_requests, control_errors; /* every one answered, and those with an error */
 };
 extern struct pd_metrics_counters pd_metrics;
 /* 127.0.0.1:PORT, [::1]:PORT or unix:PATH into ss; -EPERM for an address off loopback. */
