@@ -21,8 +21,15 @@
 
 /* ---- log.c ---- */
 
-/* Daemon messages on stderr, one JSON line each. */
+/* Daemon messages on stderr, one JSON line each, with sd-daemon(3)'s <N> priority in front when
+ * stderr is the journal's stream (JOURNAL_STREAM names its device and inode). */
 void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* That prefix for a level ("error", "warning", "info", "debug"): "<3>".."<7>", or "". */
+const char *pd_log_prefix(const char *level);
+/* Connect to $NOTIFY_SOCKET when set (before privileges drop); pd_notify sends a state such as
+ * "READY=1" there, and nothing without it. */
+int pd_notify_init(struct hezo_error **err);
+void pd_notify(const char *state);
 
 /* ---- loop.c ---- */
 
