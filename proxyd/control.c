@@ -29,6 +29,7 @@ static void reply(int fd, struct hezo_json *r)
 	_cleanup_free_ char *out = NULL;
 	size_t len;
 
+	pd_metrics.control_requests++; /* one reply per request */
 	if (r && hezo_json_dump(r, false, &out, &len, &err) == 0)
 		send(fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	else

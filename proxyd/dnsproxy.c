@@ -130,6 +130,7 @@ static void dnsq_finish(struct pd_dnsq *d, const uint8_t *msg, size_t len, const
 {
 	struct sockaddr_storage *dst = NULL;
 
+	pd_hist_observe(&pd_dns_hist, pd_now_us() - d->start_us);
 	if (d->tc) {
 		send_answer(NULL, NULL, 0, d->tc, msg, len);
 		log_query(d->c, "dns/tcp", &d->tc->src, dst, &d->q, verdict, reason, res,
@@ -276,6 +277,9 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	if (q.qtype != HEZO_DNS_TYPE_A && q.qtype != HEZO_DNS_TYPE_AAAA) {
 		res.rcode = HEZO_DNS_NOERROR;
 		answer_empty(udp, client, clen, tc, msg, &q, HEZO_DNS_NOERROR);
+		/* Counted as its netlog line says, so every query has one outcome in the metrics.
+		 */
+		PD_COUNT(c, dns_allowed);
 		log_query(c, proto, client, NULL, &q, "allow", "only A and AAAA are answered", &res,
 			  now);
 		return;
@@ -283,6 +287,7 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	if (c->ndnsq >= DNS_MAX_PENDING) {
 		res.rcode = HEZO_DNS_SERVFAIL;
 		answer_empty(udp, client, clen, tc, msg, &q, HEZO_DNS_SERVFAIL);
+		PD_COUNT(c, dns_failed);
 		log_query(c, proto, client, NULL, &q, "error", "too many queries in flight", &res,
 			  now);
 		return;
@@ -300,6 +305,7 @@ static void handle_query(struct pd_container *c, const uint8_t *msg, size_t len,
 	d->q = q;
 	memcpy(d->query, msg, q.qend);
 	d->start_ms = now;
+	d->start_us = pd_now_us();
 	d->next = c->queries;
 	d->pprev = &c->queries;
 	if (c->queries)

@@ -69,6 +69,7 @@ struct pd_dnsq {
 	uint16_t upid;
 	unsigned attempt;
 	uint64_t start_ms, sent_ms;
+	uint64_t start_us; /* pd_dns_hist */
 };
 
 /* dnsproxy-mmsg.c */

@@ -70,7 +70,8 @@ static bool uint_opt(const char *flag, unsigned min, unsigned max, unsigned *out
 {
 	if (parse_uint(optarg, min, max, out) == 0)
 		return true;
-	fprintf(stderr, "hezo-proxyd: %s %s: expected %u..%u\n", flag, optarg, min, max);
+	fprintf(stderr, "%shezo-proxyd: %s %s: expected %u..%u\n", pd_log_prefix("error"), flag,
+		optarg, min, max);
 	return false;
 }
 
@@ -203,12 +204,15 @@ int main(int argc, char **argv)
 	if (ctl)
 		return pd_ctl_main(pd_cfg.socket, argc - optind, argv + optind);
 	if (optind != argc) {
-		fprintf(stderr, "hezo-proxyd: unexpected argument %s\n", argv[optind]);
+		fprintf(stderr, "%shezo-proxyd: unexpected argument %s\n", pd_log_prefix("error"),
+			argv[optind]);
 		return 2;
 	}
 	if (geteuid() != 0) {
-		fprintf(stderr, "hezo-proxyd: must run as root (it enters containers' network "
-				"namespaces)\n");
+		fprintf(stderr,
+			"%shezo-proxyd: must run as root (it enters containers' network "
+			"namespaces)\n",
+			pd_log_prefix("error"));
 		return 1;
 	}
 
@@ -227,17 +231,19 @@ int main(int argc, char **argv)
 	}
 	r = hezo_mkdir_p(pd_cfg.state_dir, 0755, 0700);
 	if (r < 0) {
-		fprintf(stderr, "hezo-proxyd: state dir %s: %s\n", pd_cfg.state_dir, strerror(-r));
+		fprintf(stderr, "%shezo-proxyd: state dir %s: %s\n", pd_log_prefix("error"),
+			pd_cfg.state_dir, strerror(-r));
 		return 1;
 	}
 	r = hezo_mkdir_p(pd_cfg.log_dir, 0755, 0750);
 	if (r < 0) {
-		fprintf(stderr, "hezo-proxyd: log dir %s: %s\n", pd_cfg.log_dir, strerror(-r));
+		fprintf(stderr, "%shezo-proxyd: log dir %s: %s\n", pd_log_prefix("error"),
+			pd_cfg.log_dir, strerror(-r));
 		return 1;
 	}
 	/* The netns helper forks first, so it inherits nothing but what it needs. */
 	if (pd_netns_init(&err) < 0 || pd_loop_init(&err) < 0 || pd_registry_init(&err) < 0) {
-		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		fprintf(stderr, "%shezo-proxyd: %s\n", pd_log_prefix("error"), err->msg);
 		return 1;
 	}
 	/*
@@ -247,8 +253,14 @@ int main(int argc, char **argv)
 	 */
 	pd_registry_restore();
 	if (pd_control_init(&err) < 0 || pd_metrics_init(metrics, &err) < 0) {
-		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		fprintf(stderr, "%shezo-proxyd: %s\n", pd_log_prefix("error"), err->msg);
 		return 1;
+	}
+	/* The supervisor's socket is connected while proxyd may still open any socket. */
+	if (pd_notify_init(&err) < 0) {
+		pd_log("warning", "%s: the service manager is not told when proxyd is ready",
+		       err->msg);
+		hezo_error_free(TAKE_PTR(err));
 	}
 	/* Secrets' values are read into memory: no core dump may hold one. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -258,14 +270,18 @@ int main(int argc, char **argv)
 		hezo_error_free(TAKE_PTR(err));
 	}
 	if (pd_drop_privileges(use_seccomp, &err) < 0) {
-		fprintf(stderr, "hezo-proxyd: %s\n", err->msg);
+		fprintf(stderr, "%shezo-proxyd: %s\n", pd_log_prefix("error"), err->msg);
 		return 1;
 	}
 	pd_log("info", "hezo-proxyd %s serving on %s (state %s, netlog %s)", HEZO_VERSION,
 	       pd_cfg.socket, pd_cfg.state_dir, pd_cfg.log_dir);
 	/* Queued netlog lines bound the loop's wait, so they reach the file within their delay;
 	 * what is queued when it ends is written before proxyd exits. */
+	/* Every socket listens (the control socket, metrics, restored boxes' listeners): what
+	 * connects now is answered once the loop runs. */
+	pd_notify("READY=1");
 	r = pd_loop_run(tick, pd_netlog_poll);
+	pd_notify("STOPPING=1");
 	pd_netlog_flush_all();
 	if (r < 0) {
 		pd_log("error", "event loop: %s", strerror(-r));

@@ -4,7 +4,9 @@
  * connection, answered in the text exposition format 0.0.4 and closed.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "hezo-commit.h"
+#include "hezo-config.h"
+#include "hezo-file.h"
 #include "proxyd.h"
+#include "tls.h"
 
 #define REQ_MAX 4096
 
@@ -83,51 +89,143 @@ static void label(struct buf *b, const char *s)
 	}
 }
 
+/*
+ * A family of per-box counters: one field of struct pd_stats, or several that are the outcomes of
+ * one thing (a `result` label each, as the Prometheus naming guide asks, so they sum).
+ */
 struct family {
-	const char *name, *type, *help;
-	size_t off; /* into struct pd_stats */
+	const char *name, *help;
+	struct {
+		const char *result; /* NULL: no result label */
+		size_t off;	    /* into struct pd_stats */
+	} v[4];
 };
 
-#define F(n, t, h, field)                                                                          \
-	{                                                                                          \
-		n, t, h, offsetof(struct pd_stats, field)                                          \
-	}
+#define ST(field) offsetof(struct pd_stats, field)
 static const struct family per_container[] = {
-	F("hezo_proxyd_connections_accepted_total", "counter",
-	  "TCP connections from the box that proxyd accepted.", conns_accepted),
-	F("hezo_proxyd_connections_allowed_total", "counter",
-	  "TCP connections relayed to an allowed destination.", conns_allowed),
-	F("hezo_proxyd_connections_refused_total", "counter",
-	  "TCP connections refused by the egress policy.", conns_refused),
-	F("hezo_proxyd_sent_bytes_total", "counter", "Bytes relayed from the box to the outside.",
-	  bytes_out),
-	F("hezo_proxyd_received_bytes_total", "counter",
-	  "Bytes relayed from the outside to the box.", bytes_in),
-	F("hezo_proxyd_secrets_substituted_total", "counter",
-	  "Placeholders replaced by their secret's value toward its host.", secrets_substituted),
-	F("hezo_proxyd_secrets_masked_total", "counter",
-	  "Secrets' values replaced by their placeholder in answers toward the box.",
-	  secrets_masked),
-	F("hezo_proxyd_key_signatures_total", "counter",
-	  "Signatures the ssh agent made with a project's key for the box.", keys_signed),
-	F("hezo_proxyd_key_refusals_total", "counter",
-	  "Requests the ssh agent refused (other namespaces, hosts, data, add/remove/lock).",
-	  keys_refused),
-	F("hezo_proxyd_h2_streams_total", "counter",
-	  "HTTP/2 streams on intercepted connections (each has its netlog line).", h2_streams),
-	F("hezo_proxyd_intercept_budget_refused_total", "counter",
-	  "Intercepted connections and HTTP/2 streams refused over the memory budget.",
-	  icpt_budget_refused),
-	F("hezo_proxyd_dns_queries_total", "counter", "DNS queries from the box.", dns_queries),
-	F("hezo_proxyd_dns_answers_total", "counter", "DNS queries answered from upstream.",
-	  dns_allowed),
-	F("hezo_proxyd_dns_refused_total", "counter",
-	  "DNS queries refused by the egress policy (REFUSED or NXDOMAIN).", dns_refused),
-	F("hezo_proxyd_dns_ratelimited_total", "counter",
-	  "DNS queries dropped by the per-box rate limit.", dns_ratelimited),
-	F("hezo_proxyd_dns_failed_total", "counter", "DNS queries whose upstream failed.",
-	  dns_failed),
+	{"hezo_proxyd_connections_accepted_total",
+	 "TCP connections from the box that proxyd accepted.",
+	 {{NULL, ST(conns_accepted)}}},
+	{"hezo_proxyd_connections_total",
+	 "TCP connections from the box by the egress policy's verdict.",
+	 {{"allowed", ST(conns_allowed)}, {"refused", ST(conns_refused)}}},
+	{"hezo_proxyd_sent_bytes_total",
+	 "Bytes relayed from the box to the outside.",
+	 {{NULL, ST(bytes_out)}}},
+	{"hezo_proxyd_received_bytes_total",
+	 "Bytes relayed from the outside to the box.",
+	 {{NULL, ST(bytes_in)}}},
+	{"hezo_proxyd_secrets_substituted_total",
+	 "Placeholders replaced by their secret's value toward its host.",
+	 {{NULL, ST(secrets_substituted)}}},
+	{"hezo_proxyd_secrets_masked_total",
+	 "Secrets' values replaced by their placeholder in answers toward the box.",
+	 {{NULL, ST(secrets_masked)}}},
+	{"hezo_proxyd_agent_requests_total",
+	 "ssh agent requests: signatures made with a project's key, and requests refused.",
+	 {{"signed", ST(keys_signed)}, {"refused", ST(keys_refused)}}},
+	{"hezo_proxyd_h2_streams_total",
+	 "HTTP/2 streams on intercepted connections (each has its netlog line).",
+	 {{NULL, ST(h2_streams)}}},
+	{"hezo_proxyd_intercept_over_budget_total",
+	 "Intercepted connections and HTTP/2 streams refused over the memory budget.",
+	 {{NULL, ST(icpt_budget_refused)}}},
+	{"hezo_proxyd_dns_queries_total",
+	 "DNS queries from the box by outcome, counted when the outcome is known.",
+	 {{"allowed", ST(dns_allowed)},
+	  {"refused", ST(dns_refused)},
+	  {"rate_limited", ST(dns_ratelimited)},
+	  {"failed", ST(dns_failed)}}},
 };
+
+static void family_head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	bprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void box_labels(struct buf *b, const struct pd_container *c)
+{
+	bprintf(b, "{id=\"");
+	label(b, c->id);
+	bprintf(b, "\",project=\"");
+	label(b, c->project);
+	bprintf(b, "\"");
+}
+
+/* Microseconds as seconds, exactly (no float rounding in the sum). */
+static void seconds(struct buf *b, uint64_t us)
+{
+	bprintf(b, "%llu.%06llu", (unsigned long long)(us / 1000000),
+		(unsigned long long)(us % 1000000));
+}
+
+static void histogram(struct buf *b, const char *name, const char *help, const struct pd_hist *h)
+{
+	uint64_t cum = 0;
+
+	family_head(b, name, "histogram", help);
+	for (size_t i = 0; i < PD_HIST_BUCKETS; i++) {
+		cum += h->bucket[i];
+		bprintf(b, "%s_bucket{le=\"", name);
+		seconds(b, pd_hist_bounds_us[i]);
+		bprintf(b, "\"} %llu\n", (unsigned long long)cum);
+	}
+	bprintf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum ", name, (unsigned long long)h->count,
+		name);
+	seconds(b, h->sum_us);
+	bprintf(b, "\n%s_count %llu\n", name, (unsigned long long)h->count);
+}
+
+/*
+ * The process_* families Prometheus client libraries export, from /proc/self (readable by the
+ * process itself even when not dumpable; seccomp keeps getrlimit away, so no process_max_fds). A
+ * figure that cannot be read is left out.
+ */
+static void process_metrics(struct buf *b)
+{
+	unsigned long long utime, stime, start, vsize, btime = 0;
+	long rss, tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	_cleanup_free_ char *stat = NULL, *pstat = NULL;
+	DIR *d = opendir("/proc/self/fd");
+	const char *p, *bt;
+	size_t len;
+
+	if (d) {
+		unsigned n = 0;
+		struct dirent *e;
+
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		family_head(b, "process_open_fds", "gauge", "Number of open file descriptors.");
+		bprintf(b, "process_open_fds %u\n", n ? n - 1 : 0); /* not the directory's own */
+		closedir(d);
+	}
+	/* The command name may hold spaces and parentheses: the fields start after the last ')'. */
+	if (hezo_read_file_at(AT_FDCWD, "/proc/self/stat", 4096, &stat, &len, NULL) < 0 ||
+	    !(p = strrchr(stat, ')')) ||
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+		   "%llu %llu %ld",
+		   &utime, &stime, &start, &vsize, &rss) != 5 ||
+	    tick <= 0 || page <= 0)
+		return;
+	family_head(b, "process_cpu_seconds_total", "counter",
+		    "Total user and system CPU time spent in seconds.");
+	bprintf(b, "process_cpu_seconds_total %.2f\n", (double)(utime + stime) / (double)tick);
+	family_head(b, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+	bprintf(b, "process_resident_memory_bytes %llu\n",
+		(unsigned long long)rss * (unsigned long long)page);
+	family_head(b, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+	bprintf(b, "process_virtual_memory_bytes %llu\n", vsize);
+	if (hezo_read_file_at(AT_FDCWD, "/proc/stat", 1 << 20, &pstat, &len, NULL) < 0 ||
+	    !(bt = strstr(pstat, "\nbtime ")) || sscanf(bt + 7, "%llu", &btime) != 1)
+		return;
+	family_head(b, "process_start_time_seconds", "gauge",
+		    "Start time of the process since unix epoch in seconds.");
+	bprintf(b, "process_start_time_seconds %.2f\n",
+		(double)btime + (double)start / (double)tick);
+}
 
 static void render(struct buf *b)
 {
@@ -138,47 +236,68 @@ static void render(struct buf *b)
 	for (size_t i = 0; i < HEZO_ARRAY_SIZE(per_container); i++) {
 		const struct family *f = &per_container[i];
 
-		bprintf(b, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+		family_head(b, f->name, "counter", f->help);
 		for (struct pd_container *c = pd_containers; c; c = c->next) {
-			uint64_t v;
+			for (size_t j = 0; j < HEZO_ARRAY_SIZE(f->v) && (j == 0 || f->v[j].result);
+			     j++) {
+				uint64_t v;
 
-			memcpy(&v, (const char *)&c->st + f->off, sizeof(v));
-			bprintf(b, "%s{id=\"", f->name);
-			label(b, c->id);
-			bprintf(b, "\",project=\"");
-			label(b, c->project);
-			bprintf(b, "\"} %llu\n", (unsigned long long)v);
+				memcpy(&v, (const char *)&c->st + f->v[j].off, sizeof(v));
+				bprintf(b, "%s", f->name);
+				box_labels(b, c);
+				if (f->v[j].result)
+					bprintf(b, ",result=\"%s\"", f->v[j].result);
+				bprintf(b, "} %llu\n", (unsigned long long)v);
+			}
 		}
 	}
-	bprintf(b, "# HELP hezo_proxyd_connections_open TCP connections being relayed now.\n"
-		   "# TYPE hezo_proxyd_connections_open gauge\n");
+	family_head(b, "hezo_proxyd_connections_open", "gauge",
+		    "TCP connections being relayed now.");
 	for (struct pd_container *c = pd_containers; c; c = c->next) {
-		bprintf(b, "hezo_proxyd_connections_open{id=\"");
-		label(b, c->id);
-		bprintf(b, "\",project=\"");
-		label(b, c->project);
-		bprintf(b, "\"} %u\n", c->nconns);
+		bprintf(b, "hezo_proxyd_connections_open");
+		box_labels(b, c);
+		bprintf(b, "} %u\n", c->nconns);
 	}
+	family_head(b, "hezo_proxyd_registered_boxes", "gauge",
+		    "Boxes registered with proxyd now.");
+	bprintf(b, "hezo_proxyd_registered_boxes %u\n", n);
+	family_head(b, "hezo_proxyd_registrations_total", "counter",
+		    "Registrations proxyd accepted or refused.");
 	bprintf(b,
-		"# HELP hezo_proxyd_registered_boxes Boxes registered with proxyd now.\n"
-		"# TYPE hezo_proxyd_registered_boxes gauge\n"
-		"hezo_proxyd_registered_boxes %u\n"
-		"# HELP hezo_proxyd_registrations_total Registrations proxyd accepted.\n"
-		"# TYPE hezo_proxyd_registrations_total counter\n"
-		"hezo_proxyd_registrations_total %llu\n"
-		"# HELP hezo_proxyd_registration_errors_total Registrations proxyd refused.\n"
-		"# TYPE hezo_proxyd_registration_errors_total counter\n"
-		"hezo_proxyd_registration_errors_total %llu\n"
-		"# HELP hezo_proxyd_deregistrations_total Boxes deregistered.\n"
-		"# TYPE hezo_proxyd_deregistrations_total counter\n"
-		"hezo_proxyd_deregistrations_total %llu\n"
-		"# HELP hezo_proxyd_control_errors_total Control requests answered with an error.\n"
-		"# TYPE hezo_proxyd_control_errors_total counter\n"
-		"hezo_proxyd_control_errors_total %llu\n",
-		n, (unsigned long long)pd_metrics.registrations,
-		(unsigned long long)pd_metrics.registration_errors,
-		(unsigned long long)pd_metrics.deregistrations,
+		"hezo_proxyd_registrations_total{result=\"accepted\"} %llu\n"
+		"hezo_proxyd_registrations_total{result=\"refused\"} %llu\n",
+		(unsigned long long)pd_metrics.registrations,
+		(unsigned long long)pd_metrics.registration_errors);
+	family_head(b, "hezo_proxyd_deregistrations_total", "counter", "Boxes deregistered.");
+	bprintf(b, "hezo_proxyd_deregistrations_total %llu\n",
+		(unsigned long long)pd_metrics.deregistrations);
+	family_head(b, "hezo_proxyd_control_requests_total", "counter",
+		    "Control requests answered, by whether the answer was an error.");
+	bprintf(b,
+		"hezo_proxyd_control_requests_total{result=\"ok\"} %llu\n"
+		"hezo_proxyd_control_requests_total{result=\"error\"} %llu\n",
+		(unsigned long long)(pd_metrics.control_requests - pd_metrics.control_errors),
 		(unsigned long long)pd_metrics.control_errors);
+	family_head(b, "hezo_proxyd_tls_leaf_lookups_total", "counter",
+		    "Leaf certificates for intercepted hosts: taken from the cache, or minted.");
+	bprintf(b,
+		"hezo_proxyd_tls_leaf_lookups_total{result=\"cached\"} %llu\n"
+		"hezo_proxyd_tls_leaf_lookups_total{result=\"minted\"} %llu\n",
+		(unsigned long long)pd_tls_stats.cache_hits,
+		(unsigned long long)pd_tls_stats.minted);
+	histogram(b, "hezo_proxyd_upstream_connect_duration_seconds",
+		  "Relayed connections' upstream TCP connects, from connect() to connected.",
+		  &pd_connect_hist);
+	histogram(b, "hezo_proxyd_dns_upstream_duration_seconds",
+		  "DNS queries sent upstream, from their arrival to the answer or SERVFAIL.",
+		  &pd_dns_hist);
+	family_head(b, "hezo_build_info", "gauge", "The build of hezo-proxyd: always 1.");
+	bprintf(b, "hezo_build_info{version=\"");
+	label(b, HEZO_VERSION);
+	bprintf(b, "\",commit=\"");
+	label(b, HEZO_COMMIT);
+	bprintf(b, "\"} 1\n");
+	process_metrics(b);
 }
 
 static void conn_done(struct mconn *k)

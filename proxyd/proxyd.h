@@ -21,8 +21,15 @@
 
 /* ---- log.c ---- */
 
-/* Daemon messages on stderr, one JSON line each. */
+/* Daemon messages on stderr, one JSON line each, with sd-daemon(3)'s <N> priority in front when
+ * stderr is the journal's stream (JOURNAL_STREAM names its device and inode). */
 void pd_log(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* That prefix for a level ("error", "warning", "info", "debug"): "<3>".."<7>", or "". */
+const char *pd_log_prefix(const char *level);
+/* Connect to $NOTIFY_SOCKET when set (before privileges drop); pd_notify sends a state such as
+ * "READY=1" there, and nothing without it. */
+int pd_notify_init(struct hezo_error **err);
+void pd_notify(const char *state);
 
 /* ---- loop.c ---- */
 
@@ -99,6 +106,24 @@ extern struct pd_stats pd_stats;
 
 /* Count one event in registration c's counters and in the total. */
 #define PD_COUNT(c, field) ((c)->st.field++, pd_stats.field++)
+
+/*
+ * A latency histogram for the whole proxyd (docs/metrics.md): per-bucket counts, made cumulative
+ * only when the endpoint renders them, and the sum in microseconds so no float is kept.
+ */
+#define PD_HIST_BUCKETS 14
+extern const uint64_t pd_hist_bounds_us[PD_HIST_BUCKETS];
+struct pd_hist {
+	uint64_t bucket[PD_HIST_BUCKETS + 1]; /* the last: above every bound */
+	uint64_t count, sum_us;
+};
+/* An upstream TCP connect of the relay, from connect() to connected. */
+extern struct pd_hist pd_connect_hist;
+/* A DNS query sent upstream, from its arrival to its answer (or SERVFAIL). */
+extern struct pd_hist pd_dns_hist;
+void pd_hist_observe(struct pd_hist *h, uint64_t us);
+/* CLOCK_MONOTONIC in microseconds, for the histograms. */
+uint64_t pd_now_us(void);
 
 struct pd_container;
 
@@ -180,7 +205,8 @@ struct pd_container {
 /* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
 
 struct pd_metrics_counters {
-	uint64_t registrations, registration_errors, deregistrations, control_errors;
+	uint64_t registrations, registration_errors, deregistrations;
+	uint64_t control_requests, control_errors; /* every one answered, and those with an error */
 };
 extern struct pd_metrics_counters pd_metrics;
 /* 127.0.0.1:PORT, [::1]:PORT or unix:PATH into ss; -EPERM for an address off loopback. */

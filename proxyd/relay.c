@@ -76,6 +76,7 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 		relay_conn_end(k, "error", "cannot create upstream socket", true);
 		return;
 	}
+	k->connect_us = pd_now_us();
 	if (connect(fd, (struct sockaddr *)&k->t.dst, len) < 0 && errno != EINPROGRESS) {
 		close(fd);
 		relay_conn_end(k, "error", "upstream connect failed", true);
@@ -103,6 +104,8 @@ static void connect_upstream(struct pd_conn *k, const char *reason)
 	 * side inherits TCP_NODELAY from its listener. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (k->up.bytes > 0) {
+		/* Bytes went out: the handshake completed inside connect(). */
+		pd_hist_observe(&pd_connect_hist, pd_now_us() - k->connect_us);
 		k->st = ST_RELAY;
 		k->last_ms = pd_now_ms();
 		relay_run(k, 0, 0);
@@ -122,6 +125,7 @@ static void on_upstream(struct pd_watch *w, uint32_t events)
 
 		/* Writable without an error is connected; only a failure needs SO_ERROR. */
 		if (!(events & (EPOLLERR | EPOLLHUP))) {
+			pd_hist_observe(&pd_connect_hist, pd_now_us() - k->connect_us);
 			relay_start(k);
 		} else {
 			if (getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)

@@ -54,6 +54,7 @@ struct pd_conn {
 	struct pd_tcp t;
 	const char *reason;
 	uint64_t deadline_ms, last_ms;
+	uint64_t connect_us; /* when connect() was called (pd_connect_hist) */
 	struct dir up, down;
 	struct {
 		uint8_t st;	     /* enum http_state */

@@ -324,3 +324,24 @@ cri_policy_filter()
 		"/run/containers/storage", "/var/run/containers/storage", "/var/lib/containerd",
 		"/run/containerd", "%s/root", "%s/state"]' "$CRI_DIR" "$CRI_DIR"
 }
+
+# Timing pod cycles (cycles.sh, cycles-runsc.sh). cri_now_ms: the wall clock in milliseconds.
+cri_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# cri_series NAME [ARG...]: CYCLES runs of the caller's `cycle ARG... cyc-NAME-I`; sets MS (time
+# per cycle) and FAILED (cycles that returned non-zero).
+cri_series()
+{
+	local name=$1 t0 i
+	shift
+	FAILED=0
+	t0=$(cri_now_ms)
+	for ((i = 0; i < CYCLES; i++)); do
+		cycle "$@" "cyc-$name-$i" || FAILED=$((FAILED + 1))
+	done
+	# shellcheck disable=SC2034 # the caller reads it
+	MS=$((($(cri_now_ms) - t0) / CYCLES))
+}
+
+# cri_ratio A B: A / B with two decimals.
+cri_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }

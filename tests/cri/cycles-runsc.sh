@@ -37,8 +37,6 @@ counts()
 		"runsc-gofers=$gofers pod-waiters=$waiters mounts=$mounts"
 }
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
 # pss PID...: the PSS in KiB of these processes and all their descendants.
 pss()
 {
@@ -81,18 +79,6 @@ cycle()
 	cri_remove_pod "$pod" 2>>"$CRI_DIR/cycle.err"
 }
 
-# series MODE: CYCLES cycles; sets MS (time per cycle) and FAILED.
-series()
-{
-	local t0 i
-	FAILED=0
-	t0=$(now_ms)
-	for ((i = 0; i < CYCLES; i++)); do
-		cycle "cyc-$1-$i" || FAILED=$((FAILED + 1))
-	done
-	MS=$((($(now_ms) - t0) / CYCLES))
-}
-
 declare -A PER_CYCLE
 hezo_write_policy docker "$(cri_policy_filter)"
 UP=
@@ -100,7 +86,7 @@ WANT_UP=1 MEASURE=1 cycle warm >/dev/null 2>&1
 expect_match "$UP" 'netns=1 shim-records=4 containerd-shims=1 runsc-sandboxes=1 runsc-gofers=4 pod-waiters=3 mounts=[1-9]' \
 	"[runsc] the counts see a running pod of three in one sandbox ($UP)"
 before=$(counts)
-series runsc
+cri_series runsc
 sleep 1
 after=$(counts)
 expect_eq "$FAILED" 0 "[runsc] $CYCLES pod cycles (pause + 3 containers) under runsc, each one succeeds" ||
@@ -111,7 +97,7 @@ PER_CYCLE[runsc]=$MS
 hezo_write_policy docker "$(cri_policy_filter) | .backend = \"runc\""
 cycle warm-runc >/dev/null 2>&1
 before=$(counts)
-series runc
+cri_series runc
 sleep 1
 after=$(counts)
 expect_eq "$FAILED" 0 "[runc] $CYCLES pod cycles (pause + 3 containers) with the backend runc, each one succeeds" ||
@@ -120,7 +106,7 @@ expect_eq "$after" "$before" "[runc] nothing leaked after $CYCLES cycles"
 PER_CYCLE[runc]=$MS
 diag "time per pod cycle (run, 3 containers, stop, remove) over $CYCLES: runsc-in-box" \
 	"${PER_CYCLE[runsc]} ms, runc-in-box ${PER_CYCLE[runc]} ms, ratio" \
-	"$(awk -v a="${PER_CYCLE[runsc]}" -v b="${PER_CYCLE[runc]}" 'BEGIN { printf "%.2f", a / b }')"
+	"$(cri_ratio "${PER_CYCLE[runsc]}" "${PER_CYCLE[runc]}")"
 
 # Memory: one pod of three against three single-container runsc sandboxes (hezo-shim's own
 # bundles, the same command), PSS of all their host processes.
@@ -150,7 +136,5 @@ diag "host memory (PSS) of one pod of three app containers (sandbox, gofers, wai
 	"$(awk -v a="${POD_PSS:-0}" -v b="$SINGLE_PSS" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
 diag "... of which the three waiters with their runsc wait: ${WAIT_PSS:-0} KiB"
 
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done

@@ -35,8 +35,6 @@ counts()
 		"containerd-shims=$shims mounts=$mounts"
 }
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
 # cycle HANDLER LABEL: one pod with two app containers, and its removal; 1 on any failure.
 # UP gets the counts while the pod runs.
 cycle()
@@ -53,18 +51,6 @@ cycle()
 	cri_remove_pod "$pod" 2>>"$CRI_DIR/cycle.err"
 }
 
-# series HANDLER MODE: CYCLES cycles; sets MS (time per cycle) and FAILED.
-series()
-{
-	local t0 i
-	FAILED=0
-	t0=$(now_ms)
-	for ((i = 0; i < CYCLES; i++)); do
-		cycle "$1" "cyc-$2-$i" || FAILED=$((FAILED + 1))
-	done
-	MS=$((($(now_ms) - t0) / CYCLES))
-}
-
 declare -A PER_CYCLE
 for mode in deny proxy; do
 	hezo_write_policy docker "$(cri_policy_filter) | $(cri_egress_filter "$mode")"
@@ -76,7 +62,7 @@ for mode in deny proxy; do
 	want='netns=1 proxyd-registrations=0 proxyd-pins=0 .* containerd-shims=1 mounts=[1-9]'
 	[ "$mode" = proxy ] && want='netns=1 proxyd-registrations=1 proxyd-pins=1 .* containerd-shims=1 mounts=[1-9]'
 	expect_match "$UP" "$want" "[$mode] the counts see a running pod ($UP)"
-	series hezo "$mode"
+	cri_series "$mode" hezo
 	sleep 1
 	after=$(counts)
 	expect_eq "$FAILED" 0 "[$mode] $CYCLES pod cycles through hezo-shim, each one succeeds" ||
@@ -85,7 +71,7 @@ for mode in deny proxy; do
 	PER_CYCLE[$mode]=$MS
 done
 before=$(counts)
-series runc runc
+cri_series runc runc
 after=$(counts)
 expect_eq "$FAILED" 0 "[runc] $CYCLES pod cycles through plain runc, each one succeeds"
 expect_eq "$after" "$before" "[runc] nothing leaked after $CYCLES cycles"
@@ -93,10 +79,8 @@ PER_CYCLE[runc]=$MS
 for mode in deny proxy; do
 	diag "time per pod cycle (run, 2 containers, stop, remove) over $CYCLES: hezo-shim egress" \
 		"$mode ${PER_CYCLE[$mode]} ms, plain runc ${PER_CYCLE[runc]} ms, ratio" \
-		"$(awk -v a="${PER_CYCLE[$mode]}" -v b="${PER_CYCLE[runc]}" 'BEGIN { printf "%.2f", a / b }')"
+		"$(cri_ratio "${PER_CYCLE[$mode]}" "${PER_CYCLE[runc]}")"
 done
 
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done

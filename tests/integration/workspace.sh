@@ -12,22 +12,10 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=tests/lib/common.sh
-. "$here/../lib/common.sh"
-# shellcheck source=tests/lib/box.sh
-. "$here/../lib/box.sh"
-# shellcheck source=tests/lib/docker.sh
-. "$here/../lib/docker.sh"
-# shellcheck source=tests/lib/devimage.sh
-. "$here/../lib/devimage.sh"
+# shellcheck source=tests/lib/devbox.sh
+. "$here/../lib/devbox.sh"
 
-hezo_require_root
-hezo_require_tools jq timeout dockerd python3 "$HEZO_DOCKER"
-hezo_require_backend
-hezo_require_shim
-
-hezo_dockerd_start || hezo_cannot_run "dockerd does not start"
-hezo_devimage_docker || bail_out "cannot import the dev image $HEZO_DEV_IMAGE"
+hezo_devbox_setup python3
 IMG=$HEZO_DEV_IMAGE
 B=$HEZO_TEST_BACKEND
 TAG=hzw$(hezo_rand | tr -dc 'a-z0-9' | head -c 6)

@@ -44,7 +44,7 @@ if command -v systemd-analyze >/dev/null; then
 	check "systemd-analyze verify: the unit parses without unknown settings" sh -c "
 		systemd-analyze verify '$work/hezo-proxyd.service' 2>&1 | grep -v -e 'hezo-proxyd: No such file' -e 'is not executable' -e 'Command /usr/sbin/hezo-proxyd' -e 'Command .man ' -e '^\$' >'$work/verify.out'; ! test -s '$work/verify.out' || { cat '$work/verify.out'; false; }"
 	check "the unit is hardened as documented" sh -c "
-		for k in ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes CapabilityBoundingSet=CAP_SYS_ADMIN RuntimeDirectory=hezo-proxyd LogsDirectory=hezo-proxyd Restart=always SystemCallArchitectures=native ReadWritePaths=/run/hezo-proxyd; do grep -qx \"\$k\" '$work/hezo-proxyd.service' || { echo missing \$k; exit 1; }; done; ! grep -q '^PrivateNetwork' '$work/hezo-proxyd.service'"
+		for k in Type=notify ProtectSystem=strict ProtectHome=yes PrivateTmp=yes NoNewPrivileges=yes CapabilityBoundingSet=CAP_SYS_ADMIN RuntimeDirectory=hezo-proxyd LogsDirectory=hezo-proxyd Restart=always SystemCallArchitectures=native ReadWritePaths=/run/hezo-proxyd; do grep -qx \"\$k\" '$work/hezo-proxyd.service' || { echo missing \$k; exit 1; }; done; ! grep -q '^PrivateNetwork' '$work/hezo-proxyd.service'"
 else
 	skip "systemd-analyze is not installed"
 fi

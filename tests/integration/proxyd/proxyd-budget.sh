@@ -220,8 +220,8 @@ sleep 1.2
 log=$(cat "$T"/log/* 2>/dev/null)
 expect_match "$log" '"container":"boxa"[^}]*"proto":"h2"[^}]*"verdict":"deny","reason":"interception memory budget spent \(this registration.s share\)"' "netlog: box A's refused streams, with the reason"
 metric=$(curl -sS --max-time 5 http://127.0.0.1:9357/metrics 2>&1 |
-	sed -n 's/^hezo_proxyd_intercept_budget_refused_total{id="boxa"[^}]*} \([0-9]*\)$/\1/p')
-expect_eq "$metric" "$((refused + closed))" "metric: hezo_proxyd_intercept_budget_refused_total counts them"
+	sed -n 's/^hezo_proxyd_intercept_over_budget_total{id="boxa"[^}]*} \([0-9]*\)$/\1/p')
+expect_eq "$metric" "$((refused + closed))" "metric: hezo_proxyd_intercept_over_budget_total counts them"
 # Once box A let go, its share is back: a new stream of its own goes through.
 out=$(ip netns exec hzm-c1 curl -sS --max-time 10 --http2 --cacert "$BUNDLE" \
 	-H "x-api-key: $PHA" -o /dev/null -w '%{http_code}' https://h2.test/a 2>&1)

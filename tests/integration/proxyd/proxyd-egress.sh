@@ -208,7 +208,7 @@ sys.exit(0 if s.recvfrom(100)[0] == b"ping" else 1)
 }
 
 sleep 1
-echo "1..87"
+echo "1..89"
 # What this script leans on: the restart rows resolve through the namespaces' resolv.conf
 # (timeout 2 s, 2 attempts), so proxyd must answer within that once its control socket is back.
 echo "# assumes: $(ulimit -n) open files (soft), $(nproc) CPUs; resolv.conf in hzp-c1: $(tr '\n' ' ' </etc/netns/hzp-c1/resolv.conf)"
@@ -221,7 +221,7 @@ check "world: c1 reaches UDP echo directly without rules" in_c1 bash -c "$(decla
 # ---- the jail (what hezo-hook installs, written with nft here) ----
 hezo_jail_rules | ip netns exec hzp-c1 nft -f - && hezo_jail_rules | ip netns exec hzp-c2 nft -f -
 
-start_proxyd() { hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" >>"$T/proxyd.log" 2>&1; }
+start_proxyd() { hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --metrics "unix:$T/metrics.sock" >>"$T/proxyd.log" 2>&1; }
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 
 if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts"; fi
@@ -300,6 +300,18 @@ refute "c1: allowed name on a port not allowed is refused" \
 check "c1: literal CIDR:port entry reaches a plain TCP service" \
 	bash -c "ip netns exec hzp-c1 ${CURL[*]} http://10.201.0.3:7777/ | grep -q 'plain tcp'"
 refute "c1: UDP echo is unreachable" in_c1 bash -c "$(declare -f udp_echo); udp_echo"
+# The relays above went through upstream connects, and the DNS answers through the resolver: both
+# latency histograms (docs/metrics.md) have them.
+SCRAPE=$(curl -sS --max-time 5 --unix-socket "$T/metrics.sock" http://localhost/metrics 2>&1)
+for h in upstream_connect dns_upstream; do
+	hcount=$(sed -n "s/^hezo_proxyd_${h}_duration_seconds_count //p" <<<"$SCRAPE")
+	hinf=$(sed -n "s/^hezo_proxyd_${h}_duration_seconds_bucket{le=\"+Inf\"} //p" <<<"$SCRAPE")
+	if [ "${hcount:-0}" -ge 1 ] && [ "$hinf" = "$hcount" ]; then
+		ok "metrics: hezo_proxyd_${h}_duration_seconds observed the relays above ($hcount, le=+Inf $hinf)"
+	else
+		not_ok "metrics: hezo_proxyd_${h}_duration_seconds observed the relays above (${hcount:-none}, le=+Inf ${hinf:-none})"
+	fi
+done
 check "c1: a silent client is cut off after the 10 s header limit" \
 	bash -c "ip netns exec hzp-c1 busybox nslookup allowed.test 127.0.0.1 >/dev/null; ip netns exec hzp-c1 python3 -c '
 import socket, time
