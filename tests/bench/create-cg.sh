@@ -133,12 +133,16 @@ fi
 
 tasks_start
 cp "$T/docker.json" "$b/config.json"
+# The shim's user-namespace helper is a fork that drops to the box's host uid and exits: callgrind
+# writes its profile too, as that uid, so the files go to a directory it can write, one per pid;
+# the shim's own is the one dumped before its execve (".1").
+mkdir -p "$T/cg" && chmod 0711 "$T" && chmod 1777 "$T/cg" || die "cannot make $T/cg"
 shim "$T/state" env LD_PRELOAD="$T/cg-mountapi.so" valgrind --tool=callgrind \
-	--dump-before=execve --callgrind-out-file="$T/cg.out" "$SHIM" --root "$T/root" create \
+	--dump-before=execve --callgrind-out-file="$T/cg/cg.out.%p" "$SHIM" --root "$T/root" create \
 	-b "$b" "$ID" >/dev/null 2>"$T/cg.err" ||
 	die "create under callgrind failed: $(grep -v '^[=-][=-]' "$T/cg.err" | tail -n 3)"
 tasks_stop
-cg=$(for f in "$T"/cg.out*; do [ -s "$f" ] && echo "$f"; done | head -n 1)
+cg=$(for f in "$T"/cg/cg.out.*.1; do [ -s "$f" ] && echo "$f"; done | head -n 1)
 [ -n "$cg" ] || die "callgrind wrote no profile"
 ir=$(callgrind_annotate "$cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
 [ -n "$ir" ] && [ "$ir" -gt 0 ] 2>/dev/null || die "no instruction count in $cg"
