@@ -171,7 +171,7 @@ static struct record_seen *seen_find(const char *key, const char *name, const st
 
 /*
  * Read and parse one record file; NULL when it is not one (being replaced, or not ours). *kept:
- * the cache holds it; otherwise (no memory for it) the caller frees it.
+ * the cache holds it; otherwise (no memory for it) the caller frees it and stops.
  */
 static struct hezo_json *record_load(int dfd, const char *key, const char *name, size_t *hint,
 				     bool *kept)
@@ -218,7 +218,9 @@ static struct hezo_json *record_load(int dfd, const char *key, const char *name,
 
 /*
  * Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. fn must not change rec:
- * a record read once is handed to every later walk while its file stays the same.
+ * a record read once is handed to every later walk while its file stays the same, and stays
+ * until the process ends, so fn may keep a pointer to it. A record the cache has no room for
+ * ends the walk with -ENOMEM rather than be left out: every walk refuses on what it finds.
  */
 int shim_records_foreach(const struct shim_ctx *ctx,
 			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data)
@@ -247,7 +249,6 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 			continue;
 		kfd = -1; /* d owns it */
 		while ((e = readdir(d))) {
-			_cleanup_json_ struct hezo_json *own = NULL;
 			struct hezo_json *rec;
 			struct record_seen *hit;
 			size_t n = strlen(e->d_name);
@@ -266,8 +267,10 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 				  : record_load(dirfd(d), k->d_name, e->d_name, &hint, &kept);
 			if (!rec)
 				continue; /* being replaced, or not ours */
-			if (!kept)
-				own = rec; /* no room in the cache: this walk's alone */
+			if (!kept) {
+				hezo_json_free(rec);
+				return -ENOMEM;
+			}
 			r = fn(data, k->d_name, rec);
 			if (r < 0)
 				return r;
@@ -325,8 +328,8 @@ static int live_one(void *data, const char *key, struct hezo_json *rec)
 
 	if (l->id && id && strcmp(key, l->key) == 0 && strcmp(id, l->id) == 0)
 		return 0;
-	if (!cg || hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0 ||
-	    !shim_record_live(rec))
+	/* Whether it lives is asked only if the new cgroup nests with it (live_cgroup). */
+	if (!cg || hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0)
 		return 0;
 	nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
 	if (!nv)
@@ -334,10 +337,16 @@ static int live_one(void *data, const char *key, struct hezo_json *rec)
 	l->v = nv;
 	nv[l->n].id = id ? strdup(id) : NULL;
 	nv[l->n].cgroup = strdup(rel);
+	nv[l->n].data = rec;
 	l->n++;
 	if ((id && !nv[l->n - 1].id) || !nv[l->n - 1].cgroup)
 		return -ENOMEM;
 	return 0;
+}
+
+bool shim_live_cgroup(const struct hezo_live_cgroup *l)
+{
+	return shim_record_live(l->data);
 }
 
 void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n)

@@ -895,6 +895,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 				      "the live containers' cgroups: cannot read the records");
 	env.live_cgroups = live;
 	env.n_live_cgroups = nlive;
+	env.cgroup_live = shim_live_cgroup;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	shim_live_cgroups_free(live, nlive);
 	r = r ?: state_overlaps(ctx, t, id, held, &mounts, err);

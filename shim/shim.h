@@ -658,16 +658,21 @@ int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char
 /* Was the record's backend handed --systemd-cgroup at create ("systemdCgroup")? */
 bool shim_record_systemd(const struct hezo_json *rec);
 /*
- * The cgroups of the live records (shim_record_live) with their IDs, the one of (this --root,
- * id) excepted: a container's own earlier leaf is its own. *out and *n: free with
- * shim_live_cgroups_free.
+ * The cgroups of the records with their IDs, the one of (this --root, id) excepted: a
+ * container's own earlier leaf is its own. Whether each lives is shim_live_cgroup's to say,
+ * when asked (hezo_apply_env.cgroup_live). *out and *n: free with shim_live_cgroups_free.
  */
 int shim_live_cgroups(const struct shim_ctx *ctx, const char *id, struct hezo_live_cgroup **out,
 		      size_t *n);
+/* Is the container of an entry shim_live_cgroups gave alive (shim_record_live), now? */
+bool shim_live_cgroup(const struct hezo_live_cgroup *l);
 void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n);
 /* Is the record's container live: its create still running, or its cgroup holding a process? */
 bool shim_record_live(const struct hezo_json *rec);
-/* Call fn for every record of every --root under the state directory. */
+/*
+ * Call fn for every record of every --root under the state directory; a record handed to fn
+ * stays until the process ends.
+ */
 int shim_records_foreach(const struct shim_ctx *ctx,
 			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data);
 /* Live records, the one of (this --root, id) excepted (id may be NULL). */
