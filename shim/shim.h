@@ -675,6 +675,17 @@ bool shim_record_live(const struct hezo_json *rec);
  */
 int shim_records_foreach(const struct shim_ctx *ctx,
 			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data);
+/*
+ * The same, where fn reads of a record only "id", "root", "backend", "cgroupsPath",
+ * "systemdCgroup", "handed", "admission", "creator" and "waiter" (what shim_record_live reads
+ * is among them): a record the state directory's index holds as its file is now is handed as
+ * those keys alone, unparsed.
+ */
+int shim_records_foreach_brief(const struct shim_ctx *ctx,
+			       int (*fn)(void *data, const char *key, struct hezo_json *rec),
+			       void *data);
+/* Write the index of the records anew if a walk found it behind; under the records lock. */
+int shim_records_index_save(const struct shim_ctx *ctx);
 /* Live records, the one of (this --root, id) excepted (id may be NULL). */
 int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *active);
 /* Creates waiting for a slot now. */
