@@ -68,7 +68,7 @@ cleanup()
 	[ -n "$SLEEPER" ] && kill "$SLEEPER" 2>/dev/null && wait "$SLEEPER" 2>/dev/null
 	rmdir "$CG" 2>/dev/null
 	# The backend is /bin/true: the memory cgroup the shim makes for TCP accounting stays.
-	rmdir /sys/fs/cgroup/*/docker/"$ID" 2>/dev/null
+	[ -n "${ID:-}" ] && rmdir /sys/fs/cgroup/*/docker/"$ID" 2>/dev/null
 	[ -n "${HEZO_KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
