@@ -556,6 +556,38 @@ int shim_records_index_save(const struct shim_ctx *ctx)
 	return hezo_write_state_file_at(dfd, INDEX_FILE, text, len, 0600, NULL);
 }
 
+int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const char *name)
+{
+	_cleanup_free_ char *buf = NULL, *out = NULL;
+	_cleanup_close_ int dfd = -1;
+	size_t len, n = 0, kl = strlen(key), nl = strlen(name);
+	const char *p, *end;
+
+	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (hezo_read_file_at(dfd, INDEX_FILE, INDEX_MAX, &buf, &len, NULL) < 0)
+		return 0; /* no index: nothing to forget */
+	out = malloc(len ? len : 1);
+	if (!out)
+		return -ENOMEM;
+	/* Every line but the file's ("KEY/NAME ..."); the others as they were, torn or not. */
+	for (p = buf, end = buf + len; p < end;) {
+		const char *nl_at = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl_at ? (size_t)(nl_at + 1 - p) : (size_t)(end - p);
+
+		if (!(ll > kl + nl + 1 && memcmp(p, key, kl) == 0 && p[kl] == '/' &&
+		      memcmp(p + kl + 1, name, nl) == 0 && p[kl + 1 + nl] == ' ')) {
+			memcpy(out + n, p, ll);
+			n += ll;
+		}
+		p += ll;
+	}
+	if (n == len)
+		return 0;
+	return hezo_write_state_file_at(dfd, INDEX_FILE, out, n, 0600, NULL);
+}
+
 struct count {
 	char key[SHIM_KEY_LEN];
 	const char *id; /* the container being created: its old record is not another box */

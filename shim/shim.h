@@ -686,6 +686,8 @@ int shim_records_foreach_brief(const struct shim_ctx *ctx,
 			       void *data);
 /* Write the index of the records anew if a walk found it behind; under the records lock. */
 int shim_records_index_save(const struct shim_ctx *ctx);
+/* Drop the index's line of record file KEY/NAME, once the file is gone; under the records lock. */
+int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const char *name);
 /* Live records, the one of (this --root, id) excepted (id may be NULL). */
 int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *active);
 /* Creates waiting for a slot now. */
