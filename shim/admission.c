@@ -224,13 +224,15 @@ static struct hezo_json *record_load(int dfd, const char *key, const char *name,
  * record is read whole. Walks go by the directories themselves: the index neither hides a record
  * nor adds one. Create writes it anew under the records lock when a walk found it behind.
  *
- * One line per record, "IDENTITY\tBRIEF\n" (identity() and compact JSON), after a first line
- * naming the format; a brief is parsed only when its record is walked, and a line still true is
- * written back as it was read.
+ * One line per record, "IDENTITY\tBRIEF\n" (identity(), and compact JSON in hex), after a first
+ * line naming the format; a brief is parsed only when its record is walked, and a line still true
+ * is written back as it was read. Hex and a hash of the file's name, because the state directory
+ * is searched for a container's ID (the suite's hezo_state_records, an admin's grep) and its
+ * record file must be the one thing found.
  */
 #define INDEX_FILE  ".records.index"
 #define INDEX_MAX   (64 * 1024 * 1024)
-#define INDEX_MAGIC "hezo-records-index 1\n"
+#define INDEX_MAGIC "hezo-records-index 2\n"
 
 /*
  * What shim_record_live, shim_record_cgroup and the brief walks (shim.h) read of a record; of
@@ -304,19 +306,28 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
-/* "KEY/NAME DEV INO SIZE MTIME.NS CTIME.NS": the record file as fstatat saw it. */
-#define IDENTITY_MAX (SHIM_KEY_LEN + NAME_MAX + 7 * 21 + 8)
+static const char hexdigit[] = "0123456789abcdef";
+
+/* "KEY/H": the record file KEY/NAME, H the FNV-1a hash of NAME in 16 hex digits. */
+static size_t file_tag(const char *key, const char *name, char *out)
+{
+	size_t kl = strnlen(key, SHIM_KEY_LEN - 1);
+	uint64_t h = shim_fnv1a64(name);
+
+	memcpy(out, key, kl);
+	out[kl] = '/';
+	for (int i = 15; i >= 0; i--, h >>= 4)
+		out[kl + 1 + (size_t)i] = hexdigit[h & 15];
+	return kl + 17;
+}
+
+/* "KEY/H DEV INO SIZE MTIME.NS CTIME.NS": the record file as fstatat saw it. */
+#define IDENTITY_MAX (SHIM_KEY_LEN + 17 + 7 * 21 + 8)
 static size_t identity(const char *key, const char *name, const struct stat *st,
 		       char out[IDENTITY_MAX])
 {
-	size_t kl = strnlen(key, SHIM_KEY_LEN), nl = strnlen(name, NAME_MAX);
-	char *p = out;
+	char *p = out + file_tag(key, name, out);
 
-	memcpy(p, key, kl);
-	p += kl;
-	*p++ = '/';
-	memcpy(p, name, nl);
-	p += nl;
 	*p++ = ' ';
 	p = put_u64(p, (uint64_t)st->st_dev);
 	*p++ = ' ';
@@ -340,6 +351,29 @@ static bool line_is(const struct index_line *l, const char *id, size_t idlen)
 	return l->idlen == idlen && memcmp(l->text, id, idlen) == 0;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int brief_parse(struct index_line *l)
+{
+	const char *hex = l->text + l->idlen + 1;
+	size_t n = (l->len - l->idlen - 2) / 2;
+	_cleanup_free_ char *json = malloc(n ? n : 1);
+
+	if (!json || (l->len - l->idlen - 2) % 2)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		json[i] = (char)(hi << 4 | lo);
+	}
+	return hezo_json_parse(json, n, &l->brief, NULL);
+}
+
 /* The index's line for the record file as it is now, its brief parsed, or NULL. */
 static struct index_line *index_find(const char *id, size_t idlen)
 {
@@ -355,9 +389,7 @@ static struct index_line *index_find(const char *id, size_t idlen)
 		}
 	if (!l)
 		return NULL;
-	if (!l->brief &&
-	    (hezo_json_parse(l->text + l->idlen + 1, l->len - l->idlen - 2, &l->brief, NULL) < 0 ||
-	     l->brief->type != HEZO_JSON_OBJECT)) {
+	if (!l->brief && (brief_parse(l) < 0 || l->brief->type != HEZO_JSON_OBJECT)) {
 		hezo_json_free(l->brief);
 		l->brief = NULL;
 		l->idlen = 0; /* never again */
@@ -382,13 +414,10 @@ static int borrow(struct hezo_json *obj, const char *key, struct hezo_json *v)
 static int index_put(FILE *w, const char *id, size_t idlen, const struct hezo_json *rec)
 {
 	_cleanup_json_ struct hezo_json *b = hezo_json_new_object(), *u = hezo_json_new_object();
-	_cleanup_free_ char *bt = NULL;
+	_cleanup_free_ char *bt = NULL, *hex = NULL;
 	size_t blen;
 	int r = 0;
 
-	/* A name a line cannot hold is left out: that record is read whole every time. */
-	if (memchr(id, '\t', idlen) || memchr(id, '\n', idlen))
-		return 0;
 	if (!b || !u)
 		return -ENOMEM;
 	/* The values are borrowed for the dump (u is ours, with borrowed members), never freed. */
@@ -409,8 +438,18 @@ static int index_put(FILE *w, const char *id, size_t idlen, const struct hezo_js
 		u->items[i] = NULL;
 	if (r < 0)
 		return r;
+	hex = malloc(2 * blen + 1);
+	if (!hex)
+		return -ENOMEM;
+	for (size_t i = 0; i < blen; i++) {
+		unsigned char c = (unsigned char)bt[i];
+
+		hex[2 * i] = hexdigit[c >> 4];
+		hex[2 * i + 1] = hexdigit[c & 15];
+	}
+	hex[2 * blen] = '\n';
 	if (fwrite(id, 1, idlen, w) != idlen || fputc('\t', w) == EOF ||
-	    fwrite(bt, 1, blen, w) != blen || fputc('\n', w) == EOF)
+	    fwrite(hex, 1, 2 * blen + 1, w) != 2 * blen + 1)
 		return -ENOMEM;
 	idx.saved++;
 	return 0;
@@ -553,6 +592,8 @@ int shim_records_index_save(const struct shim_ctx *ctx)
 	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
+	if (idx.saved == 0)
+		return unlinkat(dfd, INDEX_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
 	return hezo_write_state_file_at(dfd, INDEX_FILE, text, len, 0600, NULL);
 }
 
@@ -560,7 +601,8 @@ int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const
 {
 	_cleanup_free_ char *buf = NULL, *out = NULL;
 	_cleanup_close_ int dfd = -1;
-	size_t len, n = 0, kl = strlen(key), nl = strlen(name);
+	char tag[SHIM_KEY_LEN + 17];
+	size_t len, n = 0, tl = file_tag(key, name, tag);
 	const char *p, *end;
 
 	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -571,13 +613,12 @@ int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const
 	out = malloc(len ? len : 1);
 	if (!out)
 		return -ENOMEM;
-	/* Every line but the file's ("KEY/NAME ..."); the others as they were, torn or not. */
+	/* Every line but the file's ("KEY/H ..."); the others as they were, torn or not. */
 	for (p = buf, end = buf + len; p < end;) {
 		const char *nl_at = memchr(p, '\n', (size_t)(end - p));
 		size_t ll = nl_at ? (size_t)(nl_at + 1 - p) : (size_t)(end - p);
 
-		if (!(ll > kl + nl + 1 && memcmp(p, key, kl) == 0 && p[kl] == '/' &&
-		      memcmp(p + kl + 1, name, nl) == 0 && p[kl + 1 + nl] == ' ')) {
+		if (!(ll > tl && memcmp(p, tag, tl) == 0 && p[tl] == ' ')) {
 			memcpy(out + n, p, ll);
 			n += ll;
 		}
@@ -585,6 +626,9 @@ int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const
 	}
 	if (n == len)
 		return 0;
+	/* No record left, no index: the state directory holds nothing of a container gone. */
+	if (n <= strlen(INDEX_MAGIC))
+		return unlinkat(dfd, INDEX_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
 	return hezo_write_state_file_at(dfd, INDEX_FILE, out, n, 0600, NULL);
 }
 
