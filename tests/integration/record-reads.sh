@@ -109,9 +109,11 @@ jq --arg e "$E2" --arg cg "/docker/$ID2" \
 	bail_out "cannot write $B2/config.json"
 shim --root "$WORK/root" create -b "$B2" "$ID2" >/dev/null 2>"$WORK/fourth.err" ||
 	bail_out "the create of $ID2 failed: $(cat "$WORK/fourth.err")"
-grep -q "other-$N.json" "$STATE/.records.index" &&
-	ok "a create indexes the records it walked (other-$N among them)" ||
-	not_ok "a create indexes the records it walked (other-$N among them)"
+# A line per record file (after the format's own line), other-$N's among them.
+lines=$(($(wc -l <"$STATE/.records.index" 2>/dev/null || echo 0) - 1))
+files=$(find "$STATE/$KEY" -maxdepth 1 -name '*.json' | wc -l)
+[ "$lines" -eq "$files" ] && ok "a create indexes the records it walked ($lines of $files)" ||
+	not_ok "a create indexes the records it walked ($lines lines for $files records)"
 jq --arg e "$E" --arg cg "/docker/$ID" \
 	'(.mounts[] | select(.source | startswith("/var/lib/docker/containers/")) | .source) |=
 	($e + "/" + (split("/") | last)) | .root.path = "rootfs" | .linux.cgroupsPath = $cg
