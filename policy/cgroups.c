@@ -260,7 +260,7 @@ static const struct hezo_live_cgroup *live_nested(const struct hezo_apply_env *e
 		const struct hezo_live_cgroup *l = &env->live_cgroups[i];
 
 		if (l->cgroup && l->cgroup[0] == '/' && strcmp(l->cgroup, "/") != 0 &&
-		    cgroups_nest(rel, l->cgroup))
+		    cgroups_nest(rel, l->cgroup) && (!env->cgroup_live || env->cgroup_live(l)))
 			return l;
 	}
 	return NULL;

@@ -122,10 +122,11 @@ int hezo_open_nofollow(const char *path, struct hezo_held_path *out);
  * What apply needs to know about the container beyond its config.json, supplied by the caller
  * (the shim) so that policy/ stays free of the shim's records and the backends' state.
  */
-/* A live container's cgroup and ID (for hezo_apply_env.live_cgroups). */
+/* A recorded container's cgroup and ID (for hezo_apply_env.live_cgroups). */
 struct hezo_live_cgroup {
 	const char *id;
 	const char *cgroup;
+	const void *data; /* the caller's, for hezo_apply_env.cgroup_live */
 };
 
 struct hezo_apply_env {
@@ -181,6 +182,12 @@ struct hezo_apply_env {
 	 */
 	const struct hezo_live_cgroup *live_cgroups;
 	size_t n_live_cgroups;
+	/*
+	 * Is the container of an entry that nests with the new cgroup alive? Asked only of those,
+	 * so the caller may list every recorded container and leave the question of its life (a
+	 * look at its processes) to the few that matter. NULL: every entry is alive.
+	 */
+	bool (*cgroup_live)(const struct hezo_live_cgroup *l);
 };
 
 /*

@@ -171,7 +171,7 @@ static struct record_seen *seen_find(const char *key, const char *name, const st
 
 /*
  * Read and parse one record file; NULL when it is not one (being replaced, or not ours). *kept:
- * the cache holds it; otherwise (no memory for it) the caller frees it.
+ * the cache holds it; otherwise (no memory for it) the caller frees it and stops.
  */
 static struct hezo_json *record_load(int dfd, const char *key, const char *name, size_t *hint,
 				     bool *kept)
@@ -217,11 +217,253 @@ static struct hezo_json *record_load(int dfd, const char *key, const char *name,
 }
 
 /*
- * Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. fn must not change rec:
- * a record read once is handed to every later walk while its file stays the same.
+ * STATE_DIR/.records.index: for each record file, what fstatat says of it and the part of the
+ * record that brief walks read (brief_keys), so that a create looks at 200 live boxes without
+ * reading 200 records. A record is written by rename, so an entry whose file is still the same
+ * inode with the same size and times holds that record's values (as the cache above); any other
+ * record is read whole. Walks go by the directories themselves: the index neither hides a record
+ * nor adds one. Create writes it anew under the records lock when a walk found it behind.
+ *
+ * One line per record, "IDENTITY\tBRIEF\n" (identity(), and compact JSON in hex), after a first
+ * line naming the format; a brief is parsed only when its record is walked, and a line still true
+ * is written back as it was read. Hex and a hash of the file's name, because the state directory
+ * is searched for a container's ID (the suite's hezo_state_records, an admin's grep) and its
+ * record file must be the one thing found.
  */
-int shim_records_foreach(const struct shim_ctx *ctx,
-			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data)
+#define INDEX_FILE  ".records.index"
+#define INDEX_MAX   (64 * 1024 * 1024)
+#define INDEX_MAGIC "hezo-records-index 2\n"
+
+/*
+ * What shim_record_live, shim_record_cgroup and the brief walks (shim.h) read of a record; of
+ * "userns" only its range ("base", "size").
+ */
+static const char *const brief_keys[] = {
+	"id",	  "root",      "backend", "cgroupsPath", "systemdCgroup",
+	"handed", "admission", "creator", "waiter",	 "userns",
+};
+
+struct index_line {
+	const char *text; /* IDENTITY\tBRIEF\n, in idx.buf */
+	size_t idlen, len;
+	struct hezo_json *brief; /* parsed when first walked; kept for the process */
+};
+
+static struct {
+	bool loaded;
+	char *buf; /* the file, kept: the lines point into it */
+	struct index_line *v;
+	size_t n, hint;
+	size_t used,
+		saved; /* lines a walk took as they were; lines the index being written holds */
+	bool behind;   /* a brief walk read a record whole */
+} idx;
+
+static void index_load(const struct shim_ctx *ctx)
+{
+	char path[PATH_MAX], *p, *end;
+	size_t len, lines = 0;
+
+	if (idx.loaded)
+		return;
+	idx.loaded = true;
+	if ((size_t)snprintf(path, sizeof(path), "%s/" INDEX_FILE, ctx->state_dir) >=
+		    sizeof(path) ||
+	    hezo_read_file_at(AT_FDCWD, path, INDEX_MAX, &idx.buf, &len, NULL) < 0)
+		return;
+	if (len < strlen(INDEX_MAGIC) || memcmp(idx.buf, INDEX_MAGIC, strlen(INDEX_MAGIC)) != 0)
+		return;
+	end = idx.buf + len;
+	for (p = idx.buf; p < end; p++)
+		lines += *p == '\n';
+	idx.v = calloc(lines, sizeof(*idx.v));
+	if (!idx.v)
+		return;
+	for (p = idx.buf + strlen(INDEX_MAGIC); p < end;) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		char *tab = nl ? memchr(p, '\t', (size_t)(nl - p)) : NULL;
+
+		if (!nl)
+			break; /* a torn last line is no entry */
+		if (tab)
+			idx.v[idx.n++] = (struct index_line){
+				.text = p, .idlen = (size_t)(tab - p), .len = (size_t)(nl + 1 - p)};
+		p = nl + 1;
+	}
+}
+
+/* Where each digit of a file's identity goes: the walks make one per record, a printf each cost. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = d[--n];
+	return p;
+}
+
+static const char hexdigit[] = "0123456789abcdef";
+
+/* "KEY/H": the record file KEY/NAME, H the FNV-1a hash of NAME in 16 hex digits. */
+static size_t file_tag(const char *key, const char *name, char *out)
+{
+	size_t kl = strnlen(key, SHIM_KEY_LEN - 1);
+	uint64_t h = shim_fnv1a64(name);
+
+	memcpy(out, key, kl);
+	out[kl] = '/';
+	for (int i = 15; i >= 0; i--, h >>= 4)
+		out[kl + 1 + (size_t)i] = hexdigit[h & 15];
+	return kl + 17;
+}
+
+/* "KEY/H DEV INO SIZE MTIME.NS CTIME.NS": the record file as fstatat saw it. */
+#define IDENTITY_MAX (SHIM_KEY_LEN + 17 + 7 * 21 + 8)
+static size_t identity(const char *key, const char *name, const struct stat *st,
+		       char out[IDENTITY_MAX])
+{
+	char *p = out + file_tag(key, name, out);
+
+	*p++ = ' ';
+	p = put_u64(p, (uint64_t)st->st_dev);
+	*p++ = ' ';
+	p = put_u64(p, (uint64_t)st->st_ino);
+	*p++ = ' ';
+	p = put_u64(p, (uint64_t)st->st_size);
+	*p++ = ' ';
+	p = put_u64(p, (uint64_t)st->st_mtim.tv_sec);
+	*p++ = '.';
+	p = put_u64(p, (uint64_t)st->st_mtim.tv_nsec);
+	*p++ = ' ';
+	p = put_u64(p, (uint64_t)st->st_ctim.tv_sec);
+	*p++ = '.';
+	p = put_u64(p, (uint64_t)st->st_ctim.tv_nsec);
+	*p = '\0';
+	return (size_t)(p - out);
+}
+
+static bool line_is(const struct index_line *l, const char *id, size_t idlen)
+{
+	return l->idlen == idlen && memcmp(l->text, id, idlen) == 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int brief_parse(struct index_line *l)
+{
+	const char *hex = l->text + l->idlen + 1;
+	size_t n = (l->len - l->idlen - 2) / 2;
+	_cleanup_free_ char *json = malloc(n ? n : 1);
+
+	if (!json || (l->len - l->idlen - 2) % 2)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		json[i] = (char)(hi << 4 | lo);
+	}
+	return hezo_json_parse(json, n, &l->brief, NULL);
+}
+
+/* The index's line for the record file as it is now, its brief parsed, or NULL. */
+static struct index_line *index_find(const char *id, size_t idlen)
+{
+	struct index_line *l = NULL;
+
+	/* The index is written in readdir's order: the next line is almost always it. */
+	if (idx.hint < idx.n && line_is(&idx.v[idx.hint], id, idlen))
+		l = &idx.v[idx.hint++];
+	for (size_t i = 0; !l && i < idx.n; i++)
+		if (line_is(&idx.v[i], id, idlen)) {
+			l = &idx.v[i];
+			idx.hint = i + 1;
+		}
+	if (!l)
+		return NULL;
+	if (!l->brief && (brief_parse(l) < 0 || l->brief->type != HEZO_JSON_OBJECT)) {
+		hezo_json_free(l->brief);
+		l->brief = NULL;
+		l->idlen = 0; /* never again */
+		return NULL;
+	}
+	return l;
+}
+
+/* obj[key] = v (when there is a v) without owning it: the caller empties obj's items. */
+static int borrow(struct hezo_json *obj, const char *key, struct hezo_json *v)
+{
+	if (!v)
+		return 0;
+	if (hezo_json_set(obj, key, hezo_json_new_null()) < 0)
+		return -ENOMEM;
+	hezo_json_free(obj->items[obj->len - 1]);
+	obj->items[obj->len - 1] = v;
+	return 0;
+}
+
+/* Append IDENTITY\tBRIEF\n for a record read whole. */
+static int index_put(FILE *w, const char *id, size_t idlen, const struct hezo_json *rec)
+{
+	_cleanup_json_ struct hezo_json *b = hezo_json_new_object(), *u = hezo_json_new_object();
+	_cleanup_free_ char *bt = NULL, *hex = NULL;
+	size_t blen;
+	int r = 0;
+
+	if (!b || !u)
+		return -ENOMEM;
+	/* The values are borrowed for the dump (u is ours, with borrowed members), never freed. */
+	for (size_t i = 0; i < HEZO_ARRAY_SIZE(brief_keys) && r == 0; i++) {
+		struct hezo_json *v = hezo_json_get(rec, brief_keys[i]);
+
+		if (v && v->type == HEZO_JSON_OBJECT && strcmp(brief_keys[i], "userns") == 0) {
+			r = borrow(u, "base", hezo_json_get(v, "base"));
+			r = r ?: borrow(u, "size", hezo_json_get(v, "size"));
+			v = u;
+		}
+		r = r ?: borrow(b, brief_keys[i], v);
+	}
+	r = r ?: hezo_json_dump(b, false, &bt, &blen, NULL);
+	for (size_t i = 0; i < b->len; i++)
+		b->items[i] = NULL;
+	for (size_t i = 0; i < u->len; i++)
+		u->items[i] = NULL;
+	if (r < 0)
+		return r;
+	hex = malloc(2 * blen + 1);
+	if (!hex)
+		return -ENOMEM;
+	for (size_t i = 0; i < blen; i++) {
+		unsigned char c = (unsigned char)bt[i];
+
+		hex[2 * i] = hexdigit[c >> 4];
+		hex[2 * i + 1] = hexdigit[c & 15];
+	}
+	hex[2 * blen] = '\n';
+	if (fwrite(id, 1, idlen, w) != idlen || fputc('\t', w) == EOF ||
+	    fwrite(hex, 1, 2 * blen + 1, w) != 2 * blen + 1)
+		return -ENOMEM;
+	idx.saved++;
+	return 0;
+}
+
+/*
+ * Every record under STATE_DIR/<key>/ in turn; fn returns < 0 to stop. fn must not change rec:
+ * a record read once is handed to every later walk while its file stays the same, and stays
+ * until the process ends, so fn may keep a pointer to it. A record the cache has no room for
+ * ends the walk with -ENOMEM rather than be left out: every walk refuses on what it finds.
+ */
+static int records_walk(const struct shim_ctx *ctx,
+			int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data,
+			bool brief, FILE *index)
 {
 	_cleanup_dir_ DIR *top = opendir(ctx->state_dir);
 	struct dirent *k;
@@ -229,6 +471,11 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 
 	if (!top)
 		return errno == ENOENT ? 0 : -errno;
+	if (brief) {
+		index_load(ctx);
+		idx.hint = 0;
+		idx.used = 0;
+	}
 	while ((k = readdir(top))) {
 		_cleanup_close_ int kfd = -1;
 		_cleanup_dir_ DIR *d = NULL;
@@ -247,9 +494,11 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 			continue;
 		kfd = -1; /* d owns it */
 		while ((e = readdir(d))) {
-			_cleanup_json_ struct hezo_json *own = NULL;
 			struct hezo_json *rec;
 			struct record_seen *hit;
+			struct index_line *line;
+			char id[IDENTITY_MAX];
+			size_t idlen = 0;
 			size_t n = strlen(e->d_name);
 			struct stat st;
 			bool kept = true;
@@ -262,18 +511,125 @@ int shim_records_foreach(const struct shim_ctx *ctx,
 			    !S_ISREG(st.st_mode))
 				continue;
 			hit = seen_find(k->d_name, e->d_name, &st, &hint);
-			rec = hit ? hit->rec
-				  : record_load(dirfd(d), k->d_name, e->d_name, &hint, &kept);
+			rec = hit ? hit->rec : NULL;
+			line = NULL;
+			if (brief) {
+				idlen = identity(k->d_name, e->d_name, &st, id);
+				line = index_find(id, idlen);
+			}
+			if (line) {
+				idx.used++;
+				rec = rec ?: line->brief;
+			}
+			if (!rec) {
+				rec = record_load(dirfd(d), k->d_name, e->d_name, &hint, &kept);
+				idx.behind = idx.behind || brief;
+			}
 			if (!rec)
 				continue; /* being replaced, or not ours */
-			if (!kept)
-				own = rec; /* no room in the cache: this walk's alone */
-			r = fn(data, k->d_name, rec);
+			if (!kept) {
+				hezo_json_free(rec);
+				return -ENOMEM;
+			}
+			/* A line still true goes back as it was; a record read whole gets a new
+			 * one. */
+			if (index && line) {
+				if (fwrite(line->text, 1, line->len, index) != line->len)
+					return -ENOMEM;
+				idx.saved++;
+			} else if (index && index_put(index, id, idlen, rec) < 0) {
+				return -ENOMEM;
+			}
+			r = fn ? fn(data, k->d_name, rec) : 0;
 			if (r < 0)
 				return r;
 		}
 	}
 	return 0;
+}
+
+int shim_records_foreach(const struct shim_ctx *ctx,
+			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data)
+{
+	return records_walk(ctx, fn, data, false, NULL);
+}
+
+int shim_records_foreach_brief(const struct shim_ctx *ctx,
+			       int (*fn)(void *data, const char *key, struct hezo_json *rec),
+			       void *data)
+{
+	return records_walk(ctx, fn, data, true, NULL);
+}
+
+static void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+int shim_records_index_save(const struct shim_ctx *ctx)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_(fclosep) FILE *w = NULL;
+	_cleanup_close_ int dfd = -1;
+	size_t len = 0;
+	int r;
+
+	w = open_memstream(&text, &len);
+	if (!w)
+		return -ENOMEM;
+	idx.behind = false;
+	idx.used = 0;
+	idx.saved = 0;
+	r = fputs(INDEX_MAGIC, w) == EOF ? -ENOMEM : records_walk(ctx, NULL, NULL, true, w);
+	if (r < 0)
+		return r;
+	/* Every record taken from the index as it was, and no line more: nothing to write. */
+	if (!idx.behind && idx.used == idx.saved && idx.n == idx.saved)
+		return 0;
+	if (fclose(TAKE_PTR(w)) == EOF)
+		return -ENOMEM;
+	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (idx.saved == 0)
+		return unlinkat(dfd, INDEX_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
+	return hezo_write_state_file_at(dfd, INDEX_FILE, text, len, 0600, NULL);
+}
+
+int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const char *name)
+{
+	_cleanup_free_ char *buf = NULL, *out = NULL;
+	_cleanup_close_ int dfd = -1;
+	char tag[SHIM_KEY_LEN + 17];
+	size_t len, n = 0, tl = file_tag(key, name, tag);
+	const char *p, *end;
+
+	dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (hezo_read_file_at(dfd, INDEX_FILE, INDEX_MAX, &buf, &len, NULL) < 0)
+		return 0; /* no index: nothing to forget */
+	out = malloc(len ? len : 1);
+	if (!out)
+		return -ENOMEM;
+	/* Every line but the file's ("KEY/H ..."); the others as they were, torn or not. */
+	for (p = buf, end = buf + len; p < end;) {
+		const char *nl_at = memchr(p, '\n', (size_t)(end - p));
+		size_t ll = nl_at ? (size_t)(nl_at + 1 - p) : (size_t)(end - p);
+
+		if (!(ll > tl && memcmp(p, tag, tl) == 0 && p[tl] == ' ')) {
+			memcpy(out + n, p, ll);
+			n += ll;
+		}
+		p += ll;
+	}
+	if (n == len)
+		return 0;
+	/* No record left, no index: the state directory holds nothing of a container gone. */
+	if (n <= strlen(INDEX_MAGIC))
+		return unlinkat(dfd, INDEX_FILE, 0) < 0 && errno != ENOENT ? -errno : 0;
+	return hezo_write_state_file_at(dfd, INDEX_FILE, out, n, 0600, NULL);
 }
 
 struct count {
@@ -312,7 +668,7 @@ struct live_list {
 	char key[SHIM_KEY_LEN];
 	const char *id;
 	struct hezo_live_cgroup *v;
-	size_t n;
+	size_t n, alloc;
 };
 
 static int live_one(void *data, const char *key, struct hezo_json *rec)
@@ -325,19 +681,31 @@ static int live_one(void *data, const char *key, struct hezo_json *rec)
 
 	if (l->id && id && strcmp(key, l->key) == 0 && strcmp(id, l->id) == 0)
 		return 0;
-	if (!cg || hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0 ||
-	    !shim_record_live(rec))
+	/* Whether it lives is asked only if the new cgroup nests with it (live_cgroup). */
+	if (!cg || hezo_policy_cgroup_path(cg, shim_record_systemd(rec), rel, sizeof(rel)) < 0)
 		return 0;
-	nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
-	if (!nv)
-		return -ENOMEM;
-	l->v = nv;
+	if (l->n == l->alloc) {
+		size_t alloc = l->alloc ? 2 * l->alloc : 64;
+
+		nv = reallocarray(l->v, alloc, sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		l->v = nv;
+		l->alloc = alloc;
+	}
+	nv = l->v;
 	nv[l->n].id = id ? strdup(id) : NULL;
 	nv[l->n].cgroup = strdup(rel);
+	nv[l->n].data = rec;
 	l->n++;
 	if ((id && !nv[l->n - 1].id) || !nv[l->n - 1].cgroup)
 		return -ENOMEM;
 	return 0;
+}
+
+bool shim_live_cgroup(const struct hezo_live_cgroup *l)
+{
+	return shim_record_live(l->data);
 }
 
 void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n)
@@ -356,7 +724,7 @@ int shim_live_cgroups(const struct shim_ctx *ctx, const char *id, struct hezo_li
 	int r;
 
 	shim_record_key_for_root(ctx->g.root, l.key);
-	r = shim_records_foreach(ctx, live_one, &l);
+	r = shim_records_foreach_brief(ctx, live_one, &l);
 	if (r < 0) {
 		shim_live_cgroups_free(l.v, l.n);
 		return r;

@@ -491,7 +491,12 @@ static void state_root(const char *root, const char *backend, char out[PATH_MAX]
 	const char *def = shim_backend_default_root(backend);
 
 	if (root && *root) {
-		snprintf(out, PATH_MAX, "%s", root);
+		/* What snprintf "%s" gives, without its cost: the walks call this once per record.
+		 */
+		size_t n = strnlen(root, PATH_MAX - 1);
+
+		memcpy(out, root, n);
+		out[n] = '\0';
 		return;
 	}
 	if (!realpath(def, out))
@@ -581,10 +586,14 @@ struct overlap_scan {
 	const struct hezo_mounts *mounts;
 	const struct placed *root_at, *handed_at; /* root's place; each handed object's */
 	struct placed *scratch;
-	/* The last record's backend state directory and its place: most records share one. */
+	/*
+	 * The last record's backend state directory, its place, and the first handed object that
+	 * overlaps it (-1: none): most records share one, and the answer is the directory's alone.
+	 */
 	struct placed *theirs_at;
 	char theirs[PATH_MAX];
 	bool theirs_set;
+	ssize_t theirs_hit;
 	char why[2 * PATH_MAX + 256];
 };
 
@@ -635,18 +644,24 @@ static int overlap_one(void *data, const char *key, struct hezo_json *rec)
 		place(s->mounts, root, s->theirs_at);
 		snprintf(s->theirs, sizeof(s->theirs), "%s", root);
 		s->theirs_set = true;
-	}
-	for (size_t i = 0; i < s->handed->n; i++) {
-		const struct hezo_held_path *h = handed_at(s->handed, i);
-		if (handed_overlaps(h->path, &s->handed_at[i], h->fd >= 0, h->dev, h->ino, root,
-				    s->theirs_at)) {
-			snprintf(
-				s->why, sizeof(s->why),
-				"%s %s overlaps %s, the backend's state directory of container %s: "
-				"the box could rewrite that container's state",
-				handed_what(s->handed, i), h->path, root, id);
-			return -EPERM;
+		s->theirs_hit = -1;
+		for (size_t i = 0; i < s->handed->n && s->theirs_hit < 0; i++) {
+			const struct hezo_held_path *h = handed_at(s->handed, i);
+
+			if (handed_overlaps(h->path, &s->handed_at[i], h->fd >= 0, h->dev, h->ino,
+					    root, s->theirs_at))
+				s->theirs_hit = (ssize_t)i;
 		}
+	}
+	if (s->theirs_hit >= 0) {
+		size_t i = (size_t)s->theirs_hit;
+
+		snprintf(
+			s->why, sizeof(s->why),
+			"%s %s overlaps %s, the backend's state directory of container %s: the box "
+			"could rewrite that container's state",
+			handed_what(s->handed, i), handed_at(s->handed, i)->path, root, id);
+		return -EPERM;
 	}
 	return 0;
 }
@@ -702,7 +717,7 @@ static int state_overlaps(struct shim_ctx *ctx, const struct shim_target *t, con
 	s.scratch = &at[2];
 	s.theirs_at = &at[3];
 	s.handed_at = &at[4];
-	r = shim_records_foreach(ctx, overlap_one, &s);
+	r = shim_records_foreach_brief(ctx, overlap_one, &s);
 	if (r == -EPERM)
 		return hezo_error_set(err, EPERM, "%s", s.why);
 	if (r < 0)
@@ -895,6 +910,7 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 				      "the live containers' cgroups: cannot read the records");
 	env.live_cgroups = live;
 	env.n_live_cgroups = nlive;
+	env.cgroup_live = shim_live_cgroup;
 	r = hezo_policy_apply_spec(p, spec, &env, err);
 	if (r < 0) /* every field it names is the bundle's config.json's */
 		hezo_error_prefix(err, "config.json");
@@ -1278,6 +1294,10 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	r = shim_record_write(ctx, id, rec, err);
 	if (r < 0 && has_userns)
 		shim_userns_drop(ctx, id, &userns, reg_lock);
+	/* The next create's walks read this one's record, and those it read whole, from the index.
+	 */
+	if (r == 0)
+		(void)shim_records_index_save(ctx);
 	if (reg_lock >= 0)
 		close(TAKE_FD(reg_lock));
 	close(TAKE_FD(rec_lock));

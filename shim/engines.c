@@ -238,7 +238,7 @@ int shim_id_in_use(const struct shim_ctx *ctx, const char *id, const char *bundl
 
 	*where = NULL;
 	shim_record_key_for_root(ctx->g.root, u.key);
-	r = shim_records_foreach(ctx, record_in_use, &u);
+	r = shim_records_foreach_brief(ctx, record_in_use, &u);
 	if (r == -EEXIST) {
 		if (!u.where)
 			return hezo_error_set(err, ENOMEM, "out of memory");

@@ -523,10 +523,11 @@ int shim_record_path(const struct shim_ctx *ctx, const char *id, char *buf, size
 	return 0;
 }
 
-int shim_record_remove(const struct shim_ctx *ctx, const char *id)
+/* The caller holds the records lock (or none could be had). */
+static int record_remove(const struct shim_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int dir = -1;
-	char name[256];
+	char name[256], key[SHIM_KEY_LEN];
 
 	dir = open_key_dir(ctx, false, NULL);
 	if (dir < 0)
@@ -538,7 +539,18 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	record_name(id, name, sizeof(name));
 	if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
 		return -errno;
+	/* Nothing of the container stays behind: its line in the index goes with it. */
+	root_key(ctx->g.root, key);
+	(void)shim_records_index_forget(ctx, key, name);
 	return 0;
+}
+
+int shim_record_remove(const struct shim_ctx *ctx, const char *id)
+{
+	/* Without the lock the record still goes: the index is only ever behind, never wrong. */
+	_cleanup_close_ int lock = shim_record_lock(ctx, NULL);
+
+	return record_remove(ctx, id);
 }
 
 int shim_record_remove_same(const struct shim_ctx *ctx, const char *id, const struct hezo_json *rec)
@@ -563,7 +575,7 @@ int shim_record_remove_same(const struct shim_ctx *ctx, const char *id, const st
 	/* The agent's directory was this record's: proxyd's socket in it went at unwire. */
 	if (hezo_json_get(now, "keys"))
 		shim_keys_remove(ctx, id);
-	return shim_record_remove(ctx, id);
+	return record_remove(ctx, id);
 }
 
 int shim_record_target(const struct hezo_json *rec, struct shim_target *t, struct hezo_error **err)

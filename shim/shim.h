@@ -697,18 +697,36 @@ int shim_record_cgroup(const struct hezo_json *rec, const char *controller, char
 /* Was the record's backend handed --systemd-cgroup at create ("systemdCgroup")? */
 bool shim_record_systemd(const struct hezo_json *rec);
 /*
- * The cgroups of the live records (shim_record_live) with their IDs, the one of (this --root,
- * id) excepted: a container's own earlier leaf is its own. *out and *n: free with
- * shim_live_cgroups_free.
+ * The cgroups of the records with their IDs, the one of (this --root, id) excepted: a
+ * container's own earlier leaf is its own. Whether each lives is shim_live_cgroup's to say,
+ * when asked (hezo_apply_env.cgroup_live). *out and *n: free with shim_live_cgroups_free.
  */
 int shim_live_cgroups(const struct shim_ctx *ctx, const char *id, struct hezo_live_cgroup **out,
 		      size_t *n);
+/* Is the container of an entry shim_live_cgroups gave alive (shim_record_live), now? */
+bool shim_live_cgroup(const struct hezo_live_cgroup *l);
 void shim_live_cgroups_free(struct hezo_live_cgroup *v, size_t n);
 /* Is the record's container live: its create still running, or its cgroup holding a process? */
 bool shim_record_live(const struct hezo_json *rec);
-/* Call fn for every record of every --root under the state directory. */
+/*
+ * Call fn for every record of every --root under the state directory; a record handed to fn
+ * stays until the process ends.
+ */
 int shim_records_foreach(const struct shim_ctx *ctx,
 			 int (*fn)(void *data, const char *key, struct hezo_json *rec), void *data);
+/*
+ * The same, where fn reads of a record only "id", "root", "backend", "cgroupsPath",
+ * "systemdCgroup", "handed", "admission", "creator" and "waiter" (what shim_record_live reads
+ * is among them): a record the state directory's index holds as its file is now is handed as
+ * those keys alone, unparsed.
+ */
+int shim_records_foreach_brief(const struct shim_ctx *ctx,
+			       int (*fn)(void *data, const char *key, struct hezo_json *rec),
+			       void *data);
+/* Write the index of the records anew if a walk found it behind; under the records lock. */
+int shim_records_index_save(const struct shim_ctx *ctx);
+/* Drop the index's line of record file KEY/NAME, once the file is gone; under the records lock. */
+int shim_records_index_forget(const struct shim_ctx *ctx, const char *key, const char *name);
 /* Live records, the one of (this --root, id) excepted (id may be NULL). */
 int shim_admission_count(const struct shim_ctx *ctx, const char *id, unsigned *active);
 /* Creates waiting for a slot now. */

@@ -49,19 +49,41 @@ bool shim_userns_wanted(const struct shim_target *t, const struct hezo_json *spe
 	       !(path && *path);
 }
 
-static void take_range(uint8_t *taken, uint64_t lo, uint64_t n)
+/* The slots [*first, *last] that ids lo..lo+n-1 fall in; false: none. */
+static bool range_slots(uint64_t lo, uint64_t n, uint64_t *first, uint64_t *last)
 {
 	uint64_t hi = lo + n, end = (uint64_t)USERNS_BASE + (uint64_t)USERNS_SIZE * USERNS_SLOTS;
 
 	if (n == 0 || hi <= USERNS_BASE || lo >= end)
-		return;
+		return false;
 	if (lo < USERNS_BASE)
 		lo = USERNS_BASE;
 	if (hi > end)
 		hi = end;
-	for (uint64_t s = (lo - USERNS_BASE) / USERNS_SIZE;
-	     s <= (hi - 1 - USERNS_BASE) / USERNS_SIZE; s++)
-		taken[s] = 1;
+	*first = (lo - USERNS_BASE) / USERNS_SIZE;
+	*last = (hi - 1 - USERNS_BASE) / USERNS_SIZE;
+	return true;
+}
+
+static void take_range(uint8_t *taken, uint64_t lo, uint64_t n)
+{
+	uint64_t first, last;
+
+	if (range_slots(lo, n, &first, &last))
+		memset(taken + first, 1, last - first + 1);
+}
+
+/* Would take_range(taken, lo, n) set nothing new? */
+static bool range_taken(const uint8_t *taken, uint64_t lo, uint64_t n)
+{
+	uint64_t first, last;
+
+	if (!range_slots(lo, n, &first, &last))
+		return true;
+	for (uint64_t s = first; s <= last; s++)
+		if (!taken[s])
+			return false;
+	return true;
 }
 
 /* Host accounts and the ranges handed to other tools: /etc/passwd, group, subuid, subgid. */
@@ -187,6 +209,12 @@ static int take_registered(int reg, uint8_t *taken)
 		base = strtoull(e->d_name, &end, 16);
 		if (end != e->d_name + 8 || *end != '-')
 			continue;
+		/*
+		 * Taken already (this state directory's records hold it, live or not): whether the
+		 * entry's box still holds it changes nothing, and its record is not read again.
+		 */
+		if (range_taken(taken, base, USERNS_SIZE))
+			continue;
 		if (entry_holds(reg, e->d_name, base))
 			take_range(taken, base, USERNS_SIZE);
 		else
@@ -233,7 +261,7 @@ int shim_userns_take(const struct shim_ctx *ctx, const char *id, bool pick, stru
 	 * Every record holds its range, live or not, until delete removes the record: this state
 	 * directory's records, and through the registry every other's.
 	 */
-	r = shim_records_foreach(ctx, take_recorded, taken);
+	r = shim_records_foreach_brief(ctx, take_recorded, taken);
 	if (r < 0)
 		return hezo_error_set(err, -r, "the containers' records: cannot read them");
 	r = take_registered(reg, taken);

@@ -1229,6 +1229,16 @@ static void test_cgroups_path(void **state)
 	}
 }
 
+/* The containers whose life test_cgroups_driver_and_nesting was asked about, and alpha's answer. */
+static unsigned live_asked;
+static bool alpha_alive;
+
+static bool cg_live(const struct hezo_live_cgroup *l)
+{
+	live_asked++;
+	return strcmp(l->id, "alpha") != 0 || alpha_alive;
+}
+
 /*
  * Judged as the backend's driver reads it (red team pass 8, F3): the systemd form only with
  * --systemd-cgroup, a path only without it. And no nesting (F2): not at, above or below a live
@@ -1247,7 +1257,10 @@ static void test_cgroups_driver_and_nesting(void **state)
 	const struct hezo_apply_env none = {0}, with = {.live_cgroups = live, .n_live_cgroups = 3},
 				    sdwith = {.systemd_cgroup = true,
 					      .live_cgroups = live,
-					      .n_live_cgroups = 3};
+					      .n_live_cgroups = 3},
+				    lazy = {.live_cgroups = live,
+					    .n_live_cgroups = 3,
+					    .cgroup_live = cg_live};
 
 	/* F3: the pairing, one line naming the field and the flag. */
 	cg_case(p, "x1", "system.slice:docker:x1",
@@ -1287,6 +1300,19 @@ static void test_cgroups_driver_and_nesting(void **state)
 	cg_env_case(p, &sdwith, "x3", "system.slice:docker:x3", NULL);
 	cg_env_case(p, &sdwith, "sd", "system.slice:docker:sd",
 		    "it is container sd's cgroup /system.slice/docker-sd.scope");
+
+	/* Life is asked only of a container whose cgroup nests with the new one, and counts. */
+	alpha_alive = true;
+	live_asked = 0;
+	cg_env_case(mine, &lazy, "delta", "/hezo-none/delta", NULL);
+	assert_int_equal(live_asked, 0);
+	cg_env_case(mine, &lazy, "beta", "/hezo-none/alpha/beta",
+		    "it is below container alpha's cgroup /hezo-none/alpha");
+	assert_int_equal(live_asked, 1);
+	alpha_alive = false;
+	live_asked = 0;
+	cg_env_case(mine, &lazy, "beta", "/hezo-none/alpha/beta", NULL);
+	assert_int_equal(live_asked, 1);
 }
 
 static void root_case(const struct hezo_apply_env *env, const char *path, const char *want)
