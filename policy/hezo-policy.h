@@ -62,6 +62,9 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 
 /* A project name: 1 to 64 of [a-z0-9._-], not starting with '.'. */
 bool hezo_policy_project_name_valid(const char *s);
+/* Does a seccomp action (an OCI name) keep the call from running? A tracer or listener could let
+ * it run, so TRACE and NOTIFY do not. */
+bool hezo_policy_seccomp_refuses(const char *action);
 
 /*
  * A project file's text (read from path, which names it in messages) layered over base as the
