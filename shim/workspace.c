@@ -98,12 +98,14 @@ static int make_owned(const char *dir, mode_t mode, uid_t uid, gid_t gid, struct
 
 /*
  * The workspace's directory, opened without following a symlink anywhere on its path, below a
- * parent of root's that root alone may write (made there, owned by uid:gid, when absent). Group
- * and others are kept out of it: root in a box writes files as host root, and a setuid file a box
- * left there would be a way to root for any local user who could reach it (red team, workspace
- * F1); a symlink on the way would let whoever made it choose the directory (F2, F3).
+ * parent of root's that root alone may write, and (private_parent) none but root may search (made
+ * there, owned by uid:gid, when absent). Group and others are kept out of it: root in a box writes
+ * files as host root, and a setuid file a box left there would be a way to root for any local user
+ * who could reach it (red team, workspace F1); a symlink on the way would let whoever made it
+ * choose the directory (F2, F3).
  */
-static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_error **err)
+static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t gid,
+			  struct hezo_error **err)
 {
 	_cleanup_close_ int pfd = -1, fd = -1;
 	char parent[PATH_MAX];
@@ -128,6 +130,15 @@ static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_err
 				      "workspace %s: its parent %s is not a directory of root's "
 				      "that root alone may write",
 				      dir, parent);
+	/*
+	 * A box's root owns its workspace and may open it to everyone (chmod 755) while it runs:
+	 * the parent, which no box holds, keeps other users out of it (red team ws2, F1).
+	 */
+	if (private_parent && (st.st_mode & (S_IXGRP | S_IXOTH)))
+		return hezo_error_set(
+			err, EPERM,
+			"workspace %s: other users can search its parent; chmod 0700 %s", dir,
+			parent);
 	fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
 		if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
@@ -188,7 +199,8 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 				return r;
 		}
 	}
-	fd = open_workspace(dir, (uid_t)uid, (gid_t)gid, err);
+	/* A volume's parent is the engine's (0701), inside a store others cannot search. */
+	fd = open_workspace(dir, !hezo_policy_workspace_is_volume(p), (uid_t)uid, (gid_t)gid, err);
 	if (fd < 0)
 		return fd;
 	/* HOME for images whose own is read-only; a box may have put anything there since. */
