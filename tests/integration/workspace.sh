@@ -22,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/devimage.sh"
 
 hezo_require_root
-hezo_require_tools jq timeout dockerd python3 "$HEZO_DOCKER"
+hezo_require_tools jq timeout dockerd python3 setpriv "$HEZO_DOCKER"
 hezo_require_backend
 hezo_require_shim
 
@@ -38,10 +38,15 @@ PU=${TAG}u # a project whose boxes run as uid 1000
 W=$HEZO_TEST_DIR/workspace
 mkdir -p "$W/projects"
 tap_cleanup "rm -rf '$W'"
-# The workspaces' parent: root's, 0755, shared by the admin as an allowed root, so that only the
-# workspace rule stands between project B and A's directory.
+# The workspaces' parent: root's, 0700 (others may not search it: a box may open its workspace),
+# shared by the admin as an allowed root, so that only the workspace rule stands between project
+# B and A's directory.
 WS=$(mktemp -d /var/tmp/hezo-ws.XXXXXX) || bail_out "cannot make a workspace root in /var/tmp"
-chmod 0755 "$WS"
+chmod 0700 "$WS"
+# A parent others can search: a workspace there is refused.
+WSPUB=$(mktemp -d /var/tmp/hezo-wspub.XXXXXX) || bail_out "cannot make a second workspace root"
+chmod 0755 "$WSPUB"
+tap_cleanup "rm -rf '$WSPUB'"
 tap_cleanup "umount -l '$WS/alias' 2>/dev/null; umount -l '$WS/etc' 2>/dev/null; rm -rf '$WS'"
 findmnt -no OPTIONS -T "$WS" | grep -qw noexec && hezo_cannot_run "/var/tmp is noexec here"
 WSA=$WS/a
@@ -55,6 +60,7 @@ jq -n --arg w "$WSA" '{workspace: $w}' >"$W/projects/$PA.json"
 jq -n --arg w "$WSB" '{workspace: $w}' >"$W/projects/$PB.json"
 jq -n --arg w "$WSU" '{workspace: $w}' >"$W/projects/$PU.json"
 echo '{"workspace": "volume"}' >"$W/projects/$PV.json"
+jq -n --arg w "$WSPUB/w" '{workspace: $w}' >"$W/projects/${TAG}pub.json"
 # Workspaces the admin may not name.
 echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
@@ -71,7 +77,7 @@ hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
 hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
 declare -A RT
-for p in a b v u root engine etc symp syms inner; do
+for p in a b v u root engine etc symp syms inner pub; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -140,18 +146,35 @@ expect_match "$(cat "$WSA/.home/.gitconfig" 2>&1)" "name = Hezo Test" \
 	"[host] git config --global went to the workspace's .home"
 expect_eq "$(stat -c %u:%a "$WSA/.home" 2>&1)" 0:700 "[host] .home is the box user's (root), 0700"
 expect_eq "$(stat -c %u "$WSA/t" 2>&1)" 0 "[host] a file the box's root wrote is the host's uid 0 (the box's uid)"
-# Root in the box writes as host root: a setuid file it leaves must be out of other users' reach
-# (red team, workspace F1: any local user ran a box's setuid copy as root).
-out=$(run a suid -w /workspace "$IMG" sh -c 'cp /bin/cat suidcat && chmod 4755 suidcat && echo planted') &&
-	rc=0 || rc=$?
-expect_eq "$rc:$out" 0:planted "[host, setuid] a box plants a setuid-root copy of cat in its workspace" || diag "$out"
+# Root in the box writes as host root, and owns its workspace: it may open it (chmod 755) while it
+# runs. It cannot make a set-id file (the seccomp floor refuses a mode with 06000 to chmod and to
+# every call that creates; red team ws2, F1), and the workspace's parent keeps other users out.
 expect_eq "$(stat -c %a "$WSA" 2>&1)" 700 "[host, setuid] the workspace is the owner's alone (0700, the admin made it 0755)"
-# (From a shell of that user: setpriv's own exec resolves the path with the caller's rights.)
-out=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '"$1" /etc/shadow' _ "$WSA/suidcat" 2>&1) &&
-	rc=0 || rc=$?
-expect_ne "$rc" 0 "[host, setuid] uid 65534 on the host cannot run it (reads no /etc/shadow)"
-expect_no_match "$out" "^root:" "[host, setuid] ... and nothing of /etc/shadow came out"
-rm -f "$WSA/suidcat"
+out=$(run a suid -w /workspace "$IMG" sh -c '
+	s=$(find /usr/bin /bin -perm -4000 -type f 2>/dev/null | head -n 1); echo "image-suid=${s:+yes}"
+	cp /bin/cat c && chmod 755 c && chmod 644 c && chmod 755 c && echo chmod-755-644-ok
+	chmod 4755 c 2>/dev/null || echo chmod-4755-refused
+	chmod u+s c 2>/dev/null || echo chmod-us-refused
+	chmod g+s c 2>/dev/null || echo chmod-gs-refused
+	install -m 4755 /bin/cat i 2>/dev/null || echo install-4755-refused
+	cp -p "$s" p 2>/dev/null || echo cp-p-refused
+	python3 -c "import os; os.open(\"o\", os.O_CREAT | os.O_WRONLY, 0o4755)" 2>/dev/null || echo os.open-4755-refused
+	python3 -c "import os; os.mkdir(\"d\", 0o2755); os.chmod(\"d\", 0o2755)" 2>/dev/null || echo mkdir-2755-refused
+	python3 -c "import os; os.close(os.open(\"n\", os.O_CREAT | os.O_WRONLY, 0o755))" && echo os.open-755-ok
+	chmod 755 /workspace && echo opened') && rc=0 || rc=$?
+for want in image-suid=yes chmod-755-644-ok chmod-4755-refused chmod-us-refused chmod-gs-refused \
+	install-4755-refused cp-p-refused os.open-4755-refused mkdir-2755-refused os.open-755-ok opened; do
+	expect_match "$out" "^$want\$" "[setuid] in the box: $want" || diag "$out"
+done
+expect_eq "$(find "$WSA" -perm /6000 2>&1)" "" "[host, setuid] no set-id file or directory in the workspace"
+expect_eq "$(stat -c %a "$WSA" 2>&1)" 755 "[host, setuid] the box opened its workspace (0755) while it ran"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups ls "$WSA" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[host, setuid] uid 65534 still cannot reach it: the parent is 0700" || diag "$out"
+rm -rf "${WSA:?}/c" "$WSA/i" "$WSA/p" "$WSA/o" "$WSA/d" "$WSA/n"
+out=$(run pub pub "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace $WSPUB/w: other users can search its parent; chmod 0700 $WSPUB" \
+	"[parent] a workspace whose parent others can search (0755) is refused" || diag "$out"
+check "[parent] ... and nothing was made there" test ! -e "$WSPUB/w"
 out=$(run a again -w /workspace "$IMG" sh -c '
 	./t && git -C repo log --format=%s && venv/bin/python -c "import hzpkg; print(hzpkg.VALUE)" &&
 	git config --global user.name && echo "$HOME"') && rc=0 || rc=$?
