@@ -479,10 +479,10 @@ static int workspace_taken(const struct hezo_policy *base, const struct hezo_pol
 		return r;
 	}
 	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
-	if (r < 0)
-		fprintf(stderr, "hezo-shim project create: %s: %s\n",
-			hezo_policy_projects_dir(base), strerror(-r));
-	else if (r > 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, why, sizeof(why));
+		fprintf(stderr, "hezo-shim project create: %s\n", why);
+	} else if (r > 0)
 		fprintf(stderr, "hezo-shim project create: workspace %s\n", why);
 	if (r != 0)
 		return r > 0 ? -EEXIST : r;

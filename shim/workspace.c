@@ -104,7 +104,7 @@ static int make_owned(const char *dir, mode_t mode, uid_t uid, gid_t gid, struct
  * who could reach it (red team, workspace F1); a symlink on the way would let whoever made it
  * choose the directory (F2, F3).
  */
-static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t gid,
+static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t gid, bool *made,
 			  struct hezo_error **err)
 {
 	_cleanup_close_ int pfd = -1, fd = -1;
@@ -141,7 +141,9 @@ static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t
 			parent);
 	fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
-		if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
+		if (mkdirat(pfd, base, 0700) == 0)
+			*made = true;
+		else if (errno != EEXIST)
 			return hezo_error_set_errno(err, errno, "workspace %s", dir);
 		fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && fchown(fd, uid, gid) < 0)
@@ -154,8 +156,26 @@ static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t
 	return TAKE_FD(fd);
 }
 
+void shim_workspace_made_undo(struct shim_ws_made *m)
+{
+	char path[PATH_MAX + 8];
+
+	if (m->keep)
+		return;
+	if (m->home_made && snprintf(path, sizeof(path), "%s/.home", m->dir) < (int)sizeof(path))
+		(void)rmdir(path);
+	if (m->dir_made)
+		(void)rmdir(m->dir);
+	if (m->store && snprintf(path, sizeof(path), "%s", m->dir) < (int)sizeof(path) &&
+	    strrchr(path, '/')) {
+		*strrchr(path, '/') = '\0';
+		(void)rmdir(path);
+	}
+}
+
 int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_policy *p,
-			   const struct hezo_json *spec, struct hezo_error **err)
+			   const struct hezo_json *spec, struct shim_ws_made *made,
+			   struct hezo_error **err)
 {
 	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_close_ int fd = -1;
@@ -165,6 +185,7 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 
 	if (hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
 		return 0;
+	snprintf(made->dir, sizeof(made->dir), "%s", dir);
 	/* The box's user, as the backend sets it (Docker resolves names to numbers first). */
 	(void)hezo_json_get_uint64(hezo_json_get_path(spec, "process.user.uid"), &uid);
 	(void)hezo_json_get_uint64(hezo_json_get_path(spec, "process.user.gid"), &gid);
@@ -179,11 +200,11 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 	 * inside it, though the box is refused later.
 	 */
 	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
-	if (r < 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, why, sizeof(why));
 		return hezo_error_set(err, -r,
-				      "the projects' workspaces in %s cannot be read to judge this "
-				      "project's",
-				      hezo_policy_projects_dir(base));
+				      "workspace: the other projects' cannot be judged: %s", why);
+	}
 	if (r > 0)
 		return hezo_error_set(err, EPERM, "workspace %s", why);
 	r = judge_names(p, dir, &mounts, err);
@@ -197,14 +218,17 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 			r = make_owned(up, 0701, 0, 0, err);
 			if (r < 0)
 				return r;
+			made->store = true;
 		}
 	}
 	/* A volume's parent is the engine's (0701), inside a store others cannot search. */
-	fd = open_workspace(dir, !hezo_policy_workspace_is_volume(p), (uid_t)uid, (gid_t)gid, err);
+	fd = open_workspace(dir, !hezo_policy_workspace_is_volume(p), (uid_t)uid, (gid_t)gid,
+			    &made->dir_made, err);
 	if (fd < 0)
 		return fd;
 	/* HOME for images whose own is read-only; a box may have put anything there since. */
 	if (mkdirat(fd, ".home", 0700) == 0) {
+		made->home_made = true;
 		if (fchownat(fd, ".home", (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return hezo_error_set_errno(err, errno, "workspace %s/.home", dir);
 	} else if (errno != EEXIST) {
@@ -258,11 +282,13 @@ int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_polic
 	int r;
 
 	r = hezo_policy_foreach_project(base, other_workspace, &s);
-	if (r < 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, s.why, sizeof(s.why));
 		return hezo_error_set(err, -r,
-				      "the projects' workspaces in %s cannot be read to judge the "
-				      "box's mounts",
-				      hezo_policy_projects_dir(base));
+				      "the projects' workspaces cannot be judged against the box's "
+				      "mounts: %s",
+				      s.why);
+	}
 	if (r > 0)
 		return hezo_error_set(err, EPERM, "%s", s.why);
 	return 0;

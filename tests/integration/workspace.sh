@@ -61,6 +61,7 @@ jq -n --arg w "$WSB" '{workspace: $w}' >"$W/projects/$PB.json"
 jq -n --arg w "$WSU" '{workspace: $w}' >"$W/projects/$PU.json"
 echo '{"workspace": "volume"}' >"$W/projects/$PV.json"
 jq -n --arg w "$WSPUB/w" '{workspace: $w}' >"$W/projects/${TAG}pub.json"
+jq -n --arg w "$WS/l2" '{workspace: $w}' >"$W/projects/${TAG}l2.json"
 # Workspaces the admin may not name.
 echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
@@ -77,7 +78,7 @@ hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
 hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
 declare -A RT
-for p in a b v u root engine etc symp syms inner pub; do
+for p in a b v u root engine etc symp syms inner pub l2; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -218,6 +219,13 @@ expect_eq "$rc:$(tr '\n' ' ' <<<"$out")" "0:/workspace/.home 1000 " "[user 1000]
 expect_eq "$(stat -c %u:%g "$WSU" "$WSU/.home" "$WSU/mine" 2>&1 | tr '\n' ' ')" "1000:1000 1000:1000 1000:1000 " \
 	"[user 1000] host: the workspace, .home and the box's file are uid 1000's"
 
+# A create refused for a reason of its own (a bind of /etc) makes no workspace, which would have
+# been that refused config's user's for good (red team ws2, L2).
+out=$(run l2 l2 --user 4242:4242 -v /etc:/x "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*bind source /etc is not under an allowed root" "[L2] a create refused for its bind of /etc" ||
+	diag "$out"
+check "[L2] ... made no workspace (nor .home) for uid 4242" test ! -e "$WS/l2"
+
 # --- an engine's -v of the workspace or below goes where the engine asked ---------------------------------
 mkdir -p "$WSA/sub" && echo below >"$WSA/sub/f"
 out=$(run a sub -v "$WSA/sub:/src:ro" "$IMG" cat /src/f) && rc=0 || rc=$?
@@ -246,6 +254,18 @@ expect_refused procroot "by /proc/self/root" -v "/proc/self/root$WSA:/x"
 mkdir -p "$WS/alias" && mount --bind "$WSA" "$WS/alias" || bail_out "cannot bind $WSA at $WS/alias"
 expect_refused alias "by a bind mount of it elsewhere" -v "$WS/alias:/x"
 umount "$WS/alias"
+# A's file stops layering (an unknown key here; a seccomp file it names removed, in the red
+# team's): its workspace still counts (red team ws2, F3). A file that is not JSON at all: every
+# create is refused, naming it, until it is fixed or removed.
+cp "$W/projects/$PA.json" "$W/pa.json.saved"
+jq '. + {bogus: 1}' "$W/pa.json.saved" >"$W/projects/$PA.json"
+expect_refused unlayered "by path, while A's project file does not layer" -v "$WSA:/x"
+echo '{"workspace": ' >"$W/projects/${TAG}junk.json"
+out=$(run b junk "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*project file $W/projects/${TAG}junk.json cannot be read or is not JSON" \
+	"[F3] a project file that is not JSON: a create is refused, naming it" || diag "$out"
+rm -f "$W/projects/${TAG}junk.json"
+cp "$W/pa.json.saved" "$W/projects/$PA.json"
 out=$(run b volname -v "${PV}_workspace:/x" "$IMG" ls /x) && rc=0 || rc=$?
 expect_match "$rc:$out" "^[1-9].*volume ${PV}_workspace belongs to project $PV" \
 	"[other project] by volume name: ${PV}_workspace is refused to project $PB" || diag "$out"
