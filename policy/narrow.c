@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,8 +206,13 @@ static int raw_project(const struct hezo_policy *base, int dir, const char *file
 	ws = hezo_json_get_type(doc, "workspace", HEZO_JSON_STRING);
 	if (ws && strcmp(ws->str, "volume") == 0)
 		p->workspace_volume = true;
-	else if (ws && hezo_policy_clean_path(ws->str, &clean) == 0)
-		p->workspace = TAKE_PTR(clean);
+	else if (ws && hezo_policy_clean_path(ws->str, &clean) == 0) {
+		char why[PATH_MAX + 128];
+
+		/* One no box can have been given (/, a system directory) holds nothing. */
+		if (!hezo_policy_workspace_forbidden(p, clean, why, sizeof(why)))
+			p->workspace = TAKE_PTR(clean);
+	}
 	for (size_t k = 0; k < HEZO_ARRAY_SIZE(keys); k++) {
 		const struct hezo_json *list = hezo_json_get(hezo_json_get(doc, "mounts"), keys[k]);
 		struct hezo_strv *to = k == 0 ? &p->allowed_sources : &p->engine_roots;

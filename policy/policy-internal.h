@@ -243,6 +243,8 @@ int hezo_policy_seccomp_no_setid(struct hezo_json *prof, struct hezo_error **err
  * volume this container's project owns and volumes.allow names. Parser messages go to why.
  */
 int hezo_policy_volumes_default(struct hezo_policy *p);
+/* Does one of p's volumes.allow patterns ({project} as p's project) match volume name? */
+bool hezo_policy_volume_allowed(const struct hezo_policy *p, const char *name);
 void hezo_policy_volumes_free(struct hezo_policy *p);
 int hezo_policy_volumes_parse(struct hezo_policy *p, const struct hezo_json *v, char *why,
 			      size_t size);

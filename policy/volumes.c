@@ -244,6 +244,11 @@ static bool allowed_by(const struct hezo_policy *p, const char *name)
 	return false;
 }
 
+bool hezo_policy_volume_allowed(const struct hezo_policy *p, const char *name)
+{
+	return allowed_by(p, name);
+}
+
 struct claim {
 	const struct hezo_policy *base; /* the container's, without a project */
 	const char *name;

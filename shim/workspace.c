@@ -156,6 +156,42 @@ static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t
 	return TAKE_FD(fd);
 }
 
+#define VOLUME_MARKER "hezo-workspace"
+
+/*
+ * A volume workspace is one the shim made for this project: a volume that was there before (made
+ * by `docker volume create`, or by a box of no project that holds it still) may be another box's
+ * (red team ws2, F2). The marker sits beside _data, where no box reaches; make writes it.
+ */
+static int volume_marker(const char *up, const char *project, bool make, struct hezo_error **err)
+{
+	_cleanup_close_ int dfd = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = -1;
+	char buf[256] = "";
+	size_t n = strlen(project);
+	ssize_t got;
+
+	if (dfd < 0)
+		return hezo_error_set_errno(err, errno, "workspace volume %s", up);
+	if (make) {
+		fd = openat(dfd, VOLUME_MARKER,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, project, n) != (ssize_t)n || fsync(fd) < 0)
+			return hezo_error_set_errno(err, errno ?: EIO, "workspace volume %s/%s", up,
+						    VOLUME_MARKER);
+		return 0;
+	}
+	fd = openat(dfd, VOLUME_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	got = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (got == (ssize_t)n && memcmp(buf, project, n) == 0)
+		return 0;
+	return hezo_error_set(err, EPERM,
+			      "workspace volume %s_workspace was not made by hezo-shim for project "
+			      "%s (no %s/%s): a box may hold it already; remove it (docker volume "
+			      "rm %s_workspace) and the next create makes it",
+			      project, project, up, VOLUME_MARKER, project);
+}
+
 void shim_workspace_made_undo(struct shim_ws_made *m)
 {
 	char path[PATH_MAX + 8];
@@ -169,6 +205,11 @@ void shim_workspace_made_undo(struct shim_ws_made *m)
 	if (m->store && snprintf(path, sizeof(path), "%s", m->dir) < (int)sizeof(path) &&
 	    strrchr(path, '/')) {
 		*strrchr(path, '/') = '\0';
+		_cleanup_close_ int dfd =
+			open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (dfd >= 0)
+			(void)unlinkat(dfd, VOLUME_MARKER, 0);
 		(void)rmdir(path);
 	}
 }
@@ -220,6 +261,9 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 				return r;
 			made->store = true;
 		}
+		r = volume_marker(up, hezo_policy_project(p), made->store, err);
+		if (r < 0)
+			return r;
 	}
 	/* A volume's parent is the engine's (0701), inside a store others cannot search. */
 	fd = open_workspace(dir, !hezo_policy_workspace_is_volume(p), (uid_t)uid, (gid_t)gid,

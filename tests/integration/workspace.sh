@@ -38,11 +38,14 @@ PU=${TAG}u # a project whose boxes run as uid 1000
 W=$HEZO_TEST_DIR/workspace
 mkdir -p "$W/projects"
 tap_cleanup "rm -rf '$W'"
-# The workspaces' parent: root's, 0700 (others may not search it: a box may open its workspace),
-# shared by the admin as an allowed root, so that only the workspace rule stands between project
-# B and A's directory.
+# The workspaces' parent: root's, 0700 (others may not search it: a box may open its workspace).
+# No workspace may be at, in or above an allowed root, where a box of no project may hold it
+# already (red team ws2, F2): the admin shares another directory.
 WS=$(mktemp -d /var/tmp/hezo-ws.XXXXXX) || bail_out "cannot make a workspace root in /var/tmp"
 chmod 0700 "$WS"
+SH=$(mktemp -d /var/tmp/hezo-wsshare.XXXXXX) || bail_out "cannot make a shared root in /var/tmp"
+chmod 0755 "$SH"
+tap_cleanup "rm -rf '$SH'"
 # A parent others can search: a workspace there is refused.
 WSPUB=$(mktemp -d /var/tmp/hezo-wspub.XXXXXX) || bail_out "cannot make a second workspace root"
 chmod 0755 "$WSPUB"
@@ -62,6 +65,9 @@ jq -n --arg w "$WSU" '{workspace: $w}' >"$W/projects/$PU.json"
 echo '{"workspace": "volume"}' >"$W/projects/$PV.json"
 jq -n --arg w "$WSPUB/w" '{workspace: $w}' >"$W/projects/${TAG}pub.json"
 jq -n --arg w "$WS/l2" '{workspace: $w}' >"$W/projects/${TAG}l2.json"
+jq -n --arg w "$SH/w" '{workspace: $w}' >"$W/projects/${TAG}shr.json"
+echo '{"workspace": "volume"}' >"$W/projects/${TAG}pre.json"
+echo '{"workspace": "volume"}' >"$W/projects/${PV}_x.json"
 # Workspaces the admin may not name.
 echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
@@ -76,9 +82,9 @@ jq -n --arg w "$WS/symws" '{workspace: $w}' >"$W/projects/${TAG}syms.json"
 
 hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
-hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
+hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$SH\"]}}"
 declare -A RT
-for p in a b v u root engine etc symp syms inner pub l2; do
+for p in a b v u root engine etc symp syms inner pub l2 shr pre v_x; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -231,8 +237,15 @@ mkdir -p "$WSA/sub" && echo below >"$WSA/sub/f"
 out=$(run a sub -v "$WSA/sub:/src:ro" "$IMG" cat /src/f) && rc=0 || rc=$?
 expect_eq "$rc:$out" 0:below "[own -v] the project's box mounts a directory of its workspace elsewhere" || diag "$out"
 
+# --- a volume as the workspace (made by its first box, before anyone names it) ----------------------------
+out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:in-volume "[volume] the box writes its NAME_workspace volume" || diag "$out"
+expect_eq "$(cat "$VOLDIR/_data/f" 2>&1)" in-volume "[volume] host: the file is in $VOLDIR/_data"
+
 # --- another project's box never gets A's workspace -------------------------------------------------------
-WHO=$PA # whose workspace the refusal names
+# No workspace lies under an allowed root (F2), so these routes meet that check first; the
+# workspace rule stands behind it.
+WHO="is not under an allowed root" # what the refusal says
 expect_refused() # NAME DESC [docker run options...]
 {
 	local name=$1 desc=$2
@@ -240,15 +253,13 @@ expect_refused() # NAME DESC [docker run options...]
 	out=$(run b "$name" "$@" "$IMG" sh -c 'cat /x/t.c /x/a/t.c 2>/dev/null; ls /x') && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[other project] $desc: docker run fails"
 	expect_no_match "$out" "built-here" "[other project] $desc: nothing of A's workspace was read"
-	expect_match "$out" "hezo-shim: .*project $WHO's workspace" "[other project] $desc: the shim names a workspace ($WHO's)" ||
+	expect_match "$out" "hezo-shim: .*$WHO" "[other project] $desc: the shim says why ($WHO)" ||
 		diag "$out"
 }
 expect_refused path "by path" -v "$WSA:/x"
 run b mklink "$IMG" sh -c "ln -s $WSA /workspace/link" >/dev/null
 expect_refused symlink "by a symlink in its own workspace" -v "$WSB/link:/x"
-WHO="${TAG}[a-z]+" # the parent holds every project's: the first found is named
 expect_refused parent "by a bind of the parent" -v "$WS:/x"
-WHO=$PA
 expect_refused dotdot "by .." --mount "type=bind,src=$WSB/../a,dst=/x"
 expect_refused procroot "by /proc/self/root" -v "/proc/self/root$WSA:/x"
 mkdir -p "$WS/alias" && mount --bind "$WSA" "$WS/alias" || bail_out "cannot bind $WSA at $WS/alias"
@@ -259,7 +270,12 @@ umount "$WS/alias"
 # create is refused, naming it, until it is fixed or removed.
 cp "$W/projects/$PA.json" "$W/pa.json.saved"
 jq '. + {bogus: 1}' "$W/pa.json.saved" >"$W/projects/$PA.json"
-expect_refused unlayered "by path, while A's project file does not layer" -v "$WSA:/x"
+jq -n --arg w "$WSA/inner" '{workspace: $w}' >"$W/projects/${TAG}inner.json"
+out=$(run inner inner-unlayered "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*$WSA/inner overlaps $WSA, project $PA's workspace" \
+	"[F3] a workspace inside A's, while A's file does not layer: refused" || diag "$out"
+check "[F3] ... and nothing was made in A's workspace" test ! -e "$WSA/inner"
+rm -rf "$W/projects/${TAG}inner.json" "${WSA:?}/inner"
 echo '{"workspace": ' >"$W/projects/${TAG}junk.json"
 out=$(run b junk "$IMG" true) && rc=0 || rc=$?
 expect_match "$rc:$out" "^[1-9].*project file $W/projects/${TAG}junk.json cannot be read or is not JSON" \
@@ -292,10 +308,22 @@ expect_match "$rc:$out" "^[1-9].*bind source path does not exist" \
 	"[F4] --mount type=bind of a missing source through a box's link: dockerd refuses it" || diag "$out"
 check "[F4] ... and makes nothing where the link points" test ! -e "$WSA/f4-missing"
 
-# --- a volume as the workspace --------------------------------------------------------------------------
-out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
-expect_eq "$rc:$out" 0:in-volume "[volume] the box writes its NAME_workspace volume" || diag "$out"
-expect_eq "$(cat "$VOLDIR/_data/f" 2>&1)" in-volume "[volume] host: the file is in $VOLDIR/_data"
+
+# A volume the shim did not make for the project (docker volume create, or a box of no project
+# holding it) is refused; so is a volume that another project's volumes.allow names (F2).
+hezo_docker volume create "${TAG}pre_workspace" >/dev/null 2>&1 || bail_out "cannot create volume ${TAG}pre_workspace"
+tap_cleanup "hezo_docker volume rm -f '${TAG}pre_workspace' >/dev/null 2>&1"
+out=$(run pre pre "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace volume ${TAG}pre_workspace was not made by hezo-shim for project ${TAG}pre.*docker volume rm ${TAG}pre_workspace" \
+	"[F2] a NAME_workspace volume made beforehand is refused, saying how to remove it" || diag "$out"
+out=$(run v_x vx "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*volume ${PV}_x_workspace: project $PV's volumes.allow matches it" \
+	"[F2] a volume workspace another project's volumes.allow names is refused" || diag "$out"
+check "[F2] ... and no volume directory was made for it" test ! -e "/var/lib/docker/volumes/${PV}_x_workspace"
+out=$(run shr shr "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace: $SH/w: it is, holds or is inside $SH, a mounts.allowedSources root" \
+	"[F2] a workspace under an allowed root is refused" || diag "$out"
+check "[F2] ... and nothing was made there" test ! -e "$SH/w"
 
 # --- workspaces the admin may not name ---------------------------------------------------------------
 out=$(run root root "$IMG" true) && rc=0 || rc=$?
