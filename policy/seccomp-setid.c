@@ -319,9 +319,15 @@ static int guard_opaque_call(struct hezo_json *syscalls, const char *name, const
 		return -ENOMEM;
 	if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR)
 		return 0;
-	HEZO_JSON_FOREACH (i, syscalls)
-		if (name_at(syscalls->items[i], name) >= 0)
-			runs = runs || !hezo_policy_seccomp_refuses(action_of(syscalls->items[i]));
+	HEZO_JSON_FOREACH (i, syscalls) {
+		const struct hezo_json *rule = syscalls->items[i];
+		if (name_at(rule, name) < 0)
+			continue;
+		/* Refused whatever its arguments: left as it is. */
+		if (rule_nargs(rule) == 0 && hezo_policy_seccomp_refuses(action_of(rule)))
+			return 0;
+		runs = runs || !hezo_policy_seccomp_refuses(action_of(rule));
+	}
 	/* Refused already (by the default or every rule naming it): left as the profile says. */
 	if (!runs)
 		return 0;
@@ -354,13 +360,17 @@ int hezo_policy_seccomp_no_setid(struct hezo_json *prof, struct hezo_error **err
 		return hezo_policy_nomem(err);
 	if (!def)
 		return hezo_policy_ferr(err, "linux.seccomp.defaultAction: missing");
-	for (size_t k = 0; k < HEZO_ARRAY_SIZE(mode_calls); k++) {
-		r = guard_mode_call(syscalls, k, def);
+	/*
+	 * The opaque calls first: their rule, once made, stays where it is, and the mode calls'
+	 * rules go after it in one order, so a profile rewritten twice is the same.
+	 */
+	for (size_t k = 0; k < HEZO_ARRAY_SIZE(opaque_calls); k++) {
+		r = guard_opaque_call(syscalls, opaque_calls[k], def);
 		if (r < 0)
 			return hezo_policy_nomem(err);
 	}
-	for (size_t k = 0; k < HEZO_ARRAY_SIZE(opaque_calls); k++) {
-		r = guard_opaque_call(syscalls, opaque_calls[k], def);
+	for (size_t k = 0; k < HEZO_ARRAY_SIZE(mode_calls); k++) {
+		r = guard_mode_call(syscalls, k, def);
 		if (r < 0)
 			return hezo_policy_nomem(err);
 	}
