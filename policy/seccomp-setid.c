@@ -232,25 +232,39 @@ static int take_name(struct hezo_json *syscalls, const char *name, struct hezo_j
 	return 0;
 }
 
+/*
+ * Does an unconditional rule refuse name? Else *runs: a rule lets some call of it run (or hands it
+ * on); *cond_runs: one that depends on arguments does.
+ */
+static bool always_refused(const struct hezo_json *syscalls, const char *name, bool *runs,
+			   bool *cond_runs)
+{
+	HEZO_JSON_FOREACH (i, syscalls) {
+		const struct hezo_json *rule = syscalls->items[i];
+		bool refuses = hezo_policy_seccomp_refuses(action_of(rule));
+
+		if (name_at(rule, name) < 0)
+			continue;
+		if (rule_nargs(rule) == 0 && refuses)
+			return true;
+		*runs = *runs || !refuses;
+		*cond_runs = *cond_runs || (rule_nargs(rule) > 0 && !refuses);
+	}
+	return false;
+}
+
 static int guard_mode_call(struct hezo_json *syscalls, size_t k, const char *def_action)
 {
 	_cleanup_json_ struct hezo_json *taken = hezo_json_new_array();
 	const char *name = mode_calls[k].name;
-	bool cond_runs = false;
+	bool cond_runs = false, runs = false;
 	int r;
 
 	if (!taken)
 		return -ENOMEM;
-	HEZO_JSON_FOREACH (i, syscalls) {
-		const struct hezo_json *rule = syscalls->items[i];
-		if (name_at(rule, name) < 0)
-			continue;
-		/* Refused whatever its arguments: nothing to guard. */
-		if (rule_nargs(rule) == 0 && hezo_policy_seccomp_refuses(action_of(rule)))
-			return 0;
-		cond_runs = cond_runs ||
-			    (rule_nargs(rule) > 0 && !hezo_policy_seccomp_refuses(action_of(rule)));
-	}
+	/* Refused whatever its arguments: nothing to guard. */
+	if (always_refused(syscalls, name, &runs, &cond_runs))
+		return 0;
 	/* An unknown name cannot be ruled on; the default then answers it. */
 	if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR)
 		return 0;
@@ -319,15 +333,11 @@ static int guard_opaque_call(struct hezo_json *syscalls, const char *name, const
 		return -ENOMEM;
 	if (seccomp_syscall_resolve_name(name) == __NR_SCMP_ERROR)
 		return 0;
-	HEZO_JSON_FOREACH (i, syscalls) {
-		const struct hezo_json *rule = syscalls->items[i];
-		if (name_at(rule, name) < 0)
-			continue;
-		/* Refused whatever its arguments: left as it is. */
-		if (rule_nargs(rule) == 0 && hezo_policy_seccomp_refuses(action_of(rule)))
-			return 0;
-		runs = runs || !hezo_policy_seccomp_refuses(action_of(rule));
-	}
+	bool cond_runs = false;
+
+	/* Refused whatever its arguments: left as it is. */
+	if (always_refused(syscalls, name, &runs, &cond_runs))
+		return 0;
 	/* Refused already (by the default or every rule naming it): left as the profile says. */
 	if (!runs)
 		return 0;
