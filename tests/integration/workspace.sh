@@ -58,7 +58,9 @@ WSU=$WS/u
 # A's the admin makes beforehand; B's and U's the shim makes on their first create.
 mkdir -m 0755 "$WSA"
 VOLDIR=/var/lib/docker/volumes/${PV}_workspace
-tap_cleanup "rm -rf '$VOLDIR'"
+# dockerd registers the volume when a box names it (-v); a shim that lets project ${PV}_x have one
+# makes its directory.
+tap_cleanup "hezo_docker volume rm -f '${PV}_workspace' >/dev/null 2>&1; rm -rf '$VOLDIR' '/var/lib/docker/volumes/${PV}_x_workspace'"
 jq -n --arg w "$WSA" '{workspace: $w}' >"$W/projects/$PA.json"
 jq -n --arg w "$WSB" '{workspace: $w}' >"$W/projects/$PB.json"
 jq -n --arg w "$WSU" '{workspace: $w}' >"$W/projects/$PU.json"
