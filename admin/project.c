@@ -479,10 +479,10 @@ static int workspace_taken(const struct hezo_policy *base, const struct hezo_pol
 		return r;
 	}
 	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
-	if (r < 0)
-		fprintf(stderr, "hezo-shim project create: %s: %s\n",
-			hezo_policy_projects_dir(base), strerror(-r));
-	else if (r > 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, why, sizeof(why));
+		fprintf(stderr, "hezo-shim project create: %s\n", why);
+	} else if (r > 0)
 		fprintf(stderr, "hezo-shim project create: workspace %s\n", why);
 	if (r != 0)
 		return r > 0 ? -EEXIST : r;
@@ -500,6 +500,53 @@ static int workspace_taken(const struct hezo_policy *base, const struct hezo_pol
 	}
 	if (r >= 0)
 		close(r);
+	return 0;
+}
+
+/*
+ * The workspace's parent keeps other users out of it: a box's root may chmod the workspace 755
+ * while it runs (red team ws2, F1). One others can search is refused; a missing one is made
+ * 0700 (make) once every other check has passed. A volume lives in the engine's closed store.
+ */
+static int workspace_parent(const struct hezo_policy *p, bool make)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	if (hezo_policy_workspace_is_volume(p) ||
+	    hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
+		return 0;
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0; /* "/NAME": the policy refuses a workspace whose parent is / */
+	*slash = '\0';
+	if (stat(dir, &st) == 0) {
+		if (!(st.st_mode & (S_IXGRP | S_IXOTH)))
+			return 0;
+		fprintf(stderr,
+			"hezo-shim project create: workspace %s/%s: other users can search its "
+			"parent; chmod 0700 %s\n",
+			dir, slash + 1, dir);
+		return -EPERM;
+	}
+	if (errno != ENOENT || !make) {
+		int e = errno;
+
+		if (e == ENOENT)
+			return 0;
+		fprintf(stderr, "hezo-shim project create: workspace parent %s: %s\n", dir,
+			strerror(e));
+		return -e;
+	}
+	/* Its own parents as any directory create makes; it alone 0700. */
+	if (mkdir_p(dir) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST)) {
+		int e = errno;
+
+		fprintf(stderr, "hezo-shim project create: workspace parent %s: %s\n", dir,
+			strerror(e));
+		return -e;
+	}
 	return 0;
 }
 
@@ -562,7 +609,7 @@ static int cmd_create(const struct popts *o)
 		fprintf(stderr, "hezo-shim project create: %s\n", e->msg);
 		return 1;
 	}
-	if (workspace_taken(base, layered) < 0)
+	if (workspace_taken(base, layered) < 0 || workspace_parent(layered, false) < 0)
 		return 1;
 	shim = o->shim ? strdup(o->shim) : hezo_install_default_shim();
 	link = link_path(o, o->name);
@@ -687,7 +734,7 @@ static int cmd_create(const struct popts *o)
 			c->new = TAKE_PTR(want);
 		}
 	}
-	if (plan_apply(&p) < 0)
+	if (workspace_parent(layered, true) < 0 || plan_apply(&p) < 0)
 		return 1;
 	if (docker_changed && !o->no_reload)
 		hezo_install_reload_docker(o->pidfile);

@@ -514,6 +514,12 @@ static int apply_seccomp(const struct hezo_policy *p, struct hezo_json *linux_,
 		if (r < 0)
 			return r;
 	}
+	/* Whatever the profiles allow, a box never makes a set-id file on a host filesystem. */
+	r = hezo_policy_seccomp_no_setid(prof, err);
+	if (r < 0) {
+		hezo_json_free(prof);
+		return r;
+	}
 	if (hezo_json_set(linux_, "seccomp", prof) < 0)
 		return hezo_policy_nomem(err);
 	return 0;

@@ -62,6 +62,9 @@ int hezo_policy_for_container(const struct hezo_policy *base, const struct hezo_
 
 /* A project name: 1 to 64 of [a-z0-9._-], not starting with '.'. */
 bool hezo_policy_project_name_valid(const char *s);
+/* Does a seccomp action (an OCI name) keep the call from running? A tracer or listener could let
+ * it run, so TRACE and NOTIFY do not. */
+bool hezo_policy_seccomp_refuses(const char *action);
 
 /*
  * A project file's text (read from path, which names it in messages) layered over base as the
@@ -76,12 +79,18 @@ int hezo_policy_layer_project(const struct hezo_policy *base, const char *projec
 /*
  * fn with base, then with each project's policy as its containers get it (every NAME.json in
  * projectsDir layered over base; for a file that does not layer but is JSON, base with the file's
- * own mounts.allowedSources and engineRoots added: its earlier boxes may hold them). Stops when
- * fn returns non-zero, and returns that; -errno when projectsDir cannot be read (a missing one
- * has no projects).
+ * own mounts.allowedSources and engineRoots, its name and workspace added: its earlier boxes may
+ * hold them). Stops when fn returns non-zero, and returns that; -errno when projectsDir cannot be
+ * read (a missing one has no projects); -EBADMSG, after every other file, when a project file
+ * cannot be read or is not JSON.
  */
 int hezo_policy_foreach_project(const struct hezo_policy *base,
 				int (*fn)(const struct hezo_policy *p, void *data), void *data);
+/*
+ * Why foreach_project returned r < 0, into why: -EBADMSG (a project file that cannot be read or is
+ * not JSON, so what its boxes hold is unknown: every caller refuses) names that file.
+ */
+int hezo_policy_projects_why(const struct hezo_policy *base, int r, char *why, size_t size);
 
 /*
  * A path apply judged, and the object it named then, held open: the backend would look the path

@@ -51,6 +51,12 @@ const struct host_ns_name hezo_policy_host_ns_names[] = {
 	"noexec does not stop a copy run from a memfd (memfd_create, then execve of "              \
 	"/proc/self/fd/N): it is on no mount (docs/hardening.md, \"noexec under runsc\")"
 
+/* What the engine mounts as asked: the admin chose to share it, and a box runs code from it. */
+#define LIMIT_SHARED                                                                               \
+	"named volumes and mounts.allowedSources binds are writable and executable (no noexec, "   \
+	"nosuid or nodev from the engine); no box can make a set-id file there "                   \
+	"(docs/hardening.md, \"What a box can leave on the host\")"
+
 const char *const *hezo_backend_limits(enum hezo_backend b)
 {
 	/* gVisor 2024-07 checks a mount's noexec in execve alone (tests/integration/noexec.sh). */
@@ -59,9 +65,10 @@ const char *const *hezo_backend_limits(enum hezo_backend b)
 		"mprotect(PROT_EXEC) of a file on a noexec tmpfs run it (docs/hardening.md, "
 		"\"noexec under runsc\")",
 		LIMIT_MEMFD,
+		LIMIT_SHARED,
 		NULL,
 	};
-	static const char *const kernel[] = {LIMIT_MEMFD, NULL};
+	static const char *const kernel[] = {LIMIT_MEMFD, LIMIT_SHARED, NULL};
 
 	return b == HEZO_BACKEND_RUNSC ? runsc : kernel;
 }

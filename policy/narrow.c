@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,10 +178,12 @@ static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out
 			struct hezo_error **err);
 
 /*
- * The main policy with a project file's own mounts.allowedSources and mounts.engineRoots added, as
- * far as the file is JSON: for a file that does not layer. -EINVAL when it is not JSON at all.
+ * The main policy with a project file's own mounts.allowedSources and mounts.engineRoots added, and
+ * its name and workspace, as far as the file is JSON: for a file that does not layer (red team
+ * ws2, F3: its workspace dropped out of every check while its boxes ran). -EBADMSG when it cannot
+ * be read or is not JSON at all.
  */
-static int raw_project(const struct hezo_policy *base, int dir, const char *file,
+static int raw_project(const struct hezo_policy *base, int dir, const char *file, const char *name,
 		       struct hezo_policy **out)
 {
 	static const char *const keys[] = {"allowedSources", "engineRoots"};
@@ -189,9 +192,27 @@ static int raw_project(const struct hezo_policy *base, int dir, const char *file
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
-	if (hezo_read_file_at(dir, file, POLICY_MAX_BYTES, &buf, &len, NULL) < 0 ||
-	    hezo_json_parse(buf, len, &doc, NULL) < 0 || policy_clone(base, &p, NULL) < 0)
-		return -EINVAL;
+	const struct hezo_json *ws;
+	_cleanup_free_ char *clean = NULL;
+
+	int r = hezo_read_file_at(dir, file, POLICY_MAX_BYTES, &buf, &len, NULL);
+
+	if (r == -ENOENT)
+		return r; /* removed since the directory was read */
+	if (r < 0 || hezo_json_parse(buf, len, &doc, NULL) < 0)
+		return -EBADMSG;
+	if (policy_clone(base, &p, NULL) < 0 || !(p->project = strdup(name)))
+		return -ENOMEM;
+	ws = hezo_json_get_type(doc, "workspace", HEZO_JSON_STRING);
+	if (ws && strcmp(ws->str, "volume") == 0)
+		p->workspace_volume = true;
+	else if (ws && hezo_policy_clean_path(ws->str, &clean) == 0) {
+		char why[PATH_MAX + 128];
+
+		/* One no box can have been given (/, a system directory) holds nothing. */
+		if (!hezo_policy_workspace_forbidden(p, clean, why, sizeof(why)))
+			p->workspace = TAKE_PTR(clean);
+	}
 	for (size_t k = 0; k < HEZO_ARRAY_SIZE(keys); k++) {
 		const struct hezo_json *list = hezo_json_get(hezo_json_get(doc, "mounts"), keys[k]);
 		struct hezo_strv *to = k == 0 ? &p->allowed_sources : &p->engine_roots;
@@ -206,6 +227,18 @@ static int raw_project(const struct hezo_policy *base, int dir, const char *file
 	return 0;
 }
 
+/* NAME of a directory entry NAME.json whose NAME is a project's name, into name. */
+static bool project_file_name(const char *entry, char *name, size_t size)
+{
+	size_t n = strlen(entry);
+
+	if (n < 6 || n - 5 >= size || strcmp(entry + n - 5, ".json") != 0)
+		return false;
+	memcpy(name, entry, n - 5);
+	name[n - 5] = '\0';
+	return hezo_policy_project_name_valid(name);
+}
+
 int hezo_policy_foreach_project(const struct hezo_policy *base,
 				int (*fn)(const struct hezo_policy *p, void *data), void *data)
 {
@@ -215,34 +248,71 @@ int hezo_policy_foreach_project(const struct hezo_policy *base,
 
 	if (r)
 		return r;
+	bool bad = false;
+
 	d = opendir(base->projects_dir);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while (r == 0 && (e = readdir(d))) {
 		_cleanup_policy_ struct hezo_policy *p = NULL;
 		_cleanup_error_ struct hezo_error *err = NULL;
-		size_t n = strlen(e->d_name);
 		char name[256];
 		bool missing = false;
 
-		if (n < 6 || n - 5 >= sizeof(name) || strcmp(e->d_name + n - 5, ".json") != 0)
-			continue;
-		memcpy(name, e->d_name, n - 5);
-		name[n - 5] = '\0';
-		if (!hezo_policy_project_name_valid(name))
+		if (!project_file_name(e->d_name, name, sizeof(name)))
 			continue;
 		/*
 		 * A file that does not layer (now: a seccomp profile it names may have changed
 		 * since its boxes were made) still names the directories its boxes may have been
 		 * handed.
 		 */
-		if (layer_project(base, name, &missing, &p, &err) < 0 &&
-		    raw_project(base, dirfd(d), e->d_name, &p) < 0)
-			continue;
+		if (layer_project(base, name, &missing, &p, &err) < 0) {
+			int q = raw_project(base, dirfd(d), e->d_name, name, &p);
+			if (q == -EBADMSG) {
+				/* What its boxes hold cannot be told: fail closed, after the rest.
+				 */
+				bad = true;
+				continue;
+			}
+			if (q == -ENOENT)
+				continue;
+			if (q < 0) {
+				r = q;
+				break;
+			}
+		}
 		r = fn(p, data);
 	}
 	closedir(d);
-	return r;
+	return r == 0 && bad ? -EBADMSG : r;
+}
+
+int hezo_policy_projects_why(const struct hezo_policy *base, int r, char *why, size_t size)
+{
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(why, size, "projectsDir %s: %s", base->projects_dir, strerror(-r));
+	if (r != -EBADMSG || !(d = opendir(base->projects_dir)))
+		return 0;
+	while ((e = readdir(d))) {
+		_cleanup_policy_ struct hezo_policy *p = NULL;
+		_cleanup_error_ struct hezo_error *err = NULL;
+		char name[256];
+		bool missing = false;
+
+		if (!project_file_name(e->d_name, name, sizeof(name)) ||
+		    layer_project(base, name, &missing, &p, &err) == 0 ||
+		    raw_project(base, dirfd(d), e->d_name, name, &p) != -EBADMSG)
+			continue;
+		snprintf(why, size,
+			 "project file %s/%s cannot be read or is not JSON: what its boxes hold "
+			 "cannot be judged; fix or remove it",
+			 base->projects_dir, e->d_name);
+		break;
+	}
+	closedir(d);
+	return 0;
 }
 
 static int policy_clone(const struct hezo_policy *base, struct hezo_policy **out,

@@ -230,6 +230,12 @@ int hezo_policy_seccomp_floor(const struct hezo_json *box, const struct hezo_jso
  */
 int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **engine,
 				   struct hezo_json **out, struct hezo_error **err);
+/*
+ * seccomp-setid.c: rewrite the box's final profile so that no call can give a file a set-user-id
+ * or set-group-id bit (chmod and friends, and the creating calls' modes: EPERM; openat2 and
+ * io_uring_setup, whose modes a filter cannot read: ENOSYS).
+ */
+int hezo_policy_seccomp_no_setid(struct hezo_json *prof, struct hezo_error **err);
 
 /*
  * volumes.c: the "volumes" key (defaults, parser, JSON, the project rule) and a bind source at,
@@ -237,6 +243,8 @@ int hezo_policy_seccomp_floor_take(struct hezo_json **box, struct hezo_json **en
  * volume this container's project owns and volumes.allow names. Parser messages go to why.
  */
 int hezo_policy_volumes_default(struct hezo_policy *p);
+/* Does one of p's volumes.allow patterns ({project} as p's project) match volume name? */
+bool hezo_policy_volume_allowed(const struct hezo_policy *p, const char *name);
 void hezo_policy_volumes_free(struct hezo_policy *p);
 int hezo_policy_volumes_parse(struct hezo_policy *p, const struct hezo_json *v, char *why,
 			      size_t size);

@@ -206,7 +206,6 @@ static const char *const allowed_syscalls[] = {
 	"nice",
 	"open",
 	"openat",
-	"openat2",
 	"pause",
 	"pidfd_open",
 	"pidfd_send_signal",
@@ -487,7 +486,7 @@ struct hezo_json *hezo_policy_seccomp_default(void)
 	uint32_t tokens[HEZO_ARRAY_SIZE(default_arches)];
 	size_t ntokens = 0, nnames = 0;
 	static const char *const clone_name[] = {"clone"};
-	static const char *const clone3_name[] = {"clone3"};
+	static const char *const enosys_names[] = {"clone3", "openat2"};
 	static const char *const personality_name[] = {"personality"};
 
 	if (!prof)
@@ -529,8 +528,12 @@ struct hezo_json *hezo_policy_seccomp_default(void)
 			     arg_cmp(0, NAMESPACE_CLONE_FLAGS, 0, "SCMP_CMP_MASKED_EQ")) < 0)
 		return NULL;
 
-	/* clone3 takes its flags in memory a filter cannot read: ENOSYS makes libc use clone. */
-	if (hezo_json_append(syscalls, rule(clone3_name, 1, "SCMP_ACT_ERRNO", ENOSYS)) < 0)
+	/*
+	 * clone3 takes its flags, and openat2 its mode, in memory a filter cannot read: ENOSYS
+	 * makes libc use clone and openat, whose arguments it can (seccomp-setid.c).
+	 */
+	if (hezo_json_append(syscalls, rule(enosys_names, HEZO_ARRAY_SIZE(enosys_names),
+					    "SCMP_ACT_ERRNO", ENOSYS)) < 0)
 		return NULL;
 
 	/* One rule per value: the rules of one syscall are ORed, the args of one rule ANDed. */

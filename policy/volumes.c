@@ -244,6 +244,11 @@ static bool allowed_by(const struct hezo_policy *p, const char *name)
 	return false;
 }
 
+bool hezo_policy_volume_allowed(const struct hezo_policy *p, const char *name)
+{
+	return allowed_by(p, name);
+}
+
 struct claim {
 	const struct hezo_policy *base; /* the container's, without a project */
 	const char *name;
@@ -317,11 +322,15 @@ static int judge_volume(const struct hezo_policy *p, size_t idx, const char *des
 		struct claim c = {.base = p, .name = name};
 		int r = hezo_policy_foreach_project(p, claimed_by, &c);
 
-		if (r < 0)
-			return hezo_error_set_errno(err, -r,
-						    "mounts[%zu] (%s): volume %s: which project "
-						    "claims it cannot be told (projectsDir %s)",
-						    idx, dest, name, p->projects_dir);
+		if (r < 0) {
+			char why[PATH_MAX + 128];
+
+			hezo_policy_projects_why(p, r, why, sizeof(why));
+			return hezo_error_set(err, -r,
+					      "mounts[%zu] (%s): volume %s: which project claims "
+					      "it cannot be told: %s",
+					      idx, dest, name, why);
+		}
 		if (r > 0)
 			return hezo_policy_ferr(err,
 						"mounts[%zu] (%s): volume %s is project %s's (its "

@@ -84,6 +84,15 @@ static bool forbidden(const struct hezo_policy *p, const char *path, char *why, 
 					 lists[l]->v[i]);
 				return true;
 			}
+	/* A box of no project may bind an allowed root rw: it would hold the workspace already
+	 * (red team ws2, F2). */
+	for (size_t i = 0; i < p->allowed_sources.n; i++)
+		if (overlaps(path, p->allowed_sources.v[i])) {
+			snprintf(why, size,
+				 "it is, holds or is inside %s, a mounts.allowedSources root",
+				 p->allowed_sources.v[i]);
+			return true;
+		}
 	if ((p->kubelet_root && overlaps(path, p->kubelet_root)) ||
 	    (p->projects_dir && overlaps(path, p->projects_dir))) {
 		snprintf(why, size, "it is, holds or is inside kubelet's root or projectsDir");
@@ -168,6 +177,7 @@ bool hezo_policy_workspace_forbidden(const struct hezo_policy *p, const char *pa
 
 struct clash {
 	const char *self, *dir;
+	bool volume;
 	const struct hezo_mounts *mounts;
 	char *why;
 	size_t size;
@@ -177,8 +187,28 @@ static int clash_with(const struct hezo_policy *q, void *data)
 {
 	struct clash *c = data;
 	const char *other = q->project;
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], vol[256];
 
+	/* Where the main policy or another project lets boxes bind, some box may hold it now. */
+	for (size_t i = 0; !c->volume && i < q->allowed_sources.n; i++)
+		if (hezo_policy_paths_overlap(c->dir, q->allowed_sources.v[i]) ||
+		    hezo_mounts_overlap(c->mounts, c->dir, q->allowed_sources.v[i])) {
+			snprintf(c->why, c->size,
+				 "%s overlaps %s, a mounts.allowedSources root of %s%s", c->dir,
+				 q->allowed_sources.v[i], other ? "project " : "the main policy",
+				 other ?: "");
+			return 1;
+		}
+	/* So may a box of a project whose volumes.allow names this one's volume. */
+	if (c->volume && other && strcmp(other, c->self) != 0 &&
+	    snprintf(vol, sizeof(vol), "%s_workspace", c->self) < (int)sizeof(vol) &&
+	    hezo_policy_volume_allowed(q, vol)) {
+		snprintf(c->why, c->size,
+			 "volume %s: project %s's volumes.allow matches it, so its boxes may hold "
+			 "it",
+			 vol, other);
+		return 1;
+	}
 	if (!other || strcmp(other, c->self) == 0 ||
 	    hezo_policy_workspace_dir(q, dir, sizeof(dir)) < 0)
 		return 0;
@@ -193,8 +223,12 @@ int hezo_policy_workspace_clash(const struct hezo_policy *base, const struct hez
 				const struct hezo_mounts *mounts, char *why, size_t size)
 {
 	char dir[PATH_MAX];
-	struct clash c = {
-		.self = p->project, .dir = dir, .mounts = mounts, .why = why, .size = size};
+	struct clash c = {.self = p->project,
+			  .dir = dir,
+			  .volume = p->workspace_volume,
+			  .mounts = mounts,
+			  .why = why,
+			  .size = size};
 
 	if (!p->project || hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
 		return 0;

@@ -823,11 +823,14 @@ static int judge_root(const struct shim_ctx *ctx, const struct hezo_policy *base
 	/* This container's table, the main policy's, then each project's (layered once). */
 	r = names_in_table(p, &j);
 	r = r ?: hezo_policy_foreach_project(base, names_in_table, &j);
-	if (r < 0)
+	if (r < 0) {
+		char why[PATH_MAX + 128];
+
+		hezo_policy_projects_why(base, r, why, sizeof(why));
 		return hezo_error_set(err, -r,
-				      "--root %s: the projects' policies in %s cannot be read to "
-				      "judge it",
-				      ctx->g.root, hezo_policy_projects_dir(base));
+				      "--root %s: the projects' policies cannot judge it: %s",
+				      ctx->g.root, why);
+	}
 	for (size_t i = 0; r == 0 && i < names.n; i++)
 		if (in_bundle(names.v[i], j.dir, sizeof(j.dir))) {
 			j.as = names.v[i];
@@ -1012,6 +1015,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	char unified[PATH_MAX] = "", home[PATH_MAX] = "";
 	const char *verb = v->name, *id = v->id, *bundle, *init_how;
 	_cleanup_free_ char *pod_sandbox = NULL, *pod_pidns = NULL;
+	/* What prepare made goes again on any refusal before the box is recorded. */
+	_cleanup_(shim_workspace_made_undo) struct shim_ws_made ws_made = {0};
 	const char *pid_file = shim_args_get(&v->args, "pid-file");
 	long waiter = 0;
 	int64_t tasks = 0, host_pids = 0;
@@ -1091,7 +1096,7 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 			return hezo_error_set(err, ENOMEM, "out of memory");
 	}
 	/* The staged mounts (stage.c) must be made, and so the held fds opened, in this one. */
-	r = shim_workspace_prepare(base, p, spec, err);
+	r = shim_workspace_prepare(base, p, spec, &ws_made, err);
 	r = r ?: shim_stage_namespace(err);
 	r = r ?: judge(ctx, base, p, &t, spec, id, bundle_real, &held, err);
 	/* The box's user namespace: its own (a range picked under the lock), another's, or none. */
@@ -1158,6 +1163,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 		r = hezo_error_set(err, ENOMEM, "out of memory");
 	if (r < 0)
 		return r;
+	/* Judged and recorded: what follows runs the box, in the workspace it has now. */
+	ws_made.keep = true;
 	/* The namespaces handed by path: a pin it leaves stays this container's while recorded. */
 	if (held.nnss) {
 		struct hezo_json *joined = hezo_json_ensure_array(rec, "joined");

@@ -8,19 +8,6 @@
 
 #include "shim.h"
 
-/* Actions under which the call does not run (a tracer or a listener could let it). */
-static bool denies(const char *action)
-{
-	static const char *const deny[] = {"SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
-					   "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
-					   "SCMP_ACT_TRAP"};
-
-	for (size_t i = 0; action && i < HEZO_ARRAY_SIZE(deny); i++)
-		if (strcmp(action, deny[i]) == 0)
-			return true;
-	return false;
-}
-
 static bool names_ptrace(const struct hezo_json *rule)
 {
 	const struct hezo_json *names = hezo_json_get_type(rule, "names", HEZO_JSON_ARRAY);
@@ -39,11 +26,12 @@ static bool ptrace_reachable(const struct hezo_json *prof)
 {
 	const struct hezo_json *rules = hezo_json_get_type(prof, "syscalls", HEZO_JSON_ARRAY);
 
-	if (!denies(hezo_json_string(hezo_json_get(prof, "defaultAction"))))
+	if (!hezo_policy_seccomp_refuses(hezo_json_string(hezo_json_get(prof, "defaultAction"))))
 		return true;
 	HEZO_JSON_FOREACH (i, rules)
 		if (names_ptrace(rules->items[i]) &&
-		    !denies(hezo_json_string(hezo_json_get(rules->items[i], "action"))))
+		    !hezo_policy_seccomp_refuses(
+			    hezo_json_string(hezo_json_get(rules->items[i], "action"))))
 			return true;
 	return false;
 }

@@ -296,8 +296,18 @@ int shim_stage_namespace(struct hezo_error **err);
  * object overlapping another project's.
  */
 struct hezo_mounts;
+/*
+ * What prepare made, taken away again (empty directories only) when the create is refused after
+ * it, unless keep is set: a refused create leaves no workspace owned by its user (ws2, L2).
+ */
+struct shim_ws_made {
+	char dir[PATH_MAX];
+	bool store, dir_made, home_made, keep;
+};
+void shim_workspace_made_undo(struct shim_ws_made *m);
 int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_policy *p,
-			   const struct hezo_json *spec, struct hezo_error **err);
+			   const struct hezo_json *spec, struct shim_ws_made *made,
+			   struct hezo_error **err);
 int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_policy *p,
 			 const struct hezo_held *held, const struct hezo_mounts *mounts,
 			 struct hezo_error **err);

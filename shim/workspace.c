@@ -98,12 +98,14 @@ static int make_owned(const char *dir, mode_t mode, uid_t uid, gid_t gid, struct
 
 /*
  * The workspace's directory, opened without following a symlink anywhere on its path, below a
- * parent of root's that root alone may write (made there, owned by uid:gid, when absent). Group
- * and others are kept out of it: root in a box writes files as host root, and a setuid file a box
- * left there would be a way to root for any local user who could reach it (red team, workspace
- * F1); a symlink on the way would let whoever made it choose the directory (F2, F3).
+ * parent of root's that root alone may write, and (private_parent) none but root may search (made
+ * there, owned by uid:gid, when absent). Group and others are kept out of it: root in a box writes
+ * files as host root, and a setuid file a box left there would be a way to root for any local user
+ * who could reach it (red team, workspace F1); a symlink on the way would let whoever made it
+ * choose the directory (F2, F3).
  */
-static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_error **err)
+static int open_workspace(const char *dir, bool private_parent, uid_t uid, gid_t gid, bool *made,
+			  struct hezo_error **err)
 {
 	_cleanup_close_ int pfd = -1, fd = -1;
 	char parent[PATH_MAX];
@@ -128,9 +130,20 @@ static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_err
 				      "workspace %s: its parent %s is not a directory of root's "
 				      "that root alone may write",
 				      dir, parent);
+	/*
+	 * A box's root owns its workspace and may open it to everyone (chmod 755) while it runs:
+	 * the parent, which no box holds, keeps other users out of it (red team ws2, F1).
+	 */
+	if (private_parent && (st.st_mode & (S_IXGRP | S_IXOTH)))
+		return hezo_error_set(
+			err, EPERM,
+			"workspace %s: other users can search its parent; chmod 0700 %s", dir,
+			parent);
 	fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT) {
-		if (mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
+		if (mkdirat(pfd, base, 0700) == 0)
+			*made = true;
+		else if (errno != EEXIST)
 			return hezo_error_set_errno(err, errno, "workspace %s", dir);
 		fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0 && fchown(fd, uid, gid) < 0)
@@ -143,8 +156,67 @@ static int open_workspace(const char *dir, uid_t uid, gid_t gid, struct hezo_err
 	return TAKE_FD(fd);
 }
 
+#define VOLUME_MARKER "hezo-workspace"
+
+/*
+ * A volume workspace is one the shim made for this project: a volume that was there before (made
+ * by `docker volume create`, or by a box of no project that holds it still) may be another box's
+ * (red team ws2, F2). The marker sits beside _data, where no box reaches; make writes it.
+ */
+static int volume_marker(const char *up, const char *project, bool make, struct hezo_error **err)
+{
+	_cleanup_close_ int dfd = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd = -1;
+	char buf[256] = "";
+	size_t n = strlen(project);
+	ssize_t got;
+
+	if (dfd < 0)
+		return hezo_error_set_errno(err, errno, "workspace volume %s", up);
+	if (make) {
+		fd = openat(dfd, VOLUME_MARKER,
+			    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || write(fd, project, n) != (ssize_t)n || fsync(fd) < 0)
+			return hezo_error_set_errno(err, errno ?: EIO, "workspace volume %s/%s", up,
+						    VOLUME_MARKER);
+		return 0;
+	}
+	fd = openat(dfd, VOLUME_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	got = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (got == (ssize_t)n && memcmp(buf, project, n) == 0)
+		return 0;
+	return hezo_error_set(err, EPERM,
+			      "workspace volume %s_workspace was not made by hezo-shim for project "
+			      "%s (no %s/%s): a box may hold it already; remove it (docker volume "
+			      "rm %s_workspace) and the next create makes it",
+			      project, project, up, VOLUME_MARKER, project);
+}
+
+void shim_workspace_made_undo(struct shim_ws_made *m)
+{
+	char path[PATH_MAX + 8];
+
+	if (m->keep)
+		return;
+	if (m->home_made && snprintf(path, sizeof(path), "%s/.home", m->dir) < (int)sizeof(path))
+		(void)rmdir(path);
+	if (m->dir_made)
+		(void)rmdir(m->dir);
+	if (m->store && snprintf(path, sizeof(path), "%s", m->dir) < (int)sizeof(path) &&
+	    strrchr(path, '/')) {
+		*strrchr(path, '/') = '\0';
+		_cleanup_close_ int dfd =
+			open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (dfd >= 0)
+			(void)unlinkat(dfd, VOLUME_MARKER, 0);
+		(void)rmdir(path);
+	}
+}
+
 int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_policy *p,
-			   const struct hezo_json *spec, struct hezo_error **err)
+			   const struct hezo_json *spec, struct shim_ws_made *made,
+			   struct hezo_error **err)
 {
 	_cleanup_(hezo_mounts_free) struct hezo_mounts mounts = {0};
 	_cleanup_close_ int fd = -1;
@@ -154,6 +226,7 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 
 	if (hezo_policy_workspace_dir(p, dir, sizeof(dir)) < 0)
 		return 0;
+	snprintf(made->dir, sizeof(made->dir), "%s", dir);
 	/* The box's user, as the backend sets it (Docker resolves names to numbers first). */
 	(void)hezo_json_get_uint64(hezo_json_get_path(spec, "process.user.uid"), &uid);
 	(void)hezo_json_get_uint64(hezo_json_get_path(spec, "process.user.gid"), &gid);
@@ -168,11 +241,11 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 	 * inside it, though the box is refused later.
 	 */
 	r = hezo_policy_workspace_clash(base, p, &mounts, why, sizeof(why));
-	if (r < 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, why, sizeof(why));
 		return hezo_error_set(err, -r,
-				      "the projects' workspaces in %s cannot be read to judge this "
-				      "project's",
-				      hezo_policy_projects_dir(base));
+				      "workspace: the other projects' cannot be judged: %s", why);
+	}
 	if (r > 0)
 		return hezo_error_set(err, EPERM, "workspace %s", why);
 	r = judge_names(p, dir, &mounts, err);
@@ -186,13 +259,20 @@ int shim_workspace_prepare(const struct hezo_policy *base, const struct hezo_pol
 			r = make_owned(up, 0701, 0, 0, err);
 			if (r < 0)
 				return r;
+			made->store = true;
 		}
+		r = volume_marker(up, hezo_policy_project(p), made->store, err);
+		if (r < 0)
+			return r;
 	}
-	fd = open_workspace(dir, (uid_t)uid, (gid_t)gid, err);
+	/* A volume's parent is the engine's (0701), inside a store others cannot search. */
+	fd = open_workspace(dir, !hezo_policy_workspace_is_volume(p), (uid_t)uid, (gid_t)gid,
+			    &made->dir_made, err);
 	if (fd < 0)
 		return fd;
 	/* HOME for images whose own is read-only; a box may have put anything there since. */
 	if (mkdirat(fd, ".home", 0700) == 0) {
+		made->home_made = true;
 		if (fchownat(fd, ".home", (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW) < 0)
 			return hezo_error_set_errno(err, errno, "workspace %s/.home", dir);
 	} else if (errno != EEXIST) {
@@ -246,11 +326,13 @@ int shim_workspace_judge(const struct hezo_policy *base, const struct hezo_polic
 	int r;
 
 	r = hezo_policy_foreach_project(base, other_workspace, &s);
-	if (r < 0)
+	if (r < 0) {
+		hezo_policy_projects_why(base, r, s.why, sizeof(s.why));
 		return hezo_error_set(err, -r,
-				      "the projects' workspaces in %s cannot be read to judge the "
-				      "box's mounts",
-				      hezo_policy_projects_dir(base));
+				      "the projects' workspaces cannot be judged against the box's "
+				      "mounts: %s",
+				      s.why);
+	}
 	if (r > 0)
 		return hezo_error_set(err, EPERM, "%s", s.why);
 	return 0;

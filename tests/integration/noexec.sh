@@ -114,6 +114,8 @@ timeout -k 5 60 "$HEZO_DOCKER" run -d --runtime="$RT" --name "$name" "$HEZO_DEV_
 id=$(hezo_docker inspect -f '{{.Id}}' "$name" 2>/dev/null)
 lim=$(hezo_shim --root /run/docker/runtime-runc/moby inspect "$id" 2>&1 | jq -r '.box.limits[]?' 2>&1)
 expect_match "$lim" "memfd" "inspect of a $HEZO_TEST_BACKEND box states the memfd limit" || diag "$lim"
+expect_match "$lim" "^named volumes and mounts.allowedSources binds are writable and executable" \
+	"inspect of a $HEZO_TEST_BACKEND box states that volumes and allowed binds execute (ws2, L1)" || diag "$lim"
 if [ "$HEZO_TEST_BACKEND" = runsc ]; then
 	expect_match "$out" "^warn runsc: noexec under runsc stops execve only" \
 		"doctor states the runsc noexec limit"

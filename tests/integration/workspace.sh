@@ -15,7 +15,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib/devbox.sh
 . "$here/../lib/devbox.sh"
 
-hezo_devbox_setup python3
+hezo_devbox_setup python3 setpriv
 IMG=$HEZO_DEV_IMAGE
 B=$HEZO_TEST_BACKEND
 TAG=hzw$(hezo_rand | tr -dc 'a-z0-9' | head -c 6)
@@ -26,10 +26,18 @@ PU=${TAG}u # a project whose boxes run as uid 1000
 W=$HEZO_TEST_DIR/workspace
 mkdir -p "$W/projects"
 tap_cleanup "rm -rf '$W'"
-# The workspaces' parent: root's, 0755, shared by the admin as an allowed root, so that only the
-# workspace rule stands between project B and A's directory.
+# The workspaces' parent: root's, 0700 (others may not search it: a box may open its workspace).
+# No workspace may be at, in or above an allowed root, where a box of no project may hold it
+# already (red team ws2, F2): the admin shares another directory.
 WS=$(mktemp -d /var/tmp/hezo-ws.XXXXXX) || bail_out "cannot make a workspace root in /var/tmp"
-chmod 0755 "$WS"
+chmod 0700 "$WS"
+SH=$(mktemp -d /var/tmp/hezo-wsshare.XXXXXX) || bail_out "cannot make a shared root in /var/tmp"
+chmod 0755 "$SH"
+tap_cleanup "rm -rf '$SH'"
+# A parent others can search: a workspace there is refused.
+WSPUB=$(mktemp -d /var/tmp/hezo-wspub.XXXXXX) || bail_out "cannot make a second workspace root"
+chmod 0755 "$WSPUB"
+tap_cleanup "rm -rf '$WSPUB'"
 tap_cleanup "umount -l '$WS/alias' 2>/dev/null; umount -l '$WS/etc' 2>/dev/null; rm -rf '$WS'"
 findmnt -no OPTIONS -T "$WS" | grep -qw noexec && hezo_cannot_run "/var/tmp is noexec here"
 WSA=$WS/a
@@ -38,11 +46,18 @@ WSU=$WS/u
 # A's the admin makes beforehand; B's and U's the shim makes on their first create.
 mkdir -m 0755 "$WSA"
 VOLDIR=/var/lib/docker/volumes/${PV}_workspace
-tap_cleanup "rm -rf '$VOLDIR'"
+# dockerd registers the volume when a box names it (-v); a shim that lets project ${PV}_x have one
+# makes its directory.
+tap_cleanup "hezo_docker volume rm -f '${PV}_workspace' >/dev/null 2>&1; rm -rf '$VOLDIR' '/var/lib/docker/volumes/${PV}_x_workspace'"
 jq -n --arg w "$WSA" '{workspace: $w}' >"$W/projects/$PA.json"
 jq -n --arg w "$WSB" '{workspace: $w}' >"$W/projects/$PB.json"
 jq -n --arg w "$WSU" '{workspace: $w}' >"$W/projects/$PU.json"
 echo '{"workspace": "volume"}' >"$W/projects/$PV.json"
+jq -n --arg w "$WSPUB/w" '{workspace: $w}' >"$W/projects/${TAG}pub.json"
+jq -n --arg w "$WS/l2" '{workspace: $w}' >"$W/projects/${TAG}l2.json"
+jq -n --arg w "$SH/w" '{workspace: $w}' >"$W/projects/${TAG}shr.json"
+echo '{"workspace": "volume"}' >"$W/projects/${TAG}pre.json"
+echo '{"workspace": "volume"}' >"$W/projects/${PV}_x.json"
 # Workspaces the admin may not name.
 echo '{"workspace": "/"}' >"$W/projects/${TAG}root.json"
 echo '{"workspace": "/var/lib/docker/ws"}' >"$W/projects/${TAG}engine.json"
@@ -57,9 +72,9 @@ jq -n --arg w "$WS/symws" '{workspace: $w}' >"$W/projects/${TAG}syms.json"
 
 hezo_make_wrapper
 rm -rf "${HEZO_TEST_SANITIZER_DIR:?}"/*
-hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$WS\"]}}"
+hezo_write_policy docker ". + {projectsDir: \"$W/projects\", mounts: {allowedSources: [\"$SH\"]}}"
 declare -A RT
-for p in a b v u root engine etc symp syms inner; do
+for p in a b v u root engine etc symp syms inner pub l2 shr pre v_x; do
 	sed "s|^exec \(.*\) \"\\\$@\"\$|exec \1 --hezo-project $TAG$p \"\\\$@\"|" "$HEZO_TEST_WRAPPER" >"$W/hezo-shim-$p"
 	chmod 0755 "$W/hezo-shim-$p"
 	grep -q -- "--hezo-project $TAG$p" "$W/hezo-shim-$p" || bail_out "cannot write the project $p wrapper"
@@ -128,18 +143,35 @@ expect_match "$(cat "$WSA/.home/.gitconfig" 2>&1)" "name = Hezo Test" \
 	"[host] git config --global went to the workspace's .home"
 expect_eq "$(stat -c %u:%a "$WSA/.home" 2>&1)" 0:700 "[host] .home is the box user's (root), 0700"
 expect_eq "$(stat -c %u "$WSA/t" 2>&1)" 0 "[host] a file the box's root wrote is the host's uid 0 (the box's uid)"
-# Root in the box writes as host root: a setuid file it leaves must be out of other users' reach
-# (red team, workspace F1: any local user ran a box's setuid copy as root).
-out=$(run a suid -w /workspace "$IMG" sh -c 'cp /bin/cat suidcat && chmod 4755 suidcat && echo planted') &&
-	rc=0 || rc=$?
-expect_eq "$rc:$out" 0:planted "[host, setuid] a box plants a setuid-root copy of cat in its workspace" || diag "$out"
+# Root in the box writes as host root, and owns its workspace: it may open it (chmod 755) while it
+# runs. It cannot make a set-id file (the seccomp floor refuses a mode with 06000 to chmod and to
+# every call that creates; red team ws2, F1), and the workspace's parent keeps other users out.
 expect_eq "$(stat -c %a "$WSA" 2>&1)" 700 "[host, setuid] the workspace is the owner's alone (0700, the admin made it 0755)"
-# (From a shell of that user: setpriv's own exec resolves the path with the caller's rights.)
-out=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c '"$1" /etc/shadow' _ "$WSA/suidcat" 2>&1) &&
-	rc=0 || rc=$?
-expect_ne "$rc" 0 "[host, setuid] uid 65534 on the host cannot run it (reads no /etc/shadow)"
-expect_no_match "$out" "^root:" "[host, setuid] ... and nothing of /etc/shadow came out"
-rm -f "$WSA/suidcat"
+out=$(run a suid -w /workspace "$IMG" sh -c '
+	s=$(find /usr/bin /bin -perm -4000 -type f 2>/dev/null | head -n 1); echo "image-suid=${s:+yes}"
+	cp /bin/cat c && chmod 755 c && chmod 644 c && chmod 755 c && echo chmod-755-644-ok
+	chmod 4755 c 2>/dev/null || echo chmod-4755-refused
+	chmod u+s c 2>/dev/null || echo chmod-us-refused
+	chmod g+s c 2>/dev/null || echo chmod-gs-refused
+	install -m 4755 /bin/cat i 2>/dev/null || echo install-4755-refused
+	cp -p "$s" p 2>/dev/null || echo cp-p-refused
+	python3 -c "import os; os.open(\"o\", os.O_CREAT | os.O_WRONLY, 0o4755)" 2>/dev/null || echo os.open-4755-refused
+	python3 -c "import os; os.mkdir(\"d\", 0o2755); os.chmod(\"d\", 0o2755)" 2>/dev/null || echo mkdir-2755-refused
+	python3 -c "import os; os.close(os.open(\"n\", os.O_CREAT | os.O_WRONLY, 0o755))" && echo os.open-755-ok
+	chmod 755 /workspace && echo opened') && rc=0 || rc=$?
+for want in image-suid=yes chmod-755-644-ok chmod-4755-refused chmod-us-refused chmod-gs-refused \
+	install-4755-refused cp-p-refused os.open-4755-refused mkdir-2755-refused os.open-755-ok opened; do
+	expect_match "$out" "^$want\$" "[setuid] in the box: $want" || diag "$out"
+done
+expect_eq "$(find "$WSA" -perm /6000 2>&1)" "" "[host, setuid] no set-id file or directory in the workspace"
+expect_eq "$(stat -c %a "$WSA" 2>&1)" 755 "[host, setuid] the box opened its workspace (0755) while it ran"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups ls "$WSA" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[host, setuid] uid 65534 still cannot reach it: the parent is 0700" || diag "$out"
+rm -rf "${WSA:?}/c" "$WSA/i" "$WSA/p" "$WSA/o" "$WSA/d" "$WSA/n"
+out=$(run pub pub "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace $WSPUB/w: other users can search its parent; chmod 0700 $WSPUB" \
+	"[parent] a workspace whose parent others can search (0755) is refused" || diag "$out"
+check "[parent] ... and nothing was made there" test ! -e "$WSPUB/w"
 out=$(run a again -w /workspace "$IMG" sh -c '
 	./t && git -C repo log --format=%s && venv/bin/python -c "import hzpkg; print(hzpkg.VALUE)" &&
 	git config --global user.name && echo "$HOME"') && rc=0 || rc=$?
@@ -183,13 +215,27 @@ expect_eq "$rc:$(tr '\n' ' ' <<<"$out")" "0:/workspace/.home 1000 " "[user 1000]
 expect_eq "$(stat -c %u:%g "$WSU" "$WSU/.home" "$WSU/mine" 2>&1 | tr '\n' ' ')" "1000:1000 1000:1000 1000:1000 " \
 	"[user 1000] host: the workspace, .home and the box's file are uid 1000's"
 
+# A create refused for a reason of its own (a bind of /etc) makes no workspace, which would have
+# been that refused config's user's for good (red team ws2, L2).
+out=$(run l2 l2 --user 4242:4242 -v /etc:/x "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*bind source /etc is not under an allowed root" "[L2] a create refused for its bind of /etc" ||
+	diag "$out"
+check "[L2] ... made no workspace (nor .home) for uid 4242" test ! -e "$WS/l2"
+
 # --- an engine's -v of the workspace or below goes where the engine asked ---------------------------------
 mkdir -p "$WSA/sub" && echo below >"$WSA/sub/f"
 out=$(run a sub -v "$WSA/sub:/src:ro" "$IMG" cat /src/f) && rc=0 || rc=$?
 expect_eq "$rc:$out" 0:below "[own -v] the project's box mounts a directory of its workspace elsewhere" || diag "$out"
 
+# --- a volume as the workspace (made by its first box, before anyone names it) ----------------------------
+out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
+expect_eq "$rc:$out" 0:in-volume "[volume] the box writes its NAME_workspace volume" || diag "$out"
+expect_eq "$(cat "$VOLDIR/_data/f" 2>&1)" in-volume "[volume] host: the file is in $VOLDIR/_data"
+
 # --- another project's box never gets A's workspace -------------------------------------------------------
-WHO=$PA # whose workspace the refusal names
+# No workspace lies under an allowed root (F2), so these routes meet that check first; the
+# workspace rule stands behind it.
+WHO="is not under an allowed root" # what the refusal says
 expect_refused() # NAME DESC [docker run options...]
 {
 	local name=$1 desc=$2
@@ -197,20 +243,35 @@ expect_refused() # NAME DESC [docker run options...]
 	out=$(run b "$name" "$@" "$IMG" sh -c 'cat /x/t.c /x/a/t.c 2>/dev/null; ls /x') && rc=0 || rc=$?
 	expect_ne "$rc" 0 "[other project] $desc: docker run fails"
 	expect_no_match "$out" "built-here" "[other project] $desc: nothing of A's workspace was read"
-	expect_match "$out" "hezo-shim: .*project $WHO's workspace" "[other project] $desc: the shim names a workspace ($WHO's)" ||
+	expect_match "$out" "hezo-shim: .*$WHO" "[other project] $desc: the shim says why ($WHO)" ||
 		diag "$out"
 }
 expect_refused path "by path" -v "$WSA:/x"
 run b mklink "$IMG" sh -c "ln -s $WSA /workspace/link" >/dev/null
 expect_refused symlink "by a symlink in its own workspace" -v "$WSB/link:/x"
-WHO="${TAG}[a-z]+" # the parent holds every project's: the first found is named
 expect_refused parent "by a bind of the parent" -v "$WS:/x"
-WHO=$PA
 expect_refused dotdot "by .." --mount "type=bind,src=$WSB/../a,dst=/x"
 expect_refused procroot "by /proc/self/root" -v "/proc/self/root$WSA:/x"
 mkdir -p "$WS/alias" && mount --bind "$WSA" "$WS/alias" || bail_out "cannot bind $WSA at $WS/alias"
 expect_refused alias "by a bind mount of it elsewhere" -v "$WS/alias:/x"
 umount "$WS/alias"
+# A's file stops layering (an unknown key here; a seccomp file it names removed, in the red
+# team's): its workspace still counts (red team ws2, F3). A file that is not JSON at all: every
+# create is refused, naming it, until it is fixed or removed.
+cp "$W/projects/$PA.json" "$W/pa.json.saved"
+jq '. + {bogus: 1}' "$W/pa.json.saved" >"$W/projects/$PA.json"
+jq -n --arg w "$WSA/inner" '{workspace: $w}' >"$W/projects/${TAG}inner.json"
+out=$(run inner inner-unlayered "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*$WSA/inner overlaps $WSA, project $PA's workspace" \
+	"[F3] a workspace inside A's, while A's file does not layer: refused" || diag "$out"
+check "[F3] ... and nothing was made in A's workspace" test ! -e "$WSA/inner"
+rm -rf "$W/projects/${TAG}inner.json" "${WSA:?}/inner"
+echo '{"workspace": ' >"$W/projects/${TAG}junk.json"
+out=$(run b junk "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*project file $W/projects/${TAG}junk.json cannot be read or is not JSON" \
+	"[F3] a project file that is not JSON: a create is refused, naming it" || diag "$out"
+rm -f "$W/projects/${TAG}junk.json"
+cp "$W/pa.json.saved" "$W/projects/$PA.json"
 out=$(run b volname -v "${PV}_workspace:/x" "$IMG" ls /x) && rc=0 || rc=$?
 expect_match "$rc:$out" "^[1-9].*volume ${PV}_workspace belongs to project $PV" \
 	"[other project] by volume name: ${PV}_workspace is refused to project $PB" || diag "$out"
@@ -237,10 +298,22 @@ expect_match "$rc:$out" "^[1-9].*bind source path does not exist" \
 	"[F4] --mount type=bind of a missing source through a box's link: dockerd refuses it" || diag "$out"
 check "[F4] ... and makes nothing where the link points" test ! -e "$WSA/f4-missing"
 
-# --- a volume as the workspace --------------------------------------------------------------------------
-out=$(run v vol -w /workspace "$IMG" sh -c 'echo in-volume >f && cat f') && rc=0 || rc=$?
-expect_eq "$rc:$out" 0:in-volume "[volume] the box writes its NAME_workspace volume" || diag "$out"
-expect_eq "$(cat "$VOLDIR/_data/f" 2>&1)" in-volume "[volume] host: the file is in $VOLDIR/_data"
+
+# A volume the shim did not make for the project (docker volume create, or a box of no project
+# holding it) is refused; so is a volume that another project's volumes.allow names (F2).
+hezo_docker volume create "${TAG}pre_workspace" >/dev/null 2>&1 || bail_out "cannot create volume ${TAG}pre_workspace"
+tap_cleanup "hezo_docker volume rm -f '${TAG}pre_workspace' >/dev/null 2>&1"
+out=$(run pre pre "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace volume ${TAG}pre_workspace was not made by hezo-shim for project ${TAG}pre.*docker volume rm ${TAG}pre_workspace" \
+	"[F2] a NAME_workspace volume made beforehand is refused, saying how to remove it" || diag "$out"
+out=$(run v_x vx "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*volume ${PV}_x_workspace: project $PV's volumes.allow matches it" \
+	"[F2] a volume workspace another project's volumes.allow names is refused" || diag "$out"
+check "[F2] ... and no volume directory was made for it" test ! -e "/var/lib/docker/volumes/${PV}_x_workspace"
+out=$(run shr shr "$IMG" true) && rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9].*workspace: $SH/w: it is, holds or is inside $SH, a mounts.allowedSources root" \
+	"[F2] a workspace under an allowed root is refused" || diag "$out"
+check "[F2] ... and nothing was made there" test ! -e "$SH/w"
 
 # --- workspaces the admin may not name ---------------------------------------------------------------
 out=$(run root root "$IMG" true) && rc=0 || rc=$?

@@ -176,10 +176,19 @@ P2=test-pw$$
 RT2=hezo-$P2
 WSP=/srv/hezo-pwtest-$$
 tap_cleanup "rm -rf '$WSP'; '$HEZO_DOCKER' rm -f 'hezo-it-project-ws-$$' >/dev/null 2>&1"
+# A box's root may open its workspace (chmod 755) while it runs: the parent keeps other users out
+# (red team ws2, F1). One they can search is refused; a missing one create makes 0700.
 mkdir -p "$WSP" && chmod 0755 "$WSP"
 out=$("$SHIM" project create "$P2" --backend runc --link-dir "$LINKS" --workspace "$WSP/ws" 2>&1) &&
 	rc=0 || rc=$?
+expect_match "$rc:$out" "^[1-9][0-9]*:hezo-shim project create: workspace $WSP/ws: other users can search its parent; chmod 0700 $WSP\$" \
+	"[parent] project create refuses a workspace parent others can search, in one line" || diag "$out"
+check "[parent] ... and writes no project file" test ! -e "/etc/hezo/projects/$P2.json"
+rmdir "$WSP"
+out=$("$SHIM" project create "$P2" --backend runc --link-dir "$LINKS" --workspace "$WSP/ws" 2>&1) &&
+	rc=0 || rc=$?
 expect_eq "$rc" 0 "project create $P2 --workspace $WSP/ws exits 0" || diag "$out"
+expect_eq "$(stat -c %u:%a "$WSP" 2>&1)" 0:700 "[parent] create made the missing parent $WSP root's, 0700"
 for ((i = 0; i < 30; i++)); do
 	hezo_docker_has_runtime "$RT2" "$SHIM" && break
 	sleep 1
@@ -272,7 +281,7 @@ P5=test-pb$$
 WS4=/srv/hezo-pwclash-$$
 tap_cleanup "'$SHIM' project rm '$P4' --link-dir '$LINKS' >/dev/null 2>&1; \
 	'$SHIM' project rm '$P5' --link-dir '$LINKS' >/dev/null 2>&1; rm -rf '$WS4'"
-mkdir -p "$WS4/a" "$WS4/alias" && chmod 0755 "$WS4" && chmod 0700 "$WS4/a"
+mkdir -p "$WS4/a" "$WS4/alias" && chmod 0700 "$WS4" "$WS4/a"
 ln -s "$WS4/a" "$WS4/link" && ln -s "$WS4/gone" "$WS4/dangling" || bail_out "cannot make $WS4's links"
 out=$(create_as "$P4" --engine podman --workspace "$WS4/a" 2>&1) && rc=0 || rc=$?
 expect_eq "$rc" 0 "[create other's] project create $P4 --workspace $WS4/a exits 0" || diag "$out"

@@ -114,7 +114,8 @@ for line in "${LINES[@]}"; do
 	n=$((n + 1))
 	cmd=${line//IMAGE/$IMAGE}
 	case "$cmd" in
-	"hezo-shim project create"*) mkdir -p /srv/hezo && chmod 0755 /srv/hezo ;;
+	# create makes a missing /srv/hezo 0700 itself; one the machine had must be made so.
+	"hezo-shim project create"*) [ ! -e /srv/hezo ] || chmod 0700 /srv/hezo ;;
 	"docker run"*--runtime=hezo-alpha*) code ;;
 	esac
 	out=$(PATH="$PREFIX/bin:$PREFIX/sbin:$PATH" timeout -k 5 300 bash -c "$cmd" 2>&1) && rc=0 || rc=$?
@@ -133,6 +134,7 @@ for line in "${LINES[@]}"; do
 		;;
 	"hezo-shim project create"*)
 		check "[$n] the project's file is written" test -s /etc/hezo/projects/alpha.json
+		expect_eq "$(stat -c %a /srv/hezo 2>&1)" 700 "[$n] the workspace's parent /srv/hezo is 0700"
 		expect_eq "$(jq -r '.runtimes | has("hezo-alpha")' "$HEZO_DAEMON_JSON" 2>&1)" true \
 			"[$n] runtime hezo-alpha is registered with Docker"
 		;;

@@ -1049,7 +1049,7 @@ static void test_foreach_project(void **state)
 	static const char *const files[][2] = {
 		{"a.json", "{\"mounts\":{\"allowedSources\":[\"/srv/a\"]}}"},
 		{"b.json", "{}"},
-		/* does not layer: no container of it can be made, so it hands nothing */
+		/* not JSON: what its boxes hold cannot be told, so every caller is refused */
 		{"broken.json", "{\"mounts\":"},
 		/* JSON that does not layer: its own shares still count (its boxes may hold them) */
 		{"loosen.json",
@@ -1067,9 +1067,15 @@ static void test_foreach_project(void **state)
 	}
 	assert_true(asprintf(&doc, "{\"projectsDir\":\"%s\"}", root) > 0);
 	base = parse_ok(doc);
-	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), 0);
-	/* the main policy first, then a, b and loosen (raw) in the directory's order */
+	assert_int_equal(hezo_policy_foreach_project(base, count_project, &s), -EBADMSG);
+	/* the main policy first, then a, b and loosen (raw, named) in the directory's order */
 	assert_int_equal(s.n, 4);
+	assert_non_null(strstr(s.projects, "loosen,"));
+	{
+		char why[PATH_MAX + 128];
+		assert_int_equal(hezo_policy_projects_why(base, -EBADMSG, why, sizeof(why)), 0);
+		assert_non_null(strstr(why, "broken.json cannot be read or is not JSON"));
+	}
 	assert_int_equal(s.loose, 1);
 	assert_memory_equal(s.projects, "-,", 2);
 	assert_non_null(strstr(s.projects, "a,"));

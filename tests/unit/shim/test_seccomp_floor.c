@@ -5,6 +5,7 @@
  * call through only when both others do, and be no stricter where both allow it plainly.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -492,6 +493,69 @@ static void test_flags_and_idempotence(void **state)
 	assert_string_equal(a, b);
 }
 
+/* What the compiled profile returns for name with args (unset ones 0). */
+static uint32_t verdict_args(const struct hezo_json *prof, const char *name, uint64_t a0,
+			     uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	static struct filter f;
+	struct seccomp_data d = {.arch = AUDIT_ARCH_X86_64, .args = {a0, a1, a2, a3}};
+
+	d.nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86_64, name);
+	assert_true(d.nr >= 0);
+	compile(prof, &f);
+	return run(&f, &d);
+}
+
+/* policy/seccomp-setid.c: no set-id mode gets through, whatever profile it rewrites. */
+static void test_no_setid(void **state)
+{
+	_cleanup_json_ struct hezo_json *def = hezo_policy_seccomp_default();
+	_cleanup_json_ struct hezo_json *eng = docker_default();
+	struct hezo_json *profs[] = {
+		hezo_json_clone(def),
+		floor_ok(def, eng),
+		parse("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}"),
+		parse("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"chmod\","
+		      "\"openat\",\"mkdir\",\"openat2\"],\"action\":\"SCMP_ACT_LOG\"}]}"),
+	};
+	const uint64_t at = (uint64_t)-100, creat = O_CREAT | O_WRONLY;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(profs) / sizeof(profs[0]); i++) {
+		_cleanup_error_ struct hezo_error *err = NULL;
+		_cleanup_free_ char *once = NULL, *twice = NULL;
+		struct hezo_json *p = profs[i];
+
+		assert_int_equal(hezo_policy_seccomp_no_setid(p, &err), 0);
+		assert_false(allows(verdict_args(p, "chmod", 0, 04755, 0, 0)));
+		assert_false(allows(verdict_args(p, "chmod", 0, 02755, 0, 0)));
+		assert_true(allows(verdict_args(p, "chmod", 0, 0755, 0, 0)));
+		assert_false(allows(verdict_args(p, "openat", at, 0, creat, 04755)));
+		assert_false(allows(verdict_args(p, "openat", at, 0, 020200000 | O_WRONLY, 06700)));
+		assert_true(allows(verdict_args(p, "openat", at, 0, creat, 0644)));
+		/* Without O_CREAT the mode is not read: what a caller leaves there does not count.
+		 */
+		assert_true(allows(verdict_args(p, "openat", at, 0, O_RDONLY, 04755)));
+		assert_false(allows(verdict_args(p, "mkdir", 0, 02755, 0, 0)));
+		assert_true(allows(verdict_args(p, "mkdir", 0, 0755, 0, 0)));
+		assert_false(allows(verdict_args(p, "openat2", at, 0, 0, 0)));
+		if (i != 3) {
+			assert_false(allows(verdict_args(p, "fchmod", 3, 04755, 0, 0)));
+			assert_true(allows(verdict_args(p, "fchmod", 3, 0600, 0, 0)));
+			assert_false(allows(verdict_args(p, "fchmodat", at, 0, 06755, 0)));
+			assert_false(allows(verdict_args(p, "open", 0, creat, 04755, 0)));
+			assert_false(allows(verdict_args(p, "creat", 0, 04755, 0, 0)));
+			assert_false(allows(verdict_args(p, "mknodat", at, 0, 0100000 | 04755, 0)));
+		}
+		/* Rewritten twice, the same profile. */
+		assert_int_equal(hezo_json_dump(p, false, &once, NULL, &err), 0);
+		assert_int_equal(hezo_policy_seccomp_no_setid(p, &err), 0);
+		assert_int_equal(hezo_json_dump(p, false, &twice, NULL, &err), 0);
+		assert_string_equal(once, twice);
+		hezo_json_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_engine_unknown_names),
 		cmocka_unit_test(test_engine_refusals),
 		cmocka_unit_test(test_flags_and_idempotence),
+		cmocka_unit_test(test_no_setid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

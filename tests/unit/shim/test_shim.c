@@ -1896,8 +1896,9 @@ static const struct hezo_json *rule_named(const struct hezo_json *spec, const ch
 
 	HEZO_JSON_FOREACH (i, rules) {
 		const struct hezo_json *n = hezo_json_get(rules->items[i], "names");
-		if (n && n->len == 1 && strcmp(hezo_json_string(n->items[0]) ?: "", name) == 0)
-			return rules->items[i];
+		HEZO_JSON_FOREACH (j, n)
+			if (strcmp(hezo_json_string(n->items[j]) ?: "", name) == 0)
+				return rules->items[i];
 	}
 	return NULL;
 }
