@@ -1,7 +1,6 @@
 /*
- * The container's cgroup v2 id, sent with its registration: proxyd tells the connections of
- * containers that share one network namespace apart by the cgroup the kernel records on each
- * socket (proxyd/peer.c). On a cgroup v1 host runc also places the container in the unified
+ * A process's cgroup v2 id: the hook sends the container's with its registration, and proxyd
+ * compares a peer's with it. On a cgroup v1 host runc also places the container in the unified
  * hierarchy (mounted at /sys/fs/cgroup/unified in hybrid mode).
  */
 #include <errno.h>
@@ -14,13 +13,13 @@
 
 #include "hezo-cleanup.h"
 #include "hezo-file.h"
-#include "hezo-hook.h"
+#include "hezo-cgroup.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-int hezo_hook_cgroup2_path(const char *buf, size_t len, char *out, size_t size)
+int hezo_cgroup2_path(const char *buf, size_t len, char *out, size_t size)
 {
 	const char *p = buf, *end = buf + len;
 
@@ -60,7 +59,7 @@ static int cgroup2_root(void)
 	return -ENOENT;
 }
 
-int hezo_hook_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
+int hezo_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int root = -1;
@@ -74,7 +73,7 @@ int hezo_hook_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
 	r = hezo_read_file_at(AT_FDCWD, proc, 1 << 16, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = hezo_hook_cgroup2_path(buf, len, path, sizeof(path));
+	r = hezo_cgroup2_path(buf, len, path, sizeof(path));
 	if (r < 0)
 		return hezo_error_set(err, -r, "%s: no cgroup v2 path", proc);
 	root = cgroup2_root();
