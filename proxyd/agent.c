@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "hezo-b64.h"
+#include "hezo-cgroup.h"
 #include "hezo-cleanup.h"
 #include "hezo-id.h"
 #include "proxyd.h"
@@ -385,16 +386,17 @@ static ssize_t read_cgroup(pid_t pid, char *buf, size_t size)
 }
 
 /* Does every cgroup of the text (lines "N:controllers:/path") but the root end with a name
- * hezo_cgroup_name_is_id gives one of c's members, and at least one? */
-static bool cgroups_named(const struct pd_container *c, char *text)
+ * hezo_cgroup_name_is_id gives member m, and at least one? */
+static bool cgroups_named(const struct pd_member *m, const char *cgroups)
 {
+	char text[4096];
 	bool named = false;
 
+	snprintf(text, sizeof(text), "%s", cgroups);
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *path = strchr(line, ':') ? strchr(strchr(line, ':') + 1, ':') : NULL;
 		const char *last;
-		bool ok = false;
 
 		if (!path)
 			return false;
@@ -402,9 +404,7 @@ static bool cgroups_named(const struct pd_container *c, char *text)
 		if (strcmp(path, "/") == 0)
 			continue;
 		last = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		for (size_t i = 0; i < c->nmembers && !ok; i++)
-			ok = hezo_cgroup_name_is_id(last, c->members[i]->id);
-		if (!ok)
+		if (!hezo_cgroup_name_is_id(last, m->id))
 			return false;
 		named = true;
 	}
@@ -415,20 +415,33 @@ static bool cgroups_named(const struct pd_container *c, char *text)
  * Is the peer pid the box? Under runc the box's processes are in its network namespace. Under
  * runsc the gofer connects for the Sentry (--host-uds=open), from an empty namespace of its own
  * but in the sandbox's cgroups, which the policy names for the container (policy/cgroups.c): a
- * peer all of whose cgroups are named for a member of the registration is the box too. Another
- * box has another namespace and cgroups named for another id; no box may move its processes.
+ * peer all of whose cgroups are named for a member of the registration is the box too, when its
+ * cgroup v2 is also the very one the hook registered for that member (runsc's gofer shares the
+ * sandbox's). A runc box in a user namespace of its own comes here too: proxyd, with no
+ * CAP_SYS_PTRACE, cannot read its /proc/PID/ns/net. A last name alone is not the box: a box of
+ * the same ID under another --root has cgroups of that name under another parent (red team keys,
+ * F1). No box may move its processes.
  */
 static bool in_box(const struct pd_container *c, pid_t pid)
 {
+	_cleanup_error_ struct hezo_error *err = NULL;
 	char path[64], cg[4096];
 	struct stat a, b;
+	uint64_t v2 = 0;
 
 	if (pid <= 0 || fstat(c->netns_fd, &b) < 0)
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	if (stat(path, &a) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 		return true;
-	return read_cgroup(pid, cg, sizeof(cg)) > 0 && cgroups_named(c, cg);
+	if (read_cgroup(pid, cg, sizeof(cg)) <= 0)
+		return false;
+	(void)hezo_cgroup_id(pid, &v2, &err);
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (cgroups_named(c->members[i], cg) &&
+		    (c->members[i]->cgroup == 0 || c->members[i]->cgroup == v2))
+			return true;
+	return false;
 }
 
 static void on_accept(struct pd_watch *w, uint32_t events)
