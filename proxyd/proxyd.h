@@ -200,7 +200,8 @@ int pd_netns_listen(int netns_fd, int fds[6], struct hezo_error **err);
 int pd_netns_pin(int netns_fd, const char *id, struct hezo_error **err);
 void pd_netns_unpin(const char *id);
 int pd_netns_open_pinned(const char *id, struct hezo_error **err);
-/* Does any process still live in this namespace? (start-up only: reads /proc) */
+/* Does any process still live in this namespace? (reads all of /proc: start-up, and a register
+ * whose id is registered in another namespace) */
 bool pd_netns_alive(int netns_fd);
 /* A NETLINK_SOCK_DIAG socket of the namespace (pd_peer_cgroup asks it), or -errno. */
 int pd_netns_diag(int netns_fd, struct hezo_error **err);
