@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,19 @@
 
 #define AGENT_CONNS_MAX 16
 #define KEY_FILE_MAX	8192
+/* A client that asks for what it may not have this often is not an ssh or git that lost its way:
+ * its connection goes (a new one may try again). */
+#define AGENT_CONN_REFUSALS 16
+/* Refusal lines per registration: a burst, then a few a second; the rest are counted and said in
+ * one line when logging resumes, so a box cannot fill the host's disk through the netlog. */
+#define REFUSAL_LINES_BURST 50.0
+#define REFUSAL_LINES_RATE  10.0
 
 struct pd_agentconn {
 	struct pd_watch w;
 	struct pd_container *c;
 	struct pd_agentconn *next, **pprev;
+	unsigned refused;
 	size_t len;
 	uint8_t buf[HEZO_AGENT_MSG_MAX + 4];
 };
@@ -72,11 +81,12 @@ static bool reply(struct pd_agentconn *a, const uint8_t *msg, size_t len)
 	return n == (ssize_t)len;
 }
 
+/* The refusal answered; false (the connection goes) once it has had AGENT_CONN_REFUSALS. */
 static bool failure(struct pd_agentconn *a)
 {
 	static const uint8_t f[] = {0, 0, 0, 1, HEZO_AGENT_FAILURE};
 
-	return reply(a, f, sizeof(f));
+	return reply(a, f, sizeof(f)) && ++a->refused < AGENT_CONN_REFUSALS;
 }
 
 static bool key_blob(const struct hezo_key *k, uint8_t blob[HEZO_ED25519_BLOB_LEN])
@@ -114,6 +124,38 @@ static void hex(const char *alg, const uint8_t *p, size_t n, char *out, size_t s
 		o += (size_t)snprintf(out + o, size - o, "%02x", p[i]);
 }
 
+/* May a refusal take a netlog line now? The first one after a pause says how many were not. */
+static bool refusal_logged(struct pd_container *c)
+{
+	uint64_t now = pd_now_ms();
+	char why[80];
+
+	c->agent_tokens += (double)(now - c->agent_tokens_ms) * REFUSAL_LINES_RATE / 1000.0;
+	c->agent_tokens_ms = now;
+	if (c->agent_tokens > REFUSAL_LINES_BURST)
+		c->agent_tokens = REFUSAL_LINES_BURST;
+	if (c->agent_tokens < 1.0) {
+		c->agent_unlogged++;
+		return false;
+	}
+	c->agent_tokens -= 1.0;
+	if (c->agent_unlogged) {
+		struct pd_netlog_key l = {.key = "-",
+					  .fingerprint = "-",
+					  .kind = "request",
+					  .target = "",
+					  .hash = "-",
+					  .verdict = "deny",
+					  .reason = why};
+
+		snprintf(why, sizeof(why), "%" PRIu64 " refusals not logged (rate limit)",
+			 c->agent_unlogged);
+		c->agent_unlogged = 0;
+		pd_netlog_key(c, &l);
+	}
+	return true;
+}
+
 static void log_verdict(struct pd_container *c, const struct verdict *v, bool ok)
 {
 	struct pd_netlog_key l = {
@@ -130,6 +172,8 @@ static void log_verdict(struct pd_container *c, const struct verdict *v, bool ok
 		PD_COUNT(c, keys_signed);
 	else
 		PD_COUNT(c, keys_refused);
+	if (!ok && !refusal_logged(c))
+		return;
 	pd_netlog_key(c, &l);
 }
 

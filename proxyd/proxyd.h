@@ -170,6 +170,9 @@ struct pd_container {
 	struct pd_listener agent; /* the ssh agent's socket (agent.c), when it has keys */
 	struct pd_agentconn *agentconns;
 	unsigned nagent;
+	double agent_tokens; /* netlog lines the agent's refusals may still take (agent.c) */
+	uint64_t agent_tokens_ms;
+	uint64_t agent_unlogged; /* refusals not logged since the last line */
 };
 
 /* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
