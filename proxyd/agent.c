@@ -53,6 +53,7 @@ struct verdict {
 	const char *kind, *reason;
 	char target[HEZO_NAME_MAX + 8];
 	char hash[160];
+	struct pd_tcp *conn; /* the SSH connection a userauth signature is counted against */
 };
 
 static void conn_close(struct pd_agentconn *a)
@@ -221,10 +222,11 @@ static int sign(const struct hezo_key *k, const uint8_t *data, size_t len, uint8
 struct ssh_seen {
 	const struct hezo_key *k;
 	bool allowed, other;
+	struct pd_tcp *fresh; /* one to an allowed host that has had no signature yet */
 	char target[HEZO_NAME_MAX + 8];
 };
 
-static void ssh_conn(const struct pd_tcp *t, void *arg)
+static void ssh_conn(struct pd_tcp *t, void *arg)
 {
 	struct ssh_seen *s = arg;
 	uint16_t port = t->dst.ss_family == AF_INET
@@ -233,7 +235,11 @@ static void ssh_conn(const struct pd_tcp *t, void *arg)
 
 	if (hezo_key_names_host(s->k, t->name, port)) {
 		s->allowed = true;
+		if (s->fresh)
+			return;
 		snprintf(s->target, sizeof(s->target), "%s:%u", t->name, port);
+		if (!t->auth_signed)
+			s->fresh = t;
 	} else {
 		s->other = true;
 	}
@@ -273,6 +279,13 @@ static bool judge(struct pd_container *c, const struct hezo_key *k, const uint8_
 			return (v->reason = "a live SSH connection to a host this key does not "
 					    "allow"),
 			       false;
+		/* ssh signs once per connection: more would serve sessions the box does not hold
+		 * (docs/hardening.md, "Keys"). */
+		if (!s.fresh)
+			return (v->reason = "every live SSH connection to a host this key allows "
+					    "has had its signature"),
+			       false;
+		v->conn = s.fresh;
 		return (v->reason = "userauth"), true;
 	}
 	v->kind = "sign";
@@ -304,6 +317,8 @@ static bool sign_request(struct pd_agentconn *a, const uint8_t *body, size_t ble
 		v.reason = "the key file cannot be read, is open to others or changed";
 		return log_verdict(c, &v, false), failure(a);
 	}
+	if (v.conn)
+		v.conn->auth_signed = true;
 	log_verdict(c, &v, true);
 	/* uint32 length, SIGN_RESPONSE, string (string "ssh-ed25519", string signature). */
 	put_u32(out, sizeof(out) - 4);

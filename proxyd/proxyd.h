@@ -103,8 +103,9 @@ struct pd_tcp {
 	struct sockaddr_storage src, dst;
 	char name[HEZO_NAME_MAX]; /* the name it was allowed for ("" for an address entry) */
 	uint64_t start_ms;
-	uint64_t masks; /* intercepted: values masked in the answers (mask.c) */
-	bool ssh;	/* began with an SSH identification string: named by its pin */
+	uint64_t masks;	  /* intercepted: values masked in the answers (mask.c) */
+	bool ssh;	  /* began with an SSH identification string: named by its pin */
+	bool auth_signed; /* the agent signed a userauth while it was live (agent.c) */
 };
 
 /* A TCP connection of c ended, relayed or intercepted: its netlog line and its counters. */
@@ -243,8 +244,7 @@ void pd_tcp_accept(struct pd_watch *w, uint32_t events);
 void pd_conn_abort_all(struct pd_container *c);
 void pd_relay_tick(struct pd_container *c, uint64_t now_ms);
 /* fn(t, arg) for each of c's SSH connections that is relayed or connecting. */
-void pd_relay_each_ssh(const struct pd_container *c, void (*fn)(const struct pd_tcp *t, void *arg),
-		       void *arg);
+void pd_relay_each_ssh(struct pd_container *c, void (*fn)(struct pd_tcp *t, void *arg), void *arg);
 unsigned pd_relay_active(void);
 
 /* ---- intercept.c: TLS to a secret's host (issue 17) ---- */

@@ -11,7 +11,8 @@
 # the agent down. The keys red team's findings: a flood of refused requests grows the netlog by
 # lines at a few a second (F4); another box of A's ID (cgroups of that name under another parent,
 # a registration from another namespace, a create under another --root) gets nothing of A's (F1);
-# a key path through a symlink or a directory someone else may change is refused (F3).
+# a key path through a symlink or a directory someone else may change is refused (F3); one
+# userauth signature per live SSH connection to an allowed host (F2, narrowed).
 # HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
 set -uo pipefail
 
@@ -203,6 +204,44 @@ timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/agent.py' <"$E/agent.py"
 dexec "$A" 'python3 /tmp/agent.py lock,data'
 expect_match "$OUT" 'lock 5' "[refuse] lock: SSH_AGENT_FAILURE" || diag "$OUT"
 expect_match "$OUT" 'data 5' "[refuse] a sign request for arbitrary data (neither SSHSIG nor userauth): SSH_AGENT_FAILURE" || diag "$OUT"
+# One userauth signature per live SSH connection to an allowed host (red team keys, F2): an idle
+# connection that sent an identification string no longer makes the agent an oracle for as many
+# sessions as a party outside the box asks to have signed.
+cat >"$E/ua.py" <<'EOF'
+import os, socket, struct
+
+def s(b):
+    return struct.pack(">I", len(b)) + b
+
+def call(m):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(20)
+    c.connect(os.environ["SSH_AUTH_SOCK"])
+    c.sendall(m)
+    d = b""
+    while len(d) < 4 or len(d) < 4 + struct.unpack(">I", d[:4])[0]:
+        x = c.recv(4096)
+        if not x:
+            return None
+        d += x
+    return d[4:]
+
+idle = socket.create_connection(("git.test", 22), timeout=20)
+idle.sendall(b"SSH-2.0-idle\r\n")
+idle.recv(256)  # the server's banner: the relay is up
+ids = call(struct.pack(">I", 1) + b"\x0b")
+blob = ids[9:9 + struct.unpack(">I", ids[5:9])[0]]
+for _ in range(2):
+    data = (s(os.urandom(32)) + b"\x32" + s(b"git") + s(b"ssh-connection") + s(b"publickey")
+            + b"\x01" + s(b"ssh-ed25519") + s(blob))
+    body = b"\x0d" + s(blob) + s(data) + struct.pack(">I", 0)
+    r = call(struct.pack(">I", len(body)) + body)
+    print("userauth", r[0] if r else "closed")
+EOF
+timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/ua.py' <"$E/ua.py"
+dexec "$A" 'python3 /tmp/ua.py'
+expect_eq "$OUT" "userauth 14
+userauth 5" "[once] one idle SSH connection to git.test: the first userauth request is signed, a second refused" || diag "$OUT"
 
 # Another box (no project) reaching A's socket by its host path from its own namespace.
 N=$TAG-n
