@@ -12,6 +12,7 @@
 #include "hezo-commit.h"
 #include "hezo-config.h"
 #include "hezo-file.h"
+#include "hezo-cgroup.h"
 #include "hezo-hook.h"
 #include "hezo-netns.h"
 
@@ -131,7 +132,7 @@ static int do_register(int fd, int nsfd, const struct hezo_hook_state *st,
 	 * its secrets go only while it is alone there: proxyd gives them to no connection it
 	 * cannot tell apart.
 	 */
-	if (hezo_hook_cgroup_id(st->pid, &cgroup, &cgerr) < 0)
+	if (hezo_cgroup_id(st->pid, &cgroup, &cgerr) < 0)
 		fprintf(stderr, "hezo-hook: warning: %s\n",
 			cgerr && cgerr->msg ? cgerr->msg : "cgroup");
 	r = hezo_hook_build_register(st->id, eg, cgroup, &req, &reqlen, err);

@@ -132,13 +132,6 @@ int hezo_hook_parse_reply(const char *buf, size_t len, struct hezo_hook_reply *o
 int hezo_hook_build_register(const char *id, const struct hezo_hook_egress *eg, uint64_t cgroup,
 			     char **out, size_t *outlen, struct hezo_error **err);
 
-/* ---- cgroup.c ---- */
-
-/* The unified hierarchy's path in a /proc/PID/cgroup text ("0::PATH" line) into out. -ENOENT:
- * none; -EINVAL: too long, or outside the reader's cgroup namespace. */
-int hezo_hook_cgroup2_path(const char *buf, size_t len, char *out, size_t size);
-/* The cgroup v2 id of process pid's cgroup (its directory's inode in cgroupfs). */
-int hezo_hook_cgroup_id(int pid, uint64_t *out, struct hezo_error **err);
 int hezo_hook_build_deregister(const char *id, char **out, size_t *outlen, struct hezo_error **err);
 
 /* Connect to the control socket (SOCK_SEQPACKET). -ENOENT / -ECONNREFUSED when nobody listens. */

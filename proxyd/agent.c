@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,12 +23,20 @@
 #include <openssl/evp.h>
 
 #include "hezo-b64.h"
+#include "hezo-cgroup.h"
 #include "hezo-cleanup.h"
 #include "hezo-id.h"
 #include "proxyd.h"
 
 #define AGENT_CONNS_MAX 16
 #define KEY_FILE_MAX	8192
+/* A client that asks for what it may not have this often is not an ssh or git that lost its way:
+ * its connection goes (a new one may try again). */
+#define AGENT_CONN_REFUSALS 16
+/* Refusal lines per registration: a burst, then a few a second; the rest are counted and said in
+ * one line when logging resumes, so a box cannot fill the host's disk through the netlog. */
+#define REFUSAL_LINES_BURST 50.0
+#define REFUSAL_LINES_RATE  10.0
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71 /* asm-generic/socket.h, Linux 5.14 */
@@ -37,6 +46,7 @@ struct pd_agentconn {
 	struct pd_watch w;
 	struct pd_container *c;
 	struct pd_agentconn *next, **pprev;
+	unsigned refused;
 	size_t len;
 	uint8_t buf[HEZO_AGENT_MSG_MAX + 4];
 };
@@ -48,6 +58,7 @@ struct verdict {
 	const char *kind, *reason;
 	char target[HEZO_NAME_MAX + 8];
 	char hash[160];
+	struct pd_tcp *conn; /* the SSH connection a userauth signature is counted against */
 };
 
 static void conn_close(struct pd_agentconn *a)
@@ -76,11 +87,12 @@ static bool reply(struct pd_agentconn *a, const uint8_t *msg, size_t len)
 	return n == (ssize_t)len;
 }
 
+/* The refusal answered; false (the connection goes) once it has had AGENT_CONN_REFUSALS. */
 static bool failure(struct pd_agentconn *a)
 {
 	static const uint8_t f[] = {0, 0, 0, 1, HEZO_AGENT_FAILURE};
 
-	return reply(a, f, sizeof(f));
+	return reply(a, f, sizeof(f)) && ++a->refused < AGENT_CONN_REFUSALS;
 }
 
 static bool key_blob(const struct hezo_key *k, uint8_t blob[HEZO_ED25519_BLOB_LEN])
@@ -118,6 +130,38 @@ static void hex(const char *alg, const uint8_t *p, size_t n, char *out, size_t s
 		o += (size_t)snprintf(out + o, size - o, "%02x", p[i]);
 }
 
+/* May a refusal take a netlog line now? The first one after a pause says how many were not. */
+static bool refusal_logged(struct pd_container *c)
+{
+	uint64_t now = pd_now_ms();
+	char why[80];
+
+	c->agent_tokens += (double)(now - c->agent_tokens_ms) * REFUSAL_LINES_RATE / 1000.0;
+	c->agent_tokens_ms = now;
+	if (c->agent_tokens > REFUSAL_LINES_BURST)
+		c->agent_tokens = REFUSAL_LINES_BURST;
+	if (c->agent_tokens < 1.0) {
+		c->agent_unlogged++;
+		return false;
+	}
+	c->agent_tokens -= 1.0;
+	if (c->agent_unlogged) {
+		struct pd_netlog_key l = {.key = "-",
+					  .fingerprint = "-",
+					  .kind = "request",
+					  .target = "",
+					  .hash = "-",
+					  .verdict = "deny",
+					  .reason = why};
+
+		snprintf(why, sizeof(why), "%" PRIu64 " refusals not logged (rate limit)",
+			 c->agent_unlogged);
+		c->agent_unlogged = 0;
+		pd_netlog_key(c, &l);
+	}
+	return true;
+}
+
 static void log_verdict(struct pd_container *c, const struct verdict *v, bool ok)
 {
 	struct pd_netlog_key l = {
@@ -134,6 +178,8 @@ static void log_verdict(struct pd_container *c, const struct verdict *v, bool ok
 		PD_COUNT(c, keys_signed);
 	else
 		PD_COUNT(c, keys_refused);
+	if (!ok && !refusal_logged(c))
+		return;
 	pd_netlog_key(c, &l);
 }
 
@@ -181,10 +227,11 @@ static int sign(const struct hezo_key *k, const uint8_t *data, size_t len, uint8
 struct ssh_seen {
 	const struct hezo_key *k;
 	bool allowed, other;
+	struct pd_tcp *fresh; /* one to an allowed host that has had no signature yet */
 	char target[HEZO_NAME_MAX + 8];
 };
 
-static void ssh_conn(const struct pd_tcp *t, void *arg)
+static void ssh_conn(struct pd_tcp *t, void *arg)
 {
 	struct ssh_seen *s = arg;
 	uint16_t port = t->dst.ss_family == AF_INET
@@ -193,7 +240,11 @@ static void ssh_conn(const struct pd_tcp *t, void *arg)
 
 	if (hezo_key_names_host(s->k, t->name, port)) {
 		s->allowed = true;
+		if (s->fresh)
+			return;
 		snprintf(s->target, sizeof(s->target), "%s:%u", t->name, port);
+		if (!t->auth_signed)
+			s->fresh = t;
 	} else {
 		s->other = true;
 	}
@@ -233,6 +284,13 @@ static bool judge(struct pd_container *c, const struct hezo_key *k, const uint8_
 			return (v->reason = "a live SSH connection to a host this key does not "
 					    "allow"),
 			       false;
+		/* ssh signs once per connection: more would serve sessions the box does not hold
+		 * (docs/hardening.md, "Keys"). */
+		if (!s.fresh)
+			return (v->reason = "every live SSH connection to a host this key allows "
+					    "has had its signature"),
+			       false;
+		v->conn = s.fresh;
 		return (v->reason = "userauth"), true;
 	}
 	v->kind = "sign";
@@ -264,6 +322,8 @@ static bool sign_request(struct pd_agentconn *a, const uint8_t *body, size_t ble
 		v.reason = "the key file cannot be read, is open to others or changed";
 		return log_verdict(c, &v, false), failure(a);
 	}
+	if (v.conn)
+		v.conn->auth_signed = true;
 	log_verdict(c, &v, true);
 	/* uint32 length, SIGN_RESPONSE, string (string "ssh-ed25519", string signature). */
 	put_u32(out, sizeof(out) - 4);
@@ -390,16 +450,17 @@ static ssize_t read_cgroup(pid_t pid, char *buf, size_t size)
 }
 
 /* Does every cgroup of the text (lines "N:controllers:/path") but the root end with a name
- * hezo_cgroup_name_is_id gives one of c's members, and at least one? */
-static bool cgroups_named(const struct pd_container *c, char *text)
+ * hezo_cgroup_name_is_id gives member m, and at least one? */
+static bool cgroups_named(const struct pd_member *m, const char *cgroups)
 {
+	char text[4096];
 	bool named = false;
 
+	snprintf(text, sizeof(text), "%s", cgroups);
 	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
 		char *path = strchr(line, ':') ? strchr(strchr(line, ':') + 1, ':') : NULL;
 		const char *last;
-		bool ok = false;
 
 		if (!path)
 			return false;
@@ -407,9 +468,7 @@ static bool cgroups_named(const struct pd_container *c, char *text)
 		if (strcmp(path, "/") == 0)
 			continue;
 		last = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-		for (size_t i = 0; i < c->nmembers && !ok; i++)
-			ok = hezo_cgroup_name_is_id(last, c->members[i]->id);
-		if (!ok)
+		if (!hezo_cgroup_name_is_id(last, m->id))
 			return false;
 		named = true;
 	}
@@ -435,15 +494,18 @@ static uint64_t netns_cookie(int fd)
  * of its own (another uid, and proxyd keeps no CAP_SYS_PTRACE). Under runsc the gofer connects
  * for the Sentry (--host-uds=open), from an empty namespace of its own but in the sandbox's
  * cgroups, which the policy names for the container (policy/cgroups.c): a peer all of whose
- * cgroups are named for a member of the registration is the box too. Another box has another
- * namespace and cgroups named for another id; no box may move its processes.
+ * cgroups are named for a member of the registration is the box too, when its cgroup v2 is also
+ * the very one the hook registered for that member (runsc's gofer shares the sandbox's). A last
+ * name alone is not the box: a box of the same ID under another --root has cgroups of that name
+ * under another parent (red team keys, F1). No box may move its processes.
  */
 static bool in_box(const struct pd_container *c, int fd, pid_t pid)
 {
 	const struct pd_listener *ls[] = {&c->tcp[0], &c->tcp[1], &c->udp[0], &c->udp[1]};
+	_cleanup_error_ struct hezo_error *err = NULL;
 	char path[64], cg[4096];
 	struct stat a, b;
-	uint64_t box = 0, peer = netns_cookie(fd);
+	uint64_t box = 0, peer = netns_cookie(fd), v2 = 0;
 
 	for (size_t i = 0; i < sizeof(ls) / sizeof(ls[0]) && !box; i++)
 		box = netns_cookie(ls[i]->w.fd);
@@ -454,7 +516,14 @@ static bool in_box(const struct pd_container *c, int fd, pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
 	if (stat(path, &a) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
 		return true;
-	return read_cgroup(pid, cg, sizeof(cg)) > 0 && cgroups_named(c, cg);
+	if (read_cgroup(pid, cg, sizeof(cg)) <= 0)
+		return false;
+	(void)hezo_cgroup_id(pid, &v2, &err);
+	for (size_t i = 0; i < c->nmembers; i++)
+		if (cgroups_named(c->members[i], cg) &&
+		    (c->members[i]->cgroup == 0 || c->members[i]->cgroup == v2))
+			return true;
+	return false;
 }
 
 static void on_accept(struct pd_watch *w, uint32_t events)

@@ -40,6 +40,7 @@ static const char *const plain_syscalls[] = {
 	"pread64",
 	"close",
 	"fstat",
+	"fstatfs", /* which mount is cgroup2, for a peer's cgroup v2 id (agent.c) */
 	"newfstatat",
 	"statx",
 	"lseek",

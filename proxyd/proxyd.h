@@ -132,8 +132,9 @@ struct pd_tcp {
 	struct sockaddr_storage src, dst;
 	char name[HEZO_NAME_MAX]; /* the name it was allowed for ("" for an address entry) */
 	uint64_t start_ms;
-	uint64_t masks; /* intercepted: values masked in the answers (mask.c) */
-	bool ssh;	/* began with an SSH identification string: named by its pin */
+	uint64_t masks;	  /* intercepted: values masked in the answers (mask.c) */
+	bool ssh;	  /* began with an SSH identification string: named by its pin */
+	bool auth_signed; /* the agent signed a userauth while it was live (agent.c) */
 };
 
 /* A TCP connection of c ended, relayed or intercepted: its netlog line and its counters. */
@@ -200,6 +201,9 @@ struct pd_container {
 	struct pd_listener agent; /* the ssh agent's socket (agent.c), when it has keys */
 	struct pd_agentconn *agentconns;
 	unsigned nagent;
+	double agent_tokens; /* netlog lines the agent's refusals may still take (agent.c) */
+	uint64_t agent_tokens_ms;
+	uint64_t agent_unlogged; /* refusals not logged since the last line */
 };
 
 /* ---- metrics.c: the Prometheus endpoint (docs/metrics.md), off unless --metrics is given ---- */
@@ -231,7 +235,8 @@ int pd_netns_listen(int netns_fd, int fds[6], struct hezo_error **err);
 int pd_netns_pin(int netns_fd, const char *id, struct hezo_error **err);
 void pd_netns_unpin(const char *id);
 int pd_netns_open_pinned(const char *id, struct hezo_error **err);
-/* Does any process still live in this namespace? (start-up only: reads /proc) */
+/* Does any process still live in this namespace? (reads all of /proc: start-up, and a register
+ * whose id is registered in another namespace) */
 bool pd_netns_alive(int netns_fd);
 /* A NETLINK_SOCK_DIAG socket of the namespace (pd_peer_cgroup asks it), or -errno. */
 int pd_netns_diag(int netns_fd, struct hezo_error **err);
@@ -270,8 +275,7 @@ void pd_tcp_accept(struct pd_watch *w, uint32_t events);
 void pd_conn_abort_all(struct pd_container *c);
 void pd_relay_tick(struct pd_container *c, uint64_t now_ms);
 /* fn(t, arg) for each of c's SSH connections that is relayed or connecting. */
-void pd_relay_each_ssh(const struct pd_container *c, void (*fn)(const struct pd_tcp *t, void *arg),
-		       void *arg);
+void pd_relay_each_ssh(struct pd_container *c, void (*fn)(struct pd_tcp *t, void *arg), void *arg);
 unsigned pd_relay_active(void);
 
 /* ---- intercept.c: TLS to a secret's host (issue 17) ---- */

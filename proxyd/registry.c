@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hezo-cgroup.h"
 #include "hezo-file.h"
 #include "proxyd.h"
 
@@ -469,6 +470,20 @@ static void member_leave(struct pd_container *c, const char *id)
 		       err->msg, id);
 }
 
+/*
+ * Does member id of c still run? A process in its namespace says so, or one in the cgroup the
+ * hook registered for it: proxyd cannot read the namespace of a box in a user namespace of its
+ * own (another uid), but anyone may read a process's cgroup.
+ */
+static bool member_live(const struct pd_container *c, const char *id)
+{
+	ssize_t i = member_index(c, id);
+
+	if (i >= 0 && c->members[i]->cgroup && hezo_cgroup_id_in_use(c->members[i]->cgroup))
+		return true;
+	return pd_netns_alive(c->netns_fd);
+}
+
 int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **err)
 {
 	_cleanup_close_ int nsfd = netns_fd;
@@ -481,9 +496,18 @@ int pd_register(struct hezo_ctl_request *q, int netns_fd, struct hezo_error **er
 	if (fstat(nsfd, &nst) < 0)
 		return hezo_error_set_errno(err, errno, "network namespace");
 	ns = registration_of_netns(&nst);
-	/* A registration of an id from another namespace (a retrying hook, a re-created
-	 * container) ends its membership there first. */
+	/*
+	 * A registration of an id from another namespace (a re-created container) ends its
+	 * membership there first, once nothing lives in that namespace. While something does, it is
+	 * another box of the same ID (another --root): taking over would hand it this one's agent,
+	 * keys and netlog.
+	 */
 	prev = pd_container_find(q->id);
+	if (prev && prev != ns && member_live(prev, q->id))
+		return hezo_error_set(err, EBUSY,
+				      "id %s is registered for a live box of project \"%s\" in "
+				      "another network namespace: refused, not replaced",
+				      q->id, prev->project);
 	if (prev && prev != ns)
 		member_leave(prev, q->id);
 	if (ns)

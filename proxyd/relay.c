@@ -394,10 +394,9 @@ void pd_conn_abort_all(struct pd_container *c)
 	pd_intercept_abort_all(c);
 }
 
-void pd_relay_each_ssh(const struct pd_container *c, void (*fn)(const struct pd_tcp *t, void *arg),
-		       void *arg)
+void pd_relay_each_ssh(struct pd_container *c, void (*fn)(struct pd_tcp *t, void *arg), void *arg)
 {
-	for (const struct pd_conn *k = c->conns; k; k = k->next)
+	for (struct pd_conn *k = c->conns; k; k = k->next)
 		if (k->t.ssh && (k->st == ST_RELAY || k->st == ST_CONNECTING))
 			fn(&k->t, arg);
 }

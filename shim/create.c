@@ -919,7 +919,9 @@ static int judge(struct shim_ctx *ctx, const struct hezo_policy *base, const str
 		hezo_error_prefix(err, "config.json");
 	shim_live_cgroups_free(live, nlive);
 	r = r ?: state_overlaps(ctx, t, id, held, &mounts, err);
-	return r ?: shim_workspace_judge(base, p, held, &mounts, err);
+	r = r ?: shim_workspace_judge(base, p, held, &mounts, err);
+	/* Last, so a refusal that names a field of config.json is the one a caller sees. */
+	return r ?: shim_id_live_elsewhere(ctx, id, err);
 }
 
 /*

@@ -228,6 +228,26 @@ static bool podman_own_bundle(const char *graphroot, const char *id, const char 
 	return realpath(path, real) && strcmp(real, bundle) == 0;
 }
 
+int shim_id_live_elsewhere(const struct shim_ctx *ctx, const char *id, struct hezo_error **err)
+{
+	struct in_use u = {.id = id};
+	_cleanup_free_ char *where = NULL;
+	int r;
+
+	shim_record_key_for_root(ctx->g.root, u.key);
+	r = shim_records_foreach(ctx, record_in_use, &u);
+	where = u.where;
+	if (r == -EEXIST)
+		return hezo_error_set(err, EEXIST,
+				      "container %s: the ID is %s, which is live; proxyd and the "
+				      "agent know a box by its ID alone",
+				      id,
+				      where ?: "a container of hezo-shim's under another --root");
+	if (r < 0)
+		return hezo_error_set_errno(err, -r, "state directory %s", ctx->state_dir);
+	return 0;
+}
+
 int shim_id_in_use(const struct shim_ctx *ctx, const char *id, const char *bundle, char **where,
 		   struct hezo_error **err)
 {

@@ -13,15 +13,71 @@
 #include <unistd.h>
 
 #include "hezo-egress.h"
+#include "hezo-policy.h"
 #include "shim.h"
 
-/* The file may hold a value or a key only if no container and no unprivileged user can read it. */
+/*
+ * Every directory from / down to the file's: not a symlink, root's, and writable by root alone
+ * (or sticky, where nobody else may rename root's entries). Whoever could change one of them could
+ * point the path at another root-only file, and the boxes would get that key or secret.
+ * Returns the parent's O_PATH fd.
+ */
+static int root_dirs_open(const char *what, const char *name, const char *path,
+			  struct hezo_error **err)
+{
+	_cleanup_close_ int fd = -1;
+	const char *last = strrchr(path, '/');
+	char dir[PATH_MAX];
+
+	if (path[0] != '/' || !last[1] || strlen(path) >= sizeof(dir))
+		return hezo_error_set(err, EINVAL, "%s %s: file %s: not an absolute path to a file",
+				      what, name, path);
+	/* "/", then the path up to each later '/', the file's own directory last. */
+	for (const char *slash = path; slash && slash <= last; slash = strchr(slash + 1, '/')) {
+		struct stat st;
+
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+		if (fd >= 0)
+			close(fd);
+		fd = hezo_open_nofollow(dir, NULL);
+		if (fd == -ELOOP)
+			return hezo_error_set(err, EPERM, "%s %s: file %s: %s is a symlink", what,
+					      name, path, dir);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return hezo_error_set_errno(err, fd < 0 ? -fd : errno, "%s %s: file %s: %s",
+						    what, name, path, dir);
+		if (st.st_uid != 0)
+			return hezo_error_set(
+				err, EPERM,
+				"%s %s: file %s: directory %s is owned by uid %u, not "
+				"root",
+				what, name, path, dir, (unsigned)st.st_uid);
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+			return hezo_error_set(
+				err, EPERM,
+				"%s %s: file %s: directory %s is writable by group or "
+				"others (mode %04o)",
+				what, name, path, dir, (unsigned)(st.st_mode & 07777));
+	}
+	return TAKE_FD(fd);
+}
+
+/* The file may hold a value or a key only if no container and no unprivileged user can read it,
+ * nor choose which file it is. */
 int shim_root_file_open(const char *what, const char *name, const char *path,
 			struct hezo_error **err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	_cleanup_close_ int dir = root_dirs_open(what, name, path, err);
+	_cleanup_close_ int fd = -1;
 	struct stat st;
 
+	if (dir < 0)
+		return dir;
+	fd = openat(dir, strrchr(path, '/') + 1,
+		    O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0 && errno == ELOOP)
+		return hezo_error_set(err, EPERM, "%s %s: file %s: a symlink (not followed)", what,
+				      name, path);
 	if (fd < 0)
 		return hezo_error_set_errno(err, errno, "%s %s: file %s", what, name, path);
 	if (fstat(fd, &st) < 0)

@@ -443,6 +443,12 @@ bool shim_backend_state_alive(const char *root, const char *id);
 int shim_id_in_use(const struct shim_ctx *ctx, const char *id, const char *bundle, char **where,
 		   struct hezo_error **err);
 
+/*
+ * Is id a live box of the shim's under another --root? Its registration with proxyd and its
+ * agent directory are the ID's alone, so a second box of that ID would take them over: refused.
+ */
+int shim_id_live_elsewhere(const struct shim_ctx *ctx, const char *id, struct hezo_error **err);
+
 /* ended.c: why a container ended, kept at delete when one of its limits was reached. */
 /* The number after "key " in a cgroup file of "key value" lines (-1: absent). */
 long long shim_cgroup_counter(const char *text, const char *key);

@@ -11,6 +11,11 @@
 # the agent down. Under runc, every box in a user namespace of its own (shim/userns.c): box A as
 # root and a box as --user 1000 use the agent; a process in A's namespaces but not its cgroups is
 # A's; the other box's own root cannot reach A's socket nor, handed it, pass proxyd's peer check.
+# The keys red team's findings: a flood of refused requests grows the netlog by
+# lines at a few a second (F4); another box of A's ID (cgroups of that name under another parent,
+# a registration from another namespace, a create under another --root) gets nothing of A's (F1);
+# a key path through a symlink or a directory someone else may change is refused (F3); one
+# userauth signature per live SSH connection to an allowed host (F2, narrowed).
 # HEZO_TEST_BACKEND=runc|runsc (runsc in host network mode, --host-uds=open).
 set -uo pipefail
 
@@ -27,9 +32,11 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/../lib/devimage.sh"
 # shellcheck source=tests/lib/gitssh.sh
 . "$here/../lib/gitssh.sh"
+# shellcheck source=tests/lib/bundle.sh
+. "$here/../lib/bundle.sh"
 
 hezo_require_root
-hezo_require_tools jq ip nft dnsmasq python3 git ssh-keygen unshare nsenter timeout /usr/sbin/sshd "$HEZO_DOCKER"
+hezo_require_tools jq ip nft dnsmasq python3 git ssh-keygen unshare nsenter timeout runuser runc du /usr/sbin/sshd "$HEZO_DOCKER"
 hezo_require_backend
 hezo_require_shim
 PROXYD=${HEZO_PROXYD_BIN:-$HEZO_BUILD_DIR/proxyd/hezo-proxyd}
@@ -200,6 +207,44 @@ timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/agent.py' <"$E/agent.py"
 dexec "$A" 'python3 /tmp/agent.py lock,data'
 expect_match "$OUT" 'lock 5' "[refuse] lock: SSH_AGENT_FAILURE" || diag "$OUT"
 expect_match "$OUT" 'data 5' "[refuse] a sign request for arbitrary data (neither SSHSIG nor userauth): SSH_AGENT_FAILURE" || diag "$OUT"
+# One userauth signature per live SSH connection to an allowed host (red team keys, F2): an idle
+# connection that sent an identification string no longer makes the agent an oracle for as many
+# sessions as a party outside the box asks to have signed.
+cat >"$E/ua.py" <<'EOF'
+import os, socket, struct
+
+def s(b):
+    return struct.pack(">I", len(b)) + b
+
+def call(m):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(20)
+    c.connect(os.environ["SSH_AUTH_SOCK"])
+    c.sendall(m)
+    d = b""
+    while len(d) < 4 or len(d) < 4 + struct.unpack(">I", d[:4])[0]:
+        x = c.recv(4096)
+        if not x:
+            return None
+        d += x
+    return d[4:]
+
+idle = socket.create_connection(("git.test", 22), timeout=20)
+idle.sendall(b"SSH-2.0-idle\r\n")
+idle.recv(256)  # the server's banner: the relay is up
+ids = call(struct.pack(">I", 1) + b"\x0b")
+blob = ids[9:9 + struct.unpack(">I", ids[5:9])[0]]
+for _ in range(2):
+    data = (s(os.urandom(32)) + b"\x32" + s(b"git") + s(b"ssh-connection") + s(b"publickey")
+            + b"\x01" + s(b"ssh-ed25519") + s(blob))
+    body = b"\x0d" + s(blob) + s(data) + struct.pack(">I", 0)
+    r = call(struct.pack(">I", len(body)) + body)
+    print("userauth", r[0] if r else "closed")
+EOF
+timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/ua.py' <"$E/ua.py"
+dexec "$A" 'python3 /tmp/ua.py'
+expect_eq "$OUT" "userauth 14
+userauth 5" "[once] one idle SSH connection to git.test: the first userauth request is signed, a second refused" || diag "$OUT"
 
 # Another box (no project) reaching A's socket by its host path from its own namespace.
 N=$TAG-n
@@ -302,6 +347,54 @@ expect_eq "$(jq -r 'select(.kind=="connect") | .reason' <<<"$NL" 2>&1 | sort -u)
 expect_eq "$("$HEZO_SHIM_BIN" netlog --log-dir "$E/netlog" "$IDA" | jq -r 'select(.proto=="tcp" and .name=="git.test") | .reason' | sort -u)" \
 	"ssh" "[egress] the SSH connections: relayed by name (the pin), netlog reason ssh"
 
+# ---- a flood of refused requests does not fill the host's disk (red team keys, F4) ----
+# LOCK requests, pipelined, on connection after connection for 3 s; the netlog may grow by lines
+# at a few a second, not by one per request (before: 170 MB in 5 s).
+cat >"$E/flood.py" <<'EOF'
+import os, socket, time
+m = b"\0\0\0\x01\x16" * 200
+end = time.time() + 3
+answered = conns = 0
+while time.time() < end:
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(5)
+    c.connect(os.environ["SSH_AUTH_SOCK"])
+    conns += 1
+    got = 0
+    try:
+        c.sendall(m)
+        # Until all 200 are answered or the agent closes the connection.
+        while got < len(m):
+            d = c.recv(4096)
+            if not d:
+                break
+            got += len(d)
+    except OSError:
+        pass
+    answered += got // 5
+    c.close()
+print(answered, conns)
+EOF
+timeout 60 "$HEZO_DOCKER" exec -i "$A" sh -c 'cat >/tmp/flood.py' <"$E/flood.py"
+sleep 0.3
+before=$(du -sb "$E/netlog" | cut -f1)
+dexec "$A" 'python3 /tmp/flood.py'
+diag "flood: $OUT (requests answered, connections)"
+read -r answered conns <<<"$OUT"
+expect_eq "$((${conns:-0} > 1 && ${answered:-0} <= 16 * ${conns:-0}))" 1 \
+	"[flood] a connection is closed after 16 refused requests (${answered:-?} answered on ${conns:-?} connections)" || diag "$OUT"
+sleep 1.2
+grown=$(($(du -sb "$E/netlog" | cut -f1) - before))
+diag "flood: the netlog grew by $grown bytes"
+expect_eq "$((grown < 1000000))" 1 "[flood] 3 s of refused requests grow the netlog by less than 1 MB ($grown bytes)"
+dexec "$A" 'python3 /tmp/agent.py lock'
+sleep 0.3
+expect_match "$(jq -r 'select(.kind=="request" and .verdict=="deny") | .reason' "$E/netlog/$IDA.jsonl" 2>&1 | grep 'not logged' | tail -n 1)" \
+	'^[0-9]+ refusals not logged \(rate limit\)$' "[flood] the next refusal's line is preceded by the count of those not logged"
+dexec "$A" 'ssh-add -L && cd /tmp/repo && GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=agent@box GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=agent@box git commit -q --allow-empty -m after-flood && git cat-file commit HEAD | grep -c "^gpgsig"'
+expect_eq "$OUT" "$PUB deploy
+1" "[flood] after it, a fresh connection lists the key and a commit is signed" || diag "$OUT"
+
 # ---- no private key anywhere ----
 mapfile -t PRIV < <(python3 - "$E/keys/deploy" <<'EOF'
 import base64, sys
@@ -328,6 +421,47 @@ B=$(hezo_docker_bundle "$A") || B=$E/no-bundle
 found=$(for p in "${PRIV[@]}"; do grep -rlF -- "$p" "$B" "/var/lib/docker/containers/$IDA" "$E/state" "$E/proxyd" "$E/netlog" "$E/proxyd.log" /run/hezo* 2>/dev/null; done |
 	grep -v "^$E/keys/" | sort -u)
 expect_eq "$found" "" "[leak] the bundle, Docker's container dir, the shim's state, proxyd's state, log and netlog"
+
+# ---- one ID, one box: another box of A's ID (red team keys, F1) ----
+# A process whose cgroups all end in A's ID, under a parent of its own (as a box of the same ID
+# under another --root has them): the last name alone does not make it A.
+FAKE_CG=()
+while IFS=: read -r _ ctl path; do
+	case $ctl in
+	'') mnt=/sys/fs/cgroup/unified && [ -d "$mnt" ] || mnt=/sys/fs/cgroup ;;
+	name=*) mnt=/sys/fs/cgroup/${ctl#name=} ;;
+	*) mnt=/sys/fs/cgroup/$ctl ;;
+	esac
+	# Hierarchies at the root stay there (a root path is no name); pids and the unified one move.
+	[ "$path" = / ] && [ -n "$ctl" ] && [ "$ctl" != pids ] && continue
+	dir=$mnt${path%/}/ky-$$/$IDA
+	mkdir -p "$dir" && FAKE_CG+=("$dir")
+	tap_cleanup "rmdir '$dir' '${dir%/*}' 2>/dev/null"
+done </proc/self/cgroup
+OUT=$(bash -c 'while [ "$1" != -- ]; do echo $$ >"$1/cgroup.procs" || exit 9; shift; done; shift; cat /proc/self/cgroup >&2; exec "$@"' \
+	_ "${FAKE_CG[@]}" -- python3 "$E/agent.py" "$SOCKA" ids 2>"$E/fakecg.err")
+expect_eq "$OUT" "ids closed" "[one id] a process in cgroups named for A's ID under another parent, on A's socket: closed" ||
+	diag "$OUT $(cat "$E/fakecg.err")"
+# proxyd: a registration of A's ID from another namespace while A lives is refused, not a takeover.
+ip netns add "ky-$$-dup" && tap_cleanup "ip netns del ky-$$-dup 2>/dev/null"
+OUT=$("$PROXYD" --socket "$E/proxyd/control.sock" --ctl register "$IDA" "/run/netns/ky-$$-dup" \
+	'{"mode":"proxy","allow":["git.test:22"]}' "ky$$b" 2>&1) && rc=0 || rc=$?
+expect_ne "$rc" 0 "[one id] proxyd: a registration of A's ID from another network namespace is refused" || diag "$OUT"
+expect_match "$OUT" "id $IDA is registered for a live box of project [^ ]*${PROJ}[^ ]* in another network namespace: refused, not replaced" \
+	"[one id] ... saying whose it is" || diag "$OUT"
+expect_eq "$("$PROXYD" --socket "$E/proxyd/control.sock" --ctl list 2>&1 | jq -r --arg id "$IDA" '.containers[] | select(.id == $id) | .project' 2>&1)" \
+	"$PROJ" "[one id] ... A's registration is still A's project's"
+# The shim: a create of A's ID under another --root (a raw caller of the project's runtime).
+ROOT2=$E/root2
+hezo_make_bundle "$E/dup" "$IDA" '["true"]' || bail_out "cannot make bundle"
+tap_cleanup "hezo_bundle_cleanup '$ROOT2' '$IDA'"
+"$E/hezo-shim" --root "$ROOT2" create -b "$E/dup" "$IDA" >"$E/dup.out" 2>"$E/dup.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[one id] the shim: create of A's running ID under another --root is refused"
+expect_match "$(cat "$E/dup.err")" "^hezo-shim: container $IDA: the ID is a container of hezo-shim's under --root [^ ]+, which is live" \
+	"[one id] ... in one line naming the other --root" || diag "$(cat "$E/dup.err")"
+expect_eq "$(wc -l <"$E/dup.err" | tr -d ' ')" 1 "[one id] ... exactly one line" || diag "$(cat "$E/dup.err")"
+dexec "$A" 'ssh-add -L'
+expect_eq "$OUT" "$PUB deploy" "[one id] A's agent still lists A's key" || diag "$OUT"
 
 # ---- fail closed ----
 kill -KILL "$PROXYD_PID"
@@ -357,6 +491,36 @@ expect_match "$OUT" "key deploy: file $E/keys/deploy: No such file" "[refuse] ..
 dexec "$A" 'ssh-add -L >/dev/null; cd /tmp/repo && git commit -q --allow-empty -m gone; echo commit=$?'
 expect_match "$OUT" 'commit=[1-9]' "[refuse] the running box once its key file is gone: nothing signed" || diag "$OUT"
 mv "$E/keys/deploy.away" "$E/keys/deploy"
+
+# ---- the key file's path: no symlink, every directory root's alone (red team keys, F3) ----
+# Whoever may change a directory on the way, or made a symlink there, would choose which root-only
+# ed25519 key (root's own, the host's) the project's boxes sign with.
+project_key() { jq -n --arg f "$1" '{keys: {deploy: {file: $f, sign: ["git"], ssh: ["git.test"]}}}' >"$E/projects/$PROJ.json"; }
+run_refused()
+{
+	OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime "$RT" --network "$NET" "$HEZO_DEV_IMAGE" true 2>&1 </dev/null) && rc=0 || rc=$?
+	expect_ne "$rc" 0 "[key path] $1: docker run fails" || diag "$OUT"
+	expect_match "$OUT" "$2" "[key path] ... $3" || diag "$OUT"
+}
+mkdir -m 0755 "$E/userdir" && chown 65534 "$E/userdir"
+runuser -u nobody -- ln -s "$E/keys/deploy" "$E/userdir/deploy"
+project_key "$E/userdir/deploy"
+run_refused "the key path in a directory of uid 65534's (a symlink it made to a root-only key)" \
+	"key deploy: file $E/userdir/deploy: directory $E/userdir is owned by uid 65534, not root" "naming the directory and its owner"
+chown 0 "$E/userdir"
+run_refused "the key file a symlink to a root-only key" \
+	"key deploy: file $E/userdir/deploy: a symlink \\(not followed\\)" "naming it a symlink"
+ln -s keys "$E/keylink"
+project_key "$E/keylink/deploy"
+run_refused "a symlink among the key path's directories" \
+	"key deploy: file $E/keylink/deploy: $E/keylink is a symlink" "naming the symlink"
+chmod 0775 "$E/keys"
+project_key "$E/keys/deploy"
+run_refused "the key's directory writable by its group" \
+	"key deploy: file $E/keys/deploy: directory $E/keys is writable by group or others \\(mode 0775\\)" "naming the directory and its mode"
+chmod 0700 "$E/keys"
+OUT=$(timeout -k 5 120 "$HEZO_DOCKER" run --rm --runtime "$RT" --network "$NET" "$HEZO_DEV_IMAGE" ssh-add -L 2>&1 </dev/null) && rc=0 || rc=$?
+expect_eq "$OUT" "$PUB deploy" "[key path] the key back in its root-only directory: a box gets it" || diag "$OUT"
 
 for c in "${CONTAINERS[@]}"; do hezo_docker rm -f "$c" >/dev/null 2>&1; done
 expect_eq "$(ls "$E/proxyd/agent" 2>&1)" "" "[cleanup] the agents' directories went with their boxes"

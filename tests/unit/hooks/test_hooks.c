@@ -22,6 +22,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 
+#include "hezo-cgroup.h"
 #include "hezo-hook.h"
 #include "hezo-id.h"
 
@@ -631,14 +632,14 @@ static void test_cgroup2_path(void **unused)
 	const char *hybrid = "9:name=systemd:/docker/abc\n4:memory:/docker/abc\n0::/docker/abc\n";
 	char out[64];
 
-	assert_int_equal(hezo_hook_cgroup2_path(hybrid, strlen(hybrid), out, sizeof(out)), 0);
+	assert_int_equal(hezo_cgroup2_path(hybrid, strlen(hybrid), out, sizeof(out)), 0);
 	assert_string_equal(out, "/docker/abc");
-	assert_int_equal(hezo_hook_cgroup2_path("0::/\n", 5, out, sizeof(out)), 0);
+	assert_int_equal(hezo_cgroup2_path("0::/\n", 5, out, sizeof(out)), 0);
 	assert_string_equal(out, "/");
-	assert_int_equal(hezo_hook_cgroup2_path("1:cpu:/x\n", 9, out, sizeof(out)), -ENOENT);
+	assert_int_equal(hezo_cgroup2_path("1:cpu:/x\n", 9, out, sizeof(out)), -ENOENT);
 	/* Outside the reader's cgroup namespace: no path to open. */
-	assert_int_equal(hezo_hook_cgroup2_path("0::/../../x\n", 12, out, sizeof(out)), -EINVAL);
-	assert_int_equal(hezo_hook_cgroup2_path("0::/abcdef\n", 11, out, 4), -EINVAL);
+	assert_int_equal(hezo_cgroup2_path("0::/../../x\n", 12, out, sizeof(out)), -EINVAL);
+	assert_int_equal(hezo_cgroup2_path("0::/abcdef\n", 11, out, 4), -EINVAL);
 }
 
 /* The call over a real SOCK_SEQPACKET pair: the peer must get the request and the fd. */

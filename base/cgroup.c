@@ -1,9 +1,9 @@
 /*
- * The container's cgroup v2 id, sent with its registration: proxyd tells the connections of
- * containers that share one network namespace apart by the cgroup the kernel records on each
- * socket (proxyd/peer.c). On a cgroup v1 host runc also places the container in the unified
+ * A process's cgroup v2 id: the hook sends the container's with its registration, and proxyd
+ * compares a peer's with it. On a cgroup v1 host runc also places the container in the unified
  * hierarchy (mounted at /sys/fs/cgroup/unified in hybrid mode).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,13 +14,13 @@
 
 #include "hezo-cleanup.h"
 #include "hezo-file.h"
-#include "hezo-hook.h"
+#include "hezo-cgroup.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-int hezo_hook_cgroup2_path(const char *buf, size_t len, char *out, size_t size)
+int hezo_cgroup2_path(const char *buf, size_t len, char *out, size_t size)
 {
 	const char *p = buf, *end = buf + len;
 
@@ -60,29 +60,58 @@ static int cgroup2_root(void)
 	return -ENOENT;
 }
 
-int hezo_hook_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
+/* The id of the unified cgroup a /proc/PID/cgroup file names, under root (cgroup2_root's). */
+static int id_of(int root, const char *proc, uint64_t *out, struct hezo_error **err)
 {
 	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int root = -1;
-	char proc[64], path[4096];
+	char path[4096];
 	struct stat st;
 	size_t len;
 	int r;
 
-	*out = 0;
-	snprintf(proc, sizeof(proc), "/proc/%d/cgroup", pid);
 	r = hezo_read_file_at(AT_FDCWD, proc, 1 << 16, &buf, &len, err);
 	if (r < 0)
 		return r;
-	r = hezo_hook_cgroup2_path(buf, len, path, sizeof(path));
+	r = hezo_cgroup2_path(buf, len, path, sizeof(path));
 	if (r < 0)
 		return hezo_error_set(err, -r, "%s: no cgroup v2 path", proc);
-	root = cgroup2_root();
-	if (root < 0)
-		return hezo_error_set(err, ENOENT, "no cgroup v2 hierarchy mounted");
 	/* The id of a cgroup is its directory's inode number in cgroupfs. */
 	if (fstatat(root, path[1] ? path + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return hezo_error_set_errno(err, errno, "cgroup %s", path);
 	*out = (uint64_t)st.st_ino;
 	return 0;
+}
+
+int hezo_cgroup_id(int pid, uint64_t *out, struct hezo_error **err)
+{
+	_cleanup_close_ int root = cgroup2_root();
+	char proc[64];
+
+	*out = 0;
+	if (root < 0)
+		return hezo_error_set(err, ENOENT, "no cgroup v2 hierarchy mounted");
+	snprintf(proc, sizeof(proc), "/proc/%d/cgroup", pid);
+	return id_of(root, proc, out, err);
+}
+
+bool hezo_cgroup_id_in_use(uint64_t id)
+{
+	_cleanup_close_ int root = cgroup2_root();
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	if (root < 0 || !(d = opendir("/proc")))
+		return false;
+	while (!found && (de = readdir(d))) {
+		char proc[300];
+		uint64_t cg = 0;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(proc, sizeof(proc), "/proc/%s/cgroup", de->d_name);
+		found = id_of(root, proc, &cg, NULL) == 0 && cg == id;
+	}
+	closedir(d);
+	return found;
 }
