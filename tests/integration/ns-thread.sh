@@ -73,7 +73,7 @@ attempt()
 refused()
 {
 	expect_ne "$RC" 0 "[$1] refused (non-zero exit)" || diag "stdout: $OUT"
-	expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: $2" "[$1] one line naming the field and why"
+	expect_match "$(wc -l <<<"$ERR"):$ERR" "^1:hezo-shim: config\\.json: $2" "[$1] one line naming the file, the field and why"
 }
 
 # setns_filter TYPE PATH: a jq filter naming PATH for the namespace of TYPE.

@@ -389,7 +389,7 @@ if [ "$HEZO_TEST_BACKEND" = runc ]; then
 	hezo_make_bundle "$WORK/dnest" "$ID" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$D"'/'"$ID"'"' ||
 		bail_out "cannot make bundle dnest"
 	shim_err dnest-create --hezo-project alpha --root "$ROOT" create -b "$WORK/dnest" "$ID"
-	refused "default root, nesting" "linux.cgroupsPath \"/hezo-test/$D/$ID\": it is below container $D's cgroup /hezo-test/$D"
+	refused "default root, nesting" "config\\.json: linux.cgroupsPath \"/hezo-test/$D/$ID\": it is below container $D's cgroup /hezo-test/$D"
 	out=$(hezo_shim --hezo-project alpha list -q 2>&1 </dev/null)
 	expect_eq "$out" "$D" "[default root, list] list with no --root shows it" || diag "$out"
 	hezo_shim --hezo-project alpha ps --json >"$WORK/dflt-ps.json" 2>/dev/null </dev/null

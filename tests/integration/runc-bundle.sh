@@ -1164,7 +1164,7 @@ while IFS='|' read -r label filter want; do
 	err=$(cat "$WORK/field$i.err")
 	expect_ne "$rc" 0 "[$label] run is refused"
 	expect_eq "$(wc -l <"$WORK/field$i.err" | tr -d ' ')" 1 "[$label] exactly one line on stderr" || diag "$err"
-	expect_match "$err" "^hezo-shim: $want" "[$label] the line names the field"
+	expect_match "$err" "^hezo-shim: config\\.json: $want" "[$label] the line names the file and the field"
 	check "[$label] config.json unchanged" cmp "$WORK/field$i.orig" "$B/config.json"
 	expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[$label] no container left"
 done <<'FIELDS'
