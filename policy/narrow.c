@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hezo-cleanup.h"
 #include "hezo-egress.h"
 #include "hezo-file.h"
 #include "policy-parse.h"
@@ -151,6 +155,39 @@ int hezo_policy_layer_project(const struct hezo_policy *base, const char *projec
 	return 0;
 }
 
+/*
+ * A project file, read only from a projectsDir and a file that root owns and alone may write (a
+ * file anyone else may write would choose a project's box: its allowedSources, its workspace),
+ * never through a symlink, never waiting on a FIFO (red team ws3, F3).
+ */
+static int read_project_file(const char *dir, const char *file, char **buf, size_t *len,
+			     struct hezo_error **err)
+{
+	_cleanup_close_ int dfd = -1, fd = -1;
+	struct stat st;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "projectsDir %s", dir);
+	if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return hezo_error_set(err, EPERM,
+				      "projectsDir %s: not root's, or writable by group or others "
+				      "(whoever may write there chooses a project's box)",
+				      dir);
+	fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT
+				       : hezo_error_set_errno(err, errno, "%s/%s", dir, file);
+	if (fstat(fd, &st) < 0)
+		return hezo_error_set_errno(err, errno, "%s/%s", dir, file);
+	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+	    (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return hezo_error_set(
+			err, EPERM, "%s/%s: not a regular file of root's that root alone may write",
+			dir, file);
+	return hezo_read_fd(fd, POLICY_MAX_BYTES, buf, len, err);
+}
+
 static int layer_project(const struct hezo_policy *base, const char *project, bool *missing,
 			 struct hezo_policy **out, struct hezo_error **err)
 {
@@ -158,9 +195,12 @@ static int layer_project(const struct hezo_policy *base, const char *project, bo
 	size_t len = 0;
 	int r;
 
-	if (asprintf(&path, "%s/%s.json", base->projects_dir, project) < 0)
+	_cleanup_free_ char *file = NULL;
+
+	if (asprintf(&path, "%s/%s.json", base->projects_dir, project) < 0 ||
+	    asprintf(&file, "%s.json", project) < 0)
 		return hezo_error_set(err, ENOMEM, "out of memory");
-	r = hezo_read_file_at(AT_FDCWD, path, POLICY_MAX_BYTES, &buf, &len, err);
+	r = read_project_file(base->projects_dir, file, &buf, &len, err);
 	if (r < 0) {
 		if (r == -ENOENT) {
 			hezo_error_free(*err);
@@ -195,8 +235,9 @@ static int raw_project(const struct hezo_policy *base, int dir, const char *file
 	const struct hezo_json *ws;
 	_cleanup_free_ char *clean = NULL;
 
-	int r = hezo_read_file_at(dir, file, POLICY_MAX_BYTES, &buf, &len, NULL);
+	int r = read_project_file(base->projects_dir, file, &buf, &len, NULL);
 
+	(void)dir;
 	if (r == -ENOENT)
 		return r; /* removed since the directory was read */
 	if (r < 0 || hezo_json_parse(buf, len, &doc, NULL) < 0)

@@ -184,7 +184,23 @@ int hezo_policy_elem_abs_path(struct pctx *c, const char *field, const char *s, 
 
 int hezo_policy_elem_cap(struct pctx *c, const char *field, const char *s, char **norm)
 {
-	return elem_normalised(c, field, s, norm, hezo_policy_cap_normalise, "a capability");
+	int r = elem_normalised(c, field, s, norm, hezo_policy_cap_normalise, "a capability");
+
+	/*
+	 * A file a box writes into its workspace or a bind is a host file, owned by host root under
+	 * runsc and through an idmapped bind: with these it could leave one that makes any local
+	 * user root (file capabilities, red team ws3 F2) or a device node that opens a disk.
+	 */
+	if (r == 0 && (strcmp(*norm, "CAP_SETFCAP") == 0 || strcmp(*norm, "CAP_MKNOD") == 0)) {
+		r = hezo_policy_perr(
+			c, field,
+			"%s is never granted: a box would write file capabilities or "
+			"device nodes that hold on the host through its workspace or binds",
+			*norm);
+		free(*norm);
+		*norm = NULL;
+	}
+	return r;
 }
 
 int hezo_policy_elem_backend(struct pctx *c, const char *field, const char *s, char **norm)

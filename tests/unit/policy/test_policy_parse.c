@@ -293,6 +293,10 @@ static const struct {
 	 "capabilities[1]: \"12\" is not a capability"},
 	{"{\"capabilities\":[\"\"]}", "capabilities[0]: \"\" is not a capability"},
 	{"{\"capabilities\":\"CAP_CHOWN\"}", "capabilities: expected a list, got string"},
+	/* File capabilities and device nodes a box would leave on the host (red team ws3, F2). */
+	{"{\"capabilities\":[\"CAP_CHOWN\",\"setfcap\"]}",
+	 "capabilities[1]: CAP_SETFCAP is never granted: a box would write file capabilities"},
+	{"{\"capabilities\":[\"CAP_MKNOD\"]}", "capabilities[0]: CAP_MKNOD is never granted"},
 	{"{\"noNewPrivileges\":\"yes\"}", "noNewPrivileges: expected true or false, got string"},
 	{"{\"readonlyRootfs\":1}", "readonlyRootfs: expected true or false, got number"},
 	/* tmpfs and sizes */
@@ -675,6 +679,22 @@ static void test_project_refusals(void **state)
 	for_container_fails(f->base, "{\"io.kubernetes.cri.sandbox-namespace\":\"typo\"}", NULL,
 			    "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "sneaky", "sneaky.json: mode: only the main policy");
+	/* Whoever may write projectsDir or a project file chooses its box (red team ws3, F3). */
+	{
+		_cleanup_free_ char *pdir = NULL, *web = NULL;
+
+		assert_true(asprintf(&pdir, "%s/projects", f->dir) > 0);
+		assert_true(asprintf(&web, "%s/web.json", pdir) > 0);
+		assert_int_equal(chmod(pdir, 0777), 0);
+		for_container_fails(f->base, NULL, "web",
+				    "not root's, or writable by group or others");
+		assert_int_equal(chmod(pdir, 0755), 0);
+		assert_int_equal(chmod(web, 0666), 0);
+		for_container_fails(
+			f->base, NULL, "web",
+			"web.json: not a regular file of root's that root alone may write");
+		assert_int_equal(chmod(web, 0644), 0);
+	}
 	for_container_fails(f->base, NULL, "typo", "typo.json: resources: unknown key \"memroy\"");
 	for_container_fails(f->base, NULL, "notjson", "policy ");
 	for_container_fails(f->base, "{\"org.hezo.project\":5}", NULL,

@@ -517,6 +517,10 @@ static void test_no_setid(void **state)
 		parse("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}"),
 		parse("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"chmod\","
 		      "\"openat\",\"mkdir\",\"openat2\"],\"action\":\"SCMP_ACT_LOG\"}]}"),
+		/* A name twice in one rule (red team ws3, F1a): every copy is guarded. */
+		parse("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"chmod\","
+		      "\"chmod\",\"openat\",\"mkdir\",\"mkdir\",\"openat2\"],\"action\":"
+		      "\"SCMP_ACT_ALLOW\"}]}"),
 	};
 	const uint64_t at = (uint64_t)-100, creat = O_CREAT | O_WRONLY;
 
@@ -539,7 +543,7 @@ static void test_no_setid(void **state)
 		assert_false(allows(verdict_args(p, "mkdir", 0, 02755, 0, 0)));
 		assert_true(allows(verdict_args(p, "mkdir", 0, 0755, 0, 0)));
 		assert_false(allows(verdict_args(p, "openat2", at, 0, 0, 0)));
-		if (i != 3) {
+		if (i < 3) {
 			assert_false(allows(verdict_args(p, "fchmod", 3, 04755, 0, 0)));
 			assert_true(allows(verdict_args(p, "fchmod", 3, 0600, 0, 0)));
 			assert_false(allows(verdict_args(p, "fchmodat", at, 0, 06755, 0)));
@@ -556,6 +560,36 @@ static void test_no_setid(void **state)
 	}
 }
 
+/*
+ * A rule comparing one argument twice (red team ws3, F1b): runc and runsc install each comparison
+ * as a rule of its own, so a mode comparison added beside them holds for none; such a rule that
+ * lets chmod run is dropped, and the refusing default answers every chmod.
+ */
+static void test_no_setid_repeated_index(void **state)
+{
+	_cleanup_error_ struct hezo_error *err = NULL;
+	_cleanup_json_ struct hezo_json *p =
+		parse("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"chmod\"],"
+		      "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":1,\"op\":"
+		      "\"SCMP_CMP_NE\"},{\"index\":0,\"value\":2,\"op\":\"SCMP_CMP_NE\"}]}]}");
+	const struct hezo_json *rules;
+
+	(void)state;
+	assert_int_equal(hezo_policy_seccomp_no_setid(p, &err), 0);
+	rules = hezo_json_get(p, "syscalls");
+	HEZO_JSON_FOREACH (i, rules) {
+		const struct hezo_json *r = rules->items[i];
+		const struct hezo_json *names = hezo_json_get(r, "names");
+		bool chmod = false;
+
+		HEZO_JSON_FOREACH (j, names)
+			chmod = chmod || strcmp(hezo_json_string(names->items[j]), "chmod") == 0;
+		assert_false(chmod && strcmp(hezo_json_string(hezo_json_get(r, "action")),
+					     "SCMP_ACT_ALLOW") == 0);
+	}
+	assert_false(allows(verdict_args(p, "chmod", 0, 04755, 0, 0)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -567,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_engine_refusals),
 		cmocka_unit_test(test_flags_and_idempotence),
 		cmocka_unit_test(test_no_setid),
+		cmocka_unit_test(test_no_setid_repeated_index),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
