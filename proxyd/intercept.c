@@ -459,8 +459,13 @@ static int basic_add(struct pd_icpt *k, const struct basic_pairs *p, uint64_t re
 		}
 		k->basic[slot] = b;
 		k->basic_req[slot] = req;
-		k->mv[k->nsv + slot] = (struct hezo_mask_value){(const char *)b + p->slen[i], b,
-								p->slen[i], p->wlen[i]};
+		k->mv[k->nsv + slot] = (struct hezo_mask_value){
+			.placeholder = (const char *)b + p->slen[i],
+			.value = b,
+			.len = p->slen[i],
+			.placeholder_len = p->wlen[i],
+			.derived = true,
+		};
 	}
 	k->nmv = k->nsv + k->nbasic;
 	if (k->mask)
