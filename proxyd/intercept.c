@@ -78,7 +78,7 @@ struct pd_icpt {
 	uint8_t *basic[BASIC_SLOTS];	 /* sent and written, one allocation */
 	uint64_t basic_req[BASIC_SLOTS]; /* the last request (nreq) whose answer may echo it */
 	unsigned nbasic;		 /* slots in use, from the first */
-	struct hezo_mask *mask;		 /* the answers, while a request waits for one (~60 KiB) */
+	struct hezo_mask *mask;		 /* the answers, while a request waits for one (~72 KiB) */
 	size_t nmv;			 /* values masked: the secrets', then Basic credentials */
 	uint64_t masked;		 /* masks of the answers before the current mask */
 	uint16_t port;			 /* the real destination port */
