@@ -116,6 +116,15 @@ static int deregister(int fd, const char *id, struct hezo_error **err)
 	return r;
 }
 
+/* Does the egress section name secrets (a "secrets" object that is not empty)? */
+static bool has_secrets(const struct hezo_hook_egress *eg)
+{
+	_cleanup_json_ struct hezo_json *none = hezo_json_new_object();
+	const struct hezo_json *s = hezo_json_get_type(eg->json, "secrets", HEZO_JSON_OBJECT);
+
+	return s && !(none && hezo_json_equal(s, none));
+}
+
 static int do_register(int fd, int nsfd, const struct hezo_hook_state *st,
 		       const struct hezo_hook_egress *eg, struct hezo_hook_nft_params *p,
 		       struct hezo_error **err)
@@ -129,12 +138,20 @@ static int do_register(int fd, int nsfd, const struct hezo_hook_state *st,
 
 	/*
 	 * Which connections are this container's when others share its namespace. Unknown (0),
-	 * its secrets go only while it is alone there: proxyd gives them to no connection it
-	 * cannot tell apart.
+	 * proxyd would take every connection of the namespace for a sole member's, a process
+	 * that joined it without registering included: a container with secrets is refused
+	 * instead (fail closed); one without only gets the warning.
 	 */
-	if (hezo_cgroup_id(st->pid, &cgroup, &cgerr) < 0)
+	if (hezo_cgroup_id(st->pid, &cgroup, &cgerr) < 0) {
+		if (has_secrets(eg))
+			return hezo_error_set(err, EPERM,
+					      "cannot read the container's cgroup v2 id (%s): its "
+					      "secrets would go to every process of its network "
+					      "namespace",
+					      cgerr && cgerr->msg ? cgerr->msg : "cgroup");
 		fprintf(stderr, "hezo-hook: warning: %s\n",
 			cgerr && cgerr->msg ? cgerr->msg : "cgroup");
+	}
 	r = hezo_hook_build_register(st->id, eg, cgroup, &req, &reqlen, err);
 	if (r < 0)
 		return r;

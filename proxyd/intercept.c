@@ -42,6 +42,13 @@
  */
 #define CONN_CHARGE	 (384 * 1024)
 #define H2_STREAM_CHARGE (160 * 1024)
+/*
+ * Each registration's first bytes (a connection and four streams) are its own, outside the
+ * global cap: boxes that spend the cap between them (four at their default share) cannot lock
+ * every other box out of its secrets (s13 red team F2). Only what a registration holds beyond
+ * this is charged to --intercept-memory.
+ */
+#define REG_FLOOR (CONN_CHARGE + 4 * H2_STREAM_CHARGE)
 
 enum phase { P_CLIENT_HS, P_CONNECT, P_UP_HS, P_RUN };
 
@@ -71,7 +78,7 @@ struct pd_icpt {
 	uint8_t *basic[BASIC_SLOTS];	 /* sent and written, one allocation */
 	uint64_t basic_req[BASIC_SLOTS]; /* the last request (nreq) whose answer may echo it */
 	unsigned nbasic;		 /* slots in use, from the first */
-	struct hezo_mask *mask;		 /* the answers, while a request waits for one (~60 KiB) */
+	struct hezo_mask *mask;		 /* the answers, while a request waits for one (~72 KiB) */
 	size_t nmv;			 /* values masked: the secrets', then Basic credentials */
 	uint64_t masked;		 /* masks of the answers before the current mask */
 	uint16_t port;			 /* the real destination port */
@@ -92,23 +99,30 @@ struct pd_icpt {
 };
 
 static struct pd_icpt *all;
-static uint64_t charged_all; /* every registration's intercepted connections, reserved */
+static uint64_t charged_all; /* every registration's reservations beyond its floor */
+
+static uint64_t over_floor(uint64_t held)
+{
+	return held > REG_FLOOR ? held - REG_FLOOR : 0;
+}
 
 /* n more bytes for c from the budget: NULL, or why not (nothing taken then). */
 static const char *budget_take(struct pd_container *c, uint64_t n)
 {
-	if (charged_all + n > (uint64_t)pd_cfg.icpt_mem_mib << 20)
+	uint64_t g = over_floor(c->icpt_mem + n) - over_floor(c->icpt_mem);
+
+	if (charged_all + g > (uint64_t)pd_cfg.icpt_mem_mib << 20)
 		return "interception memory budget spent (all registrations)";
 	if (c->icpt_mem + n > (uint64_t)pd_cfg.icpt_share_mib << 20)
 		return "interception memory budget spent (this registration's share)";
-	charged_all += n;
+	charged_all += g;
 	c->icpt_mem += n;
 	return NULL;
 }
 
 static void budget_give(struct pd_container *c, uint64_t n)
 {
-	charged_all -= n;
+	charged_all -= over_floor(c->icpt_mem) - over_floor(c->icpt_mem - n);
 	c->icpt_mem -= n;
 }
 static uint8_t scratch[16384];
@@ -459,8 +473,13 @@ static int basic_add(struct pd_icpt *k, const struct basic_pairs *p, uint64_t re
 		}
 		k->basic[slot] = b;
 		k->basic_req[slot] = req;
-		k->mv[k->nsv + slot] = (struct hezo_mask_value){(const char *)b + p->slen[i], b,
-								p->slen[i], p->wlen[i]};
+		k->mv[k->nsv + slot] = (struct hezo_mask_value){
+			.placeholder = (const char *)b + p->slen[i],
+			.value = b,
+			.len = p->slen[i],
+			.placeholder_len = p->wlen[i],
+			.derived = true,
+		};
 	}
 	k->nmv = k->nsv + k->nbasic;
 	if (k->mask)

@@ -123,84 +123,130 @@ static size_t partial_tail(const struct hezo_mask *m, const uint8_t *w, size_t f
 	return best;
 }
 
-/* The first value in w[pos..len): its place (NULL: none) and which one in *k. */
-static const uint8_t *first_value(const struct hezo_mask_value *v, size_t n, const uint8_t *w,
-				  size_t pos, size_t len, size_t *k)
-{
-	const uint8_t *best = NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		const uint8_t *p;
-
-		if (v[i].len == 0 || v[i].len > len - pos)
-			continue;
-		p = memmem(w + pos, len - pos, v[i].value, v[i].len);
-		/* The earliest wins; at one place the longer (a value inside another). */
-		if (p && (!best || p < best || (p == best && v[i].len > v[*k].len))) {
-			best = p;
-			*k = i;
-		}
-	}
-	return best;
-}
-
 static size_t ph_len(const struct hezo_mask_value *v)
 {
 	return v->placeholder_len ? v->placeholder_len : HEZO_PLACEHOLDER_LEN;
 }
 
-/* Pass w[0..len) on with every whole value replaced; returns where the bytes kept for the next
- * call begin (a value's first bytes may end the buffer: those, up to longest - 1, wait). */
-static size_t scan(struct hezo_mask *m, const uint8_t *w, size_t len, bool last)
+/*
+ * The next occurrence to mask in w[0..len), everything before pos already passed: the earliest
+ * that ends past pos, at one place the longer. A real value's occurrence may start before pos,
+ * inside the one just masked (values that overlap): masked too, or its rest would pass. A
+ * derived value (a Basic token the box wrote) never takes bytes of a real value's occurrence:
+ * one that overlaps the real one found is left out, and it never goes on from a masked one.
+ * false: none. *k is which, *at where it starts.
+ */
+static bool next_value(const struct hezo_mask_value *v, size_t n, const uint8_t *w, size_t pos,
+		       size_t len, size_t *k, size_t *at)
 {
-	size_t pos = 0, limit;
+	size_t rs = 0, rk = 0, ds = 0, dk = 0;
+	bool r = false, d = false;
 
-	for (;;) {
-		size_t k = 0;
-		const uint8_t *best = first_value(m->v, m->n, w, pos, len, &k);
+	for (int derived = 0; derived < 2; derived++)
+		for (size_t i = 0; i < n; i++) {
+			size_t vl = v[i].len, lo, s;
+			const uint8_t *p;
 
-		if (!best)
+			if (vl == 0 || v[i].derived != derived)
+				continue;
+			lo = derived ? pos : pos >= vl - 1 ? pos - (vl - 1) : 0;
+			if (vl > len - lo)
+				continue;
+			p = memmem(w + lo, len - lo, v[i].value, vl);
+			if (!p)
+				continue;
+			s = (size_t)(p - w);
+			if (!derived && (!r || s < rs || (s == rs && vl > v[rk].len))) {
+				r = true;
+				rs = s;
+				rk = i;
+			}
+			/* Its later occurrences end later still: this value has none before rs. */
+			if (derived && (!r || s + vl <= rs) &&
+			    (!d || s < ds || (s == ds && vl > v[dk].len))) {
+				d = true;
+				ds = s;
+				dk = i;
+			}
+		}
+	*k = d ? dk : rk;
+	*at = d ? ds : rs;
+	return d || r;
+}
+
+/*
+ * Pass w[pos..len) on with every occurrence of a value replaced (w[0..pos): bytes passed
+ * before, kept so an occurrence that began there is seen); returns where the bytes that wait
+ * for the next call begin. They start at the earliest place where the rest of w could begin a
+ * value: a match is taken only before it, so a longer value that starts there or earlier and
+ * is not all here yet is never cut by a shorter one inside it (leftmost-longest).
+ */
+static size_t scan(struct hezo_mask *m, const uint8_t *w, size_t pos, size_t len, bool last)
+{
+	/* From w's start: an occurrence begun in the bytes just masked holds back what follows. */
+	size_t hold = last || m->longest == 0 ? len : len - partial_tail(m, w, 0, len);
+	size_t k = 0, at = 0;
+
+	while (next_value(m->v, m->n, w, pos, len, &k, &at) && at < hold) {
+		/* A real value that is not all here yet may still overlap a derived one. */
+		if (m->v[k].derived && at + m->v[k].len > hold) {
+			hold = at;
 			break;
-		stage_put(m, w + pos, (size_t)(best - w) - pos);
+		}
+		if (at > pos)
+			stage_put(m, w + pos, at - pos);
 		stage_put(m, (const uint8_t *)m->v[k].placeholder, ph_len(&m->v[k]));
 		m->masked++;
-		pos = (size_t)(best - w) + m->v[k].len;
+		m->masked_to = pos = at + m->v[k].len;
 	}
-	if (last || m->longest == 0)
-		limit = len;
-	else
-		limit = len - partial_tail(m, w, pos, len);
-	stage_put(m, w + pos, limit - pos);
-	return limit;
+	if (hold > pos) {
+		stage_put(m, w + pos, hold - pos);
+		pos = hold;
+	}
+	return pos;
+}
+
+/* How many passed bytes before from stay for the next call: a value's length less one. */
+static size_t ctx_len(const struct hezo_mask *m, size_t from)
+{
+	return m->longest - 1 < from ? m->longest - 1 : from;
 }
 
 /* Body or head bytes toward the client, masked; last: nothing of this stream follows. */
 static void mask_data(struct hezo_mask *m, const uint8_t *b, size_t n, bool last)
 {
-	/* Bytes kept from before go first, joined with the next in work. */
-	while (m->carry > 0 || n == 0) {
-		size_t take = sizeof(m->work) - m->carry, keep;
+	do {
+		size_t take = sizeof(m->work) - m->carry, len, from, keep;
 
 		take = n < take ? n : take;
+		if (m->carry == 0 && take == n) {
+			/* Nothing kept: scanned where they lie. */
+			m->masked_to = 0;
+			if (n == 0)
+				break;
+			from = scan(m, b, 0, n, last);
+			keep = from - (m->masked_to == from && from > 0 ? ctx_len(m, from) : 0);
+			memcpy(m->work, b + keep, n - keep);
+			m->ctx = from - keep;
+			m->carry = n - keep;
+			break;
+		}
 		if (take) {
 			memcpy(m->work + m->carry, b, take);
 			b += take;
 			n -= take;
 		}
-		keep = scan(m, m->work, m->carry + take, last && n == 0);
-		memmove(m->work, m->work + keep, m->carry + take - keep);
-		m->carry = m->carry + take - keep;
-		if (n == 0)
-			return;
-	}
-	/* Nothing kept: the bytes are scanned where they lie and only a value's possible first
-	 * bytes at their end (under longest, so work holds them) are copied to wait. */
-	{
-		size_t keep = scan(m, b, n, last);
-
-		memcpy(m->work, b + keep, n - keep);
-		m->carry = n - keep;
-	}
+		len = m->carry + take;
+		m->masked_to = m->ctx;
+		from = scan(m, m->work, m->ctx, len, last && n == 0);
+		/* An occurrence that goes on from a masked one needs the masked bytes before it. */
+		keep = from - (m->masked_to == from && from > 0 ? ctx_len(m, from) : 0);
+		memmove(m->work, m->work + keep, len - keep);
+		m->ctx = from - keep;
+		m->carry = len - keep;
+	} while (n > 0);
+	if (last)
+		m->carry = m->ctx = 0;
 }
 
 void hezo_mask_stream(struct hezo_mask *m)
@@ -212,25 +258,26 @@ void hezo_mask_stream(struct hezo_mask *m)
 int hezo_mask_string(const struct hezo_mask_value *v, size_t n, const uint8_t *in, size_t len,
 		     uint8_t *out, size_t outsz, size_t *outlen, uint64_t *masked)
 {
-	size_t pos = 0, o = 0;
+	size_t pos = 0, o = 0, k = 0, at = 0;
 
 	for (;;) {
-		size_t k = 0, lit;
-		const uint8_t *best = first_value(v, n, in, pos, len, &k);
+		bool found = next_value(v, n, in, pos, len, &k, &at);
+		size_t lit = (found ? at : len) - pos;
 
-		lit = (best ? (size_t)(best - in) : len) - pos;
+		if (found && at < pos)
+			lit = 0;
 		if (o + lit > outsz)
 			return -ENOSPC;
 		memcpy(out + o, in + pos, lit);
 		o += lit;
-		if (!best)
+		if (!found)
 			break;
 		if (o + ph_len(&v[k]) > outsz)
 			return -ENOSPC;
 		memcpy(out + o, v[k].placeholder, ph_len(&v[k]));
 		o += ph_len(&v[k]);
 		(*masked)++;
-		pos = (size_t)(best - in) + v[k].len;
+		pos = at + v[k].len;
 	}
 	*outlen = o;
 	return 0;

@@ -302,6 +302,9 @@ struct hezo_mask_value {
 	const uint8_t *value;
 	size_t len;
 	size_t placeholder_len; /* 0: HEZO_PLACEHOLDER_LEN */
+	/* A Basic token as the box sent it, not an admin's value: masked only where it takes no
+	 * byte of a real value's occurrence (the box chose its text around the value). */
+	bool derived;
 };
 
 /* The secrets and, after them, the Basic credentials substituted on the connection. */
@@ -328,11 +331,15 @@ struct hezo_mask {
 	bool close_after;
 	uint64_t left;
 	size_t headlen, carry, stagelen;
-	uint64_t masked; /* values replaced so far */
-	const char *why; /* after an error: what was wrong */
+	size_t ctx;	  /* work[0..ctx): bytes passed, kept for an occurrence begun there */
+	size_t masked_to; /* where the last occurrence masked ends */
+	uint64_t masked;  /* values replaced so far */
+	const char *why;  /* after an error: what was wrong */
 	/* The buffers: hezo_mask_init leaves them alone. */
 	uint8_t head[HEZO_MASK_HEAD_MAX];
-	uint8_t work[HEZO_MASK_VALUE_MAX + 16384]; /* a longest value less one kept, and a read */
+	/* Passed bytes an occurrence may go on from and bytes that may begin one (each under a
+	 * longest value), and a read. */
+	uint8_t work[2 * HEZO_MASK_VALUE_MAX + 16384];
 	/* Bytes on their way out, with room for a chunk's size line before them and its CR LF
 	 * after: one chunk fills one TLS record. */
 	uint8_t stage[HEZO_MASK_STAGE_PRE + HEZO_MASK_STAGE + 2];

@@ -165,6 +165,31 @@ static void scan_encoded(const struct out *o, size_t at, const struct hezo_subst
 }
 
 /*
+ * Is the decoded credential d[0..dl) one a placeholder may sit in: "user:" PH (a user without
+ * one), PH ":password" or PH alone, one placeholder in all? In any other the box would choose
+ * bytes beside the value inside one base64 token, whose echo is masked back as the token.
+ */
+static bool basic_form_ok(const uint8_t *d, size_t dl, const struct hezo_subst_secret *v, size_t n)
+{
+	const size_t pl = HEZO_PLACEHOLDER_LEN;
+	const uint8_t *c = memchr(d, ':', dl);
+	unsigned count = 0;
+
+	for (size_t i = 0; i + pl <= dl; i++)
+		if (match(d + i, dl - i, v, n) >= 0)
+			count++;
+	if (count != 1)
+		return false;
+	if (match(d, dl, v, n) >= 0 && (dl == pl || d[pl] == ':'))
+		return true;
+	return dl > pl && c == d + dl - pl - 1 && match(d + dl - pl, pl, v, n) >= 0;
+}
+
+static const char basic_why[] = "a placeholder in Basic credentials other than base64 of "
+				"user:PLACEHOLDER or PLACEHOLDER[:password], or a token that "
+				"is a placeholder alone";
+
+/*
  * A header value: "Basic TOKEN" of an authorization header gets its credentials decoded,
  * substituted and encoded again (only when a placeholder is inside: else it stays byte for byte);
  * everything else is substituted as text.
@@ -204,6 +229,10 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 
 			subst_seg(dec, (size_t)dl, AT_VALUE, name, nlen, v, n, &so, &r2);
 			o->full = o->full || so.full;
+			if (r2.used && !basic_form_ok(dec, (size_t)dl, v, n)) {
+				r2.misplaced |= r2.used;
+				r2.why = r2.why ?: basic_why;
+			}
 			/* Encoded as it is, never substituted again: a placeholder written in the
 			 * new base64 text would give forms of the value (base64 of ":" value) that
 			 * the masking does not know. */
@@ -214,8 +243,15 @@ static void subst_value(const uint8_t *name, size_t nlen, const uint8_t *val, si
 		}
 		/* No placeholder in the credentials: the token is the box's text, a placeholder in
 		 * it standing for a value that is the token or a part of it. */
-		if (!(r2.used || r2.refused || r2.misplaced))
+		if (!(r2.used || r2.refused || r2.misplaced)) {
 			subst_seg(val + s, e - s, AT_VALUE, name, nlen, v, n, o, &r2);
+			/* A token that is a placeholder alone is the value (its own mask); with
+			 * the box's bytes around it, the token masked back would swallow them. */
+			if (r2.used && e - s != HEZO_PLACEHOLDER_LEN) {
+				r2.misplaced |= r2.used;
+				r2.why = r2.why ?: basic_why;
+			}
+		}
 		merge(res, &r2);
 		/* The token as sent is masked back whole: one too long to be masked is refused. */
 		if (r2.used && !o->full && o->len - at > HEZO_MASK_VALUE_MAX) {

@@ -24,6 +24,13 @@
  * of 1 to 32 bytes. Invariants: the masking takes them all; the box reads as many answers, each
  * with its status, and each body, de-framed, is the upstream's with every value replaced by its
  * placeholder and nothing else changed, however the values fall across chunks and reads.
+ *
+ * Nested values (the second bit and the next byte's top bit set): one to four values over {a,b},
+ * some derived (Basic tokens the box wrote), so they share prefixes, infixes and overlap
+ * themselves; a stream over {a,b,c} fed in reads of 1 to 8 bytes. Invariants: the stream's output
+ * is hezo_mask_string's on the whole, and it reads as the input with each placeholder standing
+ * for a real occurrence's rest (a suffix of its value, the value's start before it): no byte of
+ * an occurrence of a real value is passed, and a derived token's placeholder never takes one.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -503,10 +510,106 @@ static int built_answers(const uint8_t *data, size_t size)
 	return 0;
 }
 
+/* ---- nested values ---- */
+
+#define NEST_IN 256
+
+static bool nest_reach[2 * NEST_IN + 2][NEST_IN + 1];
+
+static int nested(const uint8_t *data, size_t size)
+{
+	static const char *const nph[4] = {"<0>", "<1>", "<2>", "<3>"};
+	static struct hezo_mask m;
+	static uint8_t vb[4][8], in[NEST_IN], out[NEST_IN * 3 + 1];
+	struct hezo_mask_value v[4] = {0};
+	bool cov[NEST_IN] = {false};
+	size_t nv, n = 0, olen = 0, i = 2, steps[2], t = 0;
+	uint64_t masked = 0;
+	int tok[2 * NEST_IN + 2]; /* -1 - k: value k's placeholder; else a byte */
+
+	if (size < 3)
+		return 0;
+	nv = (size_t)(data[0] & 3) + 1;
+	steps[0] = (size_t)(data[1] & 7) + 1;
+	steps[1] = (size_t)(data[1] >> 3 & 7) + 1;
+	for (size_t k = 0; k < nv; k++) {
+		size_t len;
+
+		if (i >= size)
+			return 0;
+		len = (size_t)(data[i] & 7) + 1;
+		/* Value 0 is real: there is always one the box must not read. */
+		v[k].derived = k > 0 && (data[i] >> 3 & 1);
+		i++;
+		for (size_t j = 0; j < len; j++)
+			vb[k][j] = i < size ? (uint8_t)('a' + (data[i++] & 1)) : 'a';
+		v[k].value = vb[k];
+		v[k].len = len;
+		v[k].placeholder = nph[k];
+		v[k].placeholder_len = 3;
+	}
+	for (; i < size && n < NEST_IN; i++)
+		in[n++] = (uint8_t)('a' + data[i] % 3);
+	/* Every byte of a real value's every occurrence. */
+	for (size_t k = 0; k < nv; k++)
+		for (size_t p = 0; !v[k].derived && p + v[k].len <= n; p++)
+			if (memcmp(in + p, v[k].value, v[k].len) == 0)
+				for (size_t j = 0; j < v[k].len; j++)
+					cov[p + j] = true;
+	if (hezo_mask_string(v, nv, in, n, out, sizeof(out), &olen, &masked) != 0)
+		abort();
+	gotlen = 0;
+	hezo_mask_init(&m, v, nv, collect, NULL);
+	hezo_mask_stream(&m);
+	for (size_t o = 0, s = 0; o < n; o += steps[s], s ^= 1)
+		if (hezo_mask_feed(&m, in + o, n - o < steps[s] ? n - o : steps[s]) != 0)
+			abort();
+	if (hezo_mask_end(&m) != 0)
+		abort();
+	if (gotlen != olen || memcmp(got, out, olen) != 0)
+		abort();
+	/* The output as tokens, then aligned with the input. */
+	for (size_t o = 0; o < olen; t++) {
+		if (out[o] == '<') {
+			tok[t] = -1 - (out[o + 1] - '0');
+			o += 3;
+		} else {
+			tok[t] = out[o++];
+		}
+	}
+	memset(nest_reach, 0, sizeof(nest_reach));
+	nest_reach[0][0] = true;
+	for (size_t a = 0; a < t; a++)
+		for (size_t p = 0; p <= n; p++) {
+			if (!nest_reach[a][p])
+				continue;
+			if (tok[a] >= 0) {
+				if (p < n && in[p] == tok[a] && !cov[p])
+					nest_reach[a + 1][p + 1] = true;
+				continue;
+			}
+			for (size_t k = (size_t)(-1 - tok[a]), l = 1; l <= v[k].len; l++) {
+				size_t before = v[k].len - l;
+				bool ok = p + l <= n && p >= before &&
+					  memcmp(in + p - before, v[k].value, v[k].len) == 0;
+
+				for (size_t j = p; ok && v[k].derived && j < p + l; j++)
+					ok = !cov[j];
+				if (ok)
+					nest_reach[a + 1][p + l] = true;
+			}
+		}
+	if (!nest_reach[t][n])
+		abort();
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1 || size > 16384)
 		return 0;
+	if ((data[0] & 0xc0) == 0xc0 && size > 1 && (data[1] & 0x80))
+		return nested(data + 2, size - 2);
 	if ((data[0] & 0xc0) == 0xc0)
 		return size > 1 ? built_answers(data + 1, size - 1) : 0;
 	return data[0] & 0x80 ? answers(data, size) : request(data, size);

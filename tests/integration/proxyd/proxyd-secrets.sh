@@ -23,10 +23,13 @@ skip_all() {
 	exit 77
 }
 [ "$(id -u)" = 0 ] || skip_all "needs root"
-for tool in ip nft dnsmasq openssl curl python3 git jq; do
+for tool in ip nft dnsmasq openssl curl python3 git jq base64; do
 	command -v $tool >/dev/null 2>&1 || skip_all "$tool not installed"
 done
 [ -x "$PROXYD" ] || skip_all "no hezo-proxyd at $PROXYD"
+# The echo upstream of the nesting rows speaks HTTP/2 with Debian's python3-h2.
+H2PY=/usr/bin/python3
+"$H2PY" -c 'import h2.connection' 2>/dev/null || skip_all "no python3-h2 for $H2PY"
 
 T=$(mktemp -d /tmp/hzs-test.XXXXXX)
 chmod 0755 "$T"
@@ -70,7 +73,7 @@ for ns in hzs-c1 hzs-inet; do
 	ip -n $ns link set lo up
 done
 ip link del hzs-veth0 2>/dev/null
-hezo_netns_link_host hzs-veth0 hzs-inet 10.202.0 2 3
+hezo_netns_link_host hzs-veth0 hzs-inet 10.202.0 2 3 4
 hezo_netns_link_client hzs-c1 hzs-inet 10.202.1
 mkdir -p /etc/netns/hzs-c1
 printf 'nameserver 10.202.1.1\noptions timeout:2 attempts:2\n' >/etc/netns/hzs-c1/resolv.conf
@@ -80,7 +83,7 @@ PIDS+=($!)
 # The test CA and the upstream's certificate (api.test, other.test, plain.test), and an
 # untrusted self-signed one for untrusted.test.
 cd "$T" || exit 1
-hezo_test_ca "$T" hezo-test-upstream-CA api.test api.test other.test plain.test git.test
+hezo_test_ca "$T" hezo-test-upstream-CA api.test api.test other.test plain.test git.test echo.test
 hezo_test_selfsigned "$T" untrusted.test
 
 : >up.log
@@ -89,11 +92,16 @@ ip netns exec hzs-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/up.log" 10.202.0.2 up.
 PIDS+=($!)
 ip netns exec hzs-inet python3 "$HEZO_HTTPS_UPSTREAM" "$T/bad.log" 10.202.0.3 bad.crt bad.key 2>"$T/bad.err" &
 PIDS+=($!)
+: >h2.log
+# echo.test: every request's fields back in the body (HTTP/1.1: one write, cut into 16 KiB TLS
+# records; HTTP/2 /split: 5-byte DATA frames).
+ip netns exec hzs-inet "$H2PY" "$HERE/../../lib/h2-echo-upstream.py" "$T/h2.log" 10.202.0.4 up.crt up.key 443 2>"$T/h2.err" &
+PIDS+=($!)
 dnsmasq --no-daemon --no-resolv --no-hosts --conf-file=/dev/null --pid-file= \
 	--listen-address=127.0.0.1 --bind-interfaces --port=5354 \
 	--address=/api.test/10.202.0.2 --address=/other.test/10.202.0.2 \
 	--address=/plain.test/10.202.0.2 --address=/git.test/10.202.0.2 \
-	--address=/untrusted.test/10.202.0.3 >"$T/dnsmasq.log" 2>&1 &
+	--address=/untrusted.test/10.202.0.3 --address=/echo.test/10.202.0.4 >"$T/dnsmasq.log" 2>&1 &
 PIDS+=($!)
 
 hezo_jail_rules | ip netns exec hzs-c1 nft -f -
@@ -111,12 +119,34 @@ while [ ${#PH} -ne 44 ] || [ ${#PH2} -ne 44 ]; do
 	PH="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
 	PH2="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"
 done
-EG=$(jq -cn --arg f "$T/secrets/gh" --arg f2 "$T/secrets/two" --arg p "$PH" --arg p2 "$PH2" '{
-	mode: "proxy", allow: ["api.test", "other.test", "plain.test", "git.test", "untrusted.test"],
+# Values that nest (s13 red team F1c): NB is NA's first part (a key id beside "keyid.secret"),
+# NC lies inside NI. All four for echo.test.
+newph() {
+	local p=""
+	while [ ${#p} -ne 44 ]; do p="hzph$(head -c 256 /dev/urandom | tr -dc 'a-z0-9' | head -c 40)"; done
+	echo "$p"
+}
+rnd() { head -c 64 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c "$1"; }
+VNB="KEYID$(rnd 8)"
+VNA="$VNB.TopSecretPart$(rnd 16)"
+VNC="Middle$(rnd 8)"
+VNI="$(rnd 8)Secret$VNC$(rnd 12)"
+for f in na:$VNA nb:$VNB ni:$VNI nc:$VNC; do
+	printf '%s' "${f#*:}" >"$T/secrets/${f%%:*}"
+	chmod 0600 "$T/secrets/${f%%:*}"
+done
+PNA=$(newph) PNB=$(newph) PNI=$(newph) PNC=$(newph)
+EG=$(jq -cn --arg f "$T/secrets/gh" --arg f2 "$T/secrets/two" --arg p "$PH" --arg p2 "$PH2" \
+	--arg d "$T/secrets" --arg pna "$PNA" --arg pnb "$PNB" --arg pni "$PNI" --arg pnc "$PNC" '{
+	mode: "proxy", allow: ["api.test", "other.test", "plain.test", "git.test", "untrusted.test", "echo.test"],
 	resolvers: ["127.0.0.1:5354"], allowRanges: ["10.202.0.0/24"],
-	secrets: {GH_TOKEN: {hosts: ["api.test", "git.test", "untrusted.test"], file: $f,
+	secrets: {GH_TOKEN: {hosts: ["api.test", "git.test", "untrusted.test", "echo.test"], file: $f,
 			placeholder: $p, otherHosts: "refuse", in: ["header", "query"]},
-		TWO: {hosts: ["other.test"], file: $f2, placeholder: $p2, otherHosts: "pass"}}}')
+		TWO: {hosts: ["other.test"], file: $f2, placeholder: $p2, otherHosts: "pass"},
+		NA: {hosts: ["echo.test"], file: ($d + "/na"), placeholder: $pna},
+		NB: {hosts: ["echo.test"], file: ($d + "/nb"), placeholder: $pnb},
+		NI: {hosts: ["echo.test"], file: ($d + "/ni"), placeholder: $pni},
+		NC: {hosts: ["echo.test"], file: ($d + "/nc"), placeholder: $pnc}}}')
 
 start_proxyd() {
 	hezo_proxyd_start "$T/state" "$T/log" "$T/control.sock" --test-upstream-ca "$T/ca.crt" \
@@ -125,6 +155,7 @@ start_proxyd() {
 ctl() { "$PROXYD" --socket "$T/control.sock" --ctl "$@"; }
 # The upstreams and the resolver are up before proxyd is asked to reach them.
 hezo_wait_listen hzs-inet tcp 10.202.0.2 443 && hezo_wait_listen hzs-inet tcp 10.202.0.3 443 &&
+	hezo_wait_listen hzs-inet tcp 10.202.0.4 443 &&
 	hezo_wait_listen - udp 127.0.0.1 5354 || { echo "Bail out! the test upstreams or dnsmasq do not listen"; exit 1; }
 if start_proxyd; then ok "proxyd starts"; else not_ok "proxyd starts" "$(cat "$T/proxyd.log")"; fi
 check "register c1 with two secrets" ctl register c1 /run/netns/hzs-c1 "$EG" projS
@@ -247,12 +278,85 @@ expect_eq "$(cat up.log)" "" "... and the upstream got neither"
 ip netns exec hzs-c1 env GIT_SSL_CAINFO="$BUNDLE" GIT_TERMINAL_PROMPT=0 HOME="$T" timeout 10 \
 	git -c credential.helper= ls-remote "https://x-access-token:$PH@git.test/repo.git" >/dev/null 2>&1
 expect_match "$(grep 'info/refs' up.log | tail -n 1)" "auth=Basic $want " "git: Basic x-access-token:<value> reached the upstream"
+# ---- s13 red team F1: no byte of a value comes back, however tokens and values nest ----
+# F1a: a Basic token that is not base64 of user:PH, PH:password or PH (nor a placeholder alone)
+# was masked back whole, its box-chosen bytes swallowing the first byte of the value where the
+# upstream echoed it: refused. (The guess here is the value's real first byte.)
+g=${VALUE:0:1}
+out=$("${C[@]}" -w ' code=%{http_code}' -H "Authorization: Basic Q${PH}$g" -H "X-Token: Q${PH}${PH}" https://api.test/f1a 2>&1)
+expect_match "$out" "Basic credentials.* code=400$" "F1a: Basic Q<PH><first byte> is refused, 400 naming why"
+if [[ $out != *"${VALUE:1:10}"* ]]; then ok "F1a: ... and the box reads no byte of the value"; else not_ok "F1a: ... and the box reads no byte of the value" "$out"; fi
+out=$("${C[@]}" --http2 -w ' code=%{http_code}' -H "Authorization: Basic Q${PH}$g" -H "X-Api-Key: Q${PH}${PH}" https://echo.test/f1a 2>&1)
+if [[ $out == *"code=400" && $out != *"${VALUE:1:10}"* ]]; then ok "F1a over HTTP/2: refused, no byte of the value"; else not_ok "F1a over HTTP/2: refused, no byte of the value" "$out"; fi
+# F1b: base64 of u:PH x and of u:PH x PH, u chosen so that the first is a whole-block prefix of
+# the second: a read boundary inside the second's echo left base64 of the value after the first.
+# HTTP/1.1: X-Pad moves the second's echo across the 16 KiB record boundary, at every place past
+# the first's end; HTTP/2: /split's 5-byte DATA frames.
+# The pad goes in X-Api-Key, which the upstream echoes twice (X-Echo and the body), so that the
+# request head stays under proxyd's 16 KiB; a longer path moves the echo by one byte.
+u=u
+while [ $(((${#u} + 1 + ${#VALUE} + 1) % 3)) -ne 0 ]; do u+=u; done
+SJ=$(printf '%s:%sx' "$u" "$PH" | base64 -w0)
+SI=$(printf '%s:%sx%s' "$u" "$PH" "$PH" | base64 -w0)
+B64V=$(printf '%s' "$VALUE" | base64 -w0)
+B64V=${B64V:0:16}
+# The echo's bytes before Proxy-Authorization's token (h2-echo-upstream.py's HTTP/1.1 answer to
+# curl -A f1 with these fields): its head with X-Echo the pad, a five-digit length, then the
+# request line and the fields, lower-cased, one per line.
+lsub=$(printf '%s:%sx' "$u" "$VALUE" | base64 -w0 | wc -c)
+lfull=$(printf '%s:%sx%s' "$u" "$VALUE" "$VALUE" | base64 -w0 | wc -c)
+pre=$((17 + 8 + 2 + 16 + 5 + 4 + 19 + 16 + 15 + 12 + 11 + 1 + 21 + lsub + 1 + 27))
+bad=""
+for k in $(seq -2 "$((lfull - lsub + 1))"); do
+	need=$((16384 - pre - lsub - k))
+	P=$(head -c "$((need / 2))" /dev/zero | tr '\0' x)
+	path=/f1b$(head -c "$((need % 2))" /dev/zero | tr '\0' x)
+	out=$("${C[@]}" --http1.1 -A f1 -w ' code=%{http_code}' -H "X-Api-Key: $P" -H "Authorization: Basic $SJ" \
+		-H "Proxy-Authorization: Basic $SI" "https://echo.test$path" 2>&1)
+	[[ $out == *"$B64V"* || $out != *"code=400" ]] && bad+="k=$k: $(tail -c 300 <<<"$out")"$'\n'
+done
+expect_eq "$bad" "" "F1b HTTP/1.1: base64 u:PH x / u:PH x PH refused at every record split, no base64 of the value"
+out=$("${C[@]}" --http2 -w ' code=%{http_code}' -H "Authorization: Basic $SJ" -H "Proxy-Authorization: Basic $SI" https://echo.test/split 2>&1)
+if [[ $out == *"code=400" && $out != *"$B64V"* ]]; then ok "F1b HTTP/2 /split: refused, no base64 of the value"; else not_ok "F1b HTTP/2 /split: refused, no base64 of the value" "$out"; fi
+# The forms that stay: base64 of PH:password goes up as the value's and comes back masked.
+BP=$(printf '%s:pw' "$PH" | base64 -w0)
+out=$("${C[@]}" --http2 -H "Authorization: Basic $BP" https://echo.test/split 2>&1)
+expect_match "$(tail -n 1 h2.log)" "key=Basic $(printf '%s:pw' "$VALUE" | base64 -w0)$" "Basic PH:password still substituted (HTTP/2)"
+if [[ $out != *"$B64V"* && $out == *"authorization: Basic $BP"* ]]; then ok "... and masked back as the box wrote it"; else not_ok "... and masked back as the box wrote it" "$out"; fi
+# F1c: NB is NA's first part, NC lies inside NI. The echo of NA (NI) cut by a read boundary after
+# NB's (NC's) end came back as NB's (NC's) placeholder and the rest of NA (NI). Every split of
+# each value, HTTP/1.1 (X-Token after an X-Pad that puts it across the 16 KiB record) and HTTP/2.
+f1c_h1() { # NAME PH VALUE
+	local k need P path out bad=""
+	# As for F1b: the head (X-Echo the pad, a five-digit length), the request line, the fields.
+	local pre=$((17 + 8 + 2 + 16 + 5 + 4 + 19 + 16 + 15 + 12 + 11 + 1 + 9))
+	for k in $(seq -1 "$((${#3} + 1))"); do
+		need=$((16384 - pre - k))
+		P=$(head -c "$((need / 2))" /dev/zero | tr '\0' x)
+		path=/f1c$(head -c "$((need % 2))" /dev/zero | tr '\0' x)
+		out=$("${C[@]}" --http1.1 -A f1 -H "X-Api-Key: $P" -H "X-Token: $2" "https://echo.test$path" 2>&1)
+		grep -qx "x-token: $2" <<<"$out" || bad+="k=$k: $(tail -c 200 <<<"$out" | tr -d '\0')"$'\n'
+	done
+	expect_eq "$bad" "" "F1c HTTP/1.1: $1 at every record split comes back as its placeholder alone"
+}
+f1c_h1 "NA (NB its prefix)" "$PNA" "$VNA"
+f1c_h1 "NI (NC inside it)" "$PNI" "$VNI"
+for t in NA:$PNA NI:$PNI; do
+	bad=""
+	for pad in 0 1 2 3 4; do
+		out=$("${C[@]}" --http2 -H "X-Pad: $(head -c "$pad" /dev/zero | tr '\0' x)" -H "X-Token: ${t#*:}" https://echo.test/split 2>&1)
+		grep -qx "x-token: ${t#*:}" <<<"$out" || bad+="pad=$pad: $(grep -a '^x-token' <<<"$out")"$'\n'
+	done
+	expect_eq "$bad" "" "F1c HTTP/2 /split: ${t%%:*} in 5-byte DATA frames at every alignment comes back whole"
+done
+out=$("${C[@]}" -H "X-Token: $PNB $PNC" https://echo.test/f1c-short 2>&1)
+if grep -qx "x-token: $PNB $PNC" <<<"$out"; then ok "F1c: NB and NC alone still masked"; else not_ok "F1c: NB and NC alone still masked" "$(grep -a '^x-token' <<<"$out")"; fi
 # ---- the netlog, the state: names, never values ----
 sleep 1.2
 log=$(cat "$T"/log/* 2>/dev/null)
 expect_match "$log" '"method":"GET","path":"/q","secrets":"GH_TOKEN","substitutions":1' "netlog: a substitution (names, count, method, path without query)"
 expect_match "$log" '"verdict":"deny","reason":"placeholder toward a host its secret does not name"' "netlog: the refusal"
-leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" "$T/state" "$T/log" "$T/proxyd.log" 2>/dev/null)
+leaks=$(grep -rlF -e "$VALUE" -e "$VALUE2" -e "$VNA" -e "$VNI" "$T/state" "$T/log" "$T/proxyd.log" 2>/dev/null)
 expect_eq "$leaks" "" "no value in proxyd's state dir, netlog or its own log"
 # ---- plain HTTP: never substituted; a placeholder that may not pass is refused ----
 ip netns exec hzs-inet python3 -m http.server --bind 10.202.0.2 80 >/dev/null 2>&1 &

@@ -271,7 +271,7 @@ static void test_basic_encoded_placeholder(void **state)
 	    "Omh6cGgwMTIzNDU2Nzg5YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXowMTIz\r\n\r\n",
 	    -EPROTO, &res);
 	assert_int_equal(res.misplaced, 1);
-	assert_non_null(strstr(res.why, "base64 text of Basic credentials"));
+	assert_non_null(strstr(res.why, "Basic credentials"));
 	/* The token alone a placeholder (the secret is the whole token): substituted as text. */
 	assert_string_equal(
 		sub("GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic " PA "\r\n\r\n", 0,
@@ -280,32 +280,118 @@ static void test_basic_encoded_placeholder(void **state)
 	assert_int_equal(res.count, 1);
 }
 
-/* F2: a Basic token longer than the masking holds once substituted is refused, not sent. */
-static void test_basic_oversize(void **state)
+/*
+ * F1a/F1b (s13): a placeholder in Basic credentials only as base64 of user:PH, PH:password or
+ * PH, or as the whole token; any other form is refused, since the token goes back into the
+ * masking with the box's bytes beside the value.
+ */
+static void test_basic_forms(void **state)
 {
-	static uint8_t value[4096], out[65536];
-	static char head[4096];
-	struct hezo_subst_secret one[1] = {
-		{PA, value, sizeof(value), true, false, true, false, NULL, 0},
+	static const char *const bad[] = {
+		/* "Q" PA "c" as text: not base64 of a credential with a placeholder. */
+		"Basic Q" PA "c",
+		/* Three placeholders in a row as text. */
+		"Basic " PA PA PA,
+		/* base64("u:" PA "x") */
+		"Basic dTpoenBoMDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyM3g=",
+		/* base64("u:" PA "x" PA) */
+		"Basic dTpoenBoMDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyM3hoenBoMDEyMzQ1"
+		"Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyMw==",
+		/* base64("a:b:" PA): the password is "b:" PA */
+		"Basic YTpiOmh6cGgwMTIzNDU2Nzg5YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXowMTIz",
 	};
+	static char head[1024];
 	struct hezo_subst_result res;
-	size_t olen, o;
 
-	memset(value, 'v', sizeof(value));
-	/* Three copies: 12288 bytes, what the masking holds; four: more. */
-	for (int copies = 3; copies <= 4; copies++) {
-		o = (size_t)snprintf(head, sizeof(head),
-				     "GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic ");
-		for (int i = 0; i < copies; i++)
-			o += (size_t)snprintf(head + o, sizeof(head) - o, "%s", PA);
-		o += (size_t)snprintf(head + o, sizeof(head) - o, "\r\n\r\n");
-		assert_int_equal(hezo_subst_head((const uint8_t *)head, o, one, 1, out, sizeof(out),
-						 &olen, &res),
-				 copies == 3 ? 0 : -EPROTO);
-		if (copies == 4) {
-			assert_int_equal(res.oversize, 1);
-			assert_non_null(strstr(res.why, "too long to be masked"));
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(head, sizeof(head),
+			 "GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: %s\r\n\r\n", bad[i]);
+		sub(head, -EPROTO, &res);
+		assert_int_equal(res.misplaced, 1);
+		assert_non_null(strstr(res.why, "Basic credentials"));
+	}
+	/* base64(PA ":pw") -> base64("ghp_VALUE:pw"), and base64(PA) alone. */
+	assert_string_equal(sub("GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic "
+				"aHpwaDAxMjM0NTY3ODlhYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM6cHc="
+				"\r\n\r\n",
+				0, &res),
+			    "GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic "
+			    "Z2hwX1ZBTFVFOnB3\r\n\r\n");
+	assert_string_equal(sub("GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic "
+				"aHpwaDAxMjM0NTY3ODlhYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5ejAxMjM="
+				"\r\n\r\n",
+				0, &res),
+			    "GET / HTTP/1.1\r\nHost: a.test\r\nAuthorization: Basic "
+			    "Z2hwX1ZBTFVF\r\n\r\n");
+}
+
+/*
+ * F1b/F1c (s13): values that nest or overlap, and derived (Basic) tokens around a real value,
+ * masked leftmost-longest with the real values first, whatever the split of the stream: at
+ * every pair of split offsets the output is the same as one read and hezo_mask_string's.
+ */
+static void test_mask_nested(void **state)
+{
+	static const struct {
+		const char *vals[3]; /* value=placeholder; "*" first: a derived token */
+		const char *in, *want;
+	} c[] = {
+		{{"SECRETabcdef=[A]", "SECRET=[B]"}, "xxSECRETabcdefyy", "xx[A]yy"},
+		{{"SECRETabcdef=[A]", "CRETab=[B]"}, "xxSECRETabcdefyy", "xx[A]yy"},
+		{{"SECRET=[B]", "SECRETabcdef=[A]"},
+		 "SECRETyy SECRETabcdeSECRETabcdef",
+		 "[B]yy [B]abcde[A]"},
+		{{"abab=[V]"}, "xababab.", "x[V][V]."},
+		{{"*Qtok_V1t=Q[P]t", "tok_V1=[P]"}, "Qtok_V1tok_V1", "Q[P][P]"},
+		{{"*Qtok_V1t=Q[P]t", "tok_V1=[P]"}, "Qtok_V1t..", "Q[P]t.."},
+		{{"*dXV1Omh=[S]", "*dXV1OmhXYZ=[L]"}, "..dXV1OmhXYZ..dXV1Omh.", "..[L]..[S]."},
+		{{"*abc=[D]", "tok=[P]"}, "abc tok", "[D] [P]"},
+	};
+	static struct hezo_mask m;
+	static uint8_t out[256];
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(c) / sizeof(c[0]); t++) {
+		struct hezo_mask_value v[3] = {0};
+		static char buf[3][64];
+		size_t n = 0, len = strlen(c[t].in), olen = 0;
+		uint64_t masked = 0;
+
+		for (; n < 3 && c[t].vals[n]; n++) {
+			const char *s = c[t].vals[n], *eq;
+
+			v[n].derived = s[0] == '*';
+			s += v[n].derived;
+			snprintf(buf[n], sizeof(buf[n]), "%s", s);
+			eq = strchr(buf[n], '=');
+			v[n].value = (const uint8_t *)buf[n];
+			v[n].len = (size_t)(eq - buf[n]);
+			v[n].placeholder = eq + 1;
+			v[n].placeholder_len = strlen(eq + 1);
 		}
+		assert_int_equal(hezo_mask_string(v, n, (const uint8_t *)c[t].in, len, out,
+						  sizeof(out), &olen, &masked),
+				 0);
+		assert_int_equal(olen, strlen(c[t].want));
+		assert_memory_equal(out, c[t].want, olen);
+		for (size_t i = 0; i <= len; i++)
+			for (size_t j = i; j <= len; j++) {
+				gotlen = 0;
+				hezo_mask_init(&m, v, n, collect, NULL);
+				hezo_mask_stream(&m);
+				assert_int_equal(hezo_mask_feed(&m, (const uint8_t *)c[t].in, i),
+						 0);
+				assert_int_equal(
+					hezo_mask_feed(&m, (const uint8_t *)c[t].in + i, j - i), 0);
+				assert_int_equal(
+					hezo_mask_feed(&m, (const uint8_t *)c[t].in + j, len - j),
+					0);
+				assert_int_equal(hezo_mask_end(&m), 0);
+				got[gotlen] = '\0';
+				if (strcmp(got, c[t].want) != 0)
+					fail_msg("case %zu split %zu,%zu: %s", t, i, j, got);
+			}
 	}
 }
 
@@ -343,7 +429,8 @@ int main(void)
 		cmocka_unit_test(test_mask_string),
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_basic_encoded_placeholder),
-		cmocka_unit_test(test_basic_oversize),
+		cmocka_unit_test(test_basic_forms),
+		cmocka_unit_test(test_mask_nested),
 		cmocka_unit_test(test_refused_and_pass),
 	};
 
