@@ -121,6 +121,7 @@ struct in_use {
 	const char *id;
 	char key[SHIM_KEY_LEN];
 	char *where;
+	bool stopped_too; /* a record that is not live counts too */
 };
 
 static int record_in_use(void *data, const char *key, struct hezo_json *rec)
@@ -130,7 +131,7 @@ static int record_in_use(void *data, const char *key, struct hezo_json *rec)
 	if (strcmp(key, u->key) == 0 ||
 	    strcmp(hezo_json_string(hezo_json_get(rec, "id")) ?: "", u->id) != 0)
 		return 0;
-	if (!shim_record_live(rec))
+	if (!u->stopped_too && !shim_record_live(rec))
 		return 0;
 	if (asprintf(&u->where, "a container of hezo-shim's under --root %s",
 		     hezo_json_string(hezo_json_get(rec, "root")) ?: "(the backend's default)") < 0)
@@ -230,7 +231,12 @@ static bool podman_own_bundle(const char *graphroot, const char *id, const char 
 
 int shim_id_live_elsewhere(const struct shim_ctx *ctx, const char *id, struct hezo_error **err)
 {
-	struct in_use u = {.id = id};
+	/*
+	 * Stopped ones too: the delete of a stopped record unwires by the ID alone, and would take
+	 * down the registration and agent of a box made meanwhile under another --root (red team
+	 * keys2, F1).
+	 */
+	struct in_use u = {.id = id, .stopped_too = true};
 	_cleanup_free_ char *where = NULL;
 	int r;
 
@@ -238,11 +244,11 @@ int shim_id_live_elsewhere(const struct shim_ctx *ctx, const char *id, struct he
 	r = shim_records_foreach(ctx, record_in_use, &u);
 	where = u.where;
 	if (r == -EEXIST)
-		return hezo_error_set(err, EEXIST,
-				      "container %s: the ID is %s, which is live; proxyd and the "
-				      "agent know a box by its ID alone",
-				      id,
-				      where ?: "a container of hezo-shim's under another --root");
+		return hezo_error_set(
+			err, EEXIST,
+			"container %s: the ID is %s, still recorded (delete it first); "
+			"proxyd and the agent know a box by its ID alone",
+			id, where ?: "a container of hezo-shim's under another --root");
 	if (r < 0)
 		return hezo_error_set_errno(err, -r, "state directory %s", ctx->state_dir);
 	return 0;

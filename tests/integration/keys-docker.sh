@@ -457,11 +457,35 @@ hezo_make_bundle "$E/dup" "$IDA" '["true"]' || bail_out "cannot make bundle"
 tap_cleanup "hezo_bundle_cleanup '$ROOT2' '$IDA'"
 "$E/hezo-shim" --root "$ROOT2" create -b "$E/dup" "$IDA" >"$E/dup.out" 2>"$E/dup.err" </dev/null && rc=0 || rc=$?
 expect_ne "$rc" 0 "[one id] the shim: create of A's running ID under another --root is refused"
-expect_match "$(cat "$E/dup.err")" "^hezo-shim: container $IDA: the ID is a container of hezo-shim's under --root [^ ]+, which is live" \
+expect_match "$(cat "$E/dup.err")" "^hezo-shim: container $IDA: the ID is a container of hezo-shim's under --root [^ ]+, still recorded" \
 	"[one id] ... in one line naming the other --root" || diag "$(cat "$E/dup.err")"
 expect_eq "$(wc -l <"$E/dup.err" | tr -d ' ')" 1 "[one id] ... exactly one line" || diag "$(cat "$E/dup.err")"
 dexec "$A" 'ssh-add -L'
 expect_eq "$OUT" "$PUB deploy" "[one id] A's agent still lists A's key" || diag "$OUT"
+# A stopped record of an ID under one --root: its delete unwires by the ID alone, so a box of that
+# ID made meanwhile under another --root would lose its registration and agent (red team keys2,
+# F1). Such a create is refused until the stopped record is deleted.
+IDS=ky$$stop
+ROOT3=$E/root3
+hezo_make_bundle "$E/stop1" "$IDS" '["true"]' || bail_out "cannot make bundle"
+hezo_make_bundle "$E/stop2" "$IDS" '["true"]' || bail_out "cannot make bundle"
+tap_cleanup "hezo_bundle_cleanup '$ROOT2' '$IDS'; hezo_bundle_cleanup '$ROOT3' '$IDS'"
+"$E/hezo-shim" --root "$ROOT2" create -b "$E/stop1" "$IDS" >"$E/stop1.out" 2>&1 </dev/null &&
+	"$E/hezo-shim" --root "$ROOT2" start "$IDS" >>"$E/stop1.out" 2>&1 </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[one id] a box that ends at once is created and started under one --root" ||
+	diag "$(cat "$E/stop1.out")"
+for _ in $(seq 50); do
+	[ "$("$E/hezo-shim" --root "$ROOT2" state "$IDS" 2>/dev/null | jq -r .status)" = stopped ] && break
+	sleep 0.1
+done
+"$E/hezo-shim" --root "$ROOT3" create -b "$E/stop2" "$IDS" >"$E/stop2.out" 2>"$E/stop2.err" </dev/null && rc=0 || rc=$?
+expect_ne "$rc" 0 "[one id] a create of a stopped box's ID under another --root is refused"
+expect_match "$(cat "$E/stop2.err")" "^hezo-shim: container $IDS: the ID is a container of hezo-shim's under --root [^ ]+, still recorded \\(delete it first\\)" \
+	"[one id] ... saying to delete it first" || diag "$(cat "$E/stop2.err")"
+"$E/hezo-shim" --root "$ROOT2" delete "$IDS" >/dev/null 2>&1
+"$E/hezo-shim" --root "$ROOT3" create -b "$E/stop2" "$IDS" >"$E/stop2.out" 2>"$E/stop2.err" </dev/null && rc=0 || rc=$?
+expect_eq "$rc" 0 "[one id] ... and once it is deleted, the create goes ahead" || diag "$(cat "$E/stop2.err")"
+"$E/hezo-shim" --root "$ROOT3" delete --force "$IDS" >/dev/null 2>&1
 
 # ---- fail closed ----
 kill -KILL "$PROXYD_PID"
