@@ -141,6 +141,9 @@ expect_eq "$(jq -c '.box | [.memory, .pids, .cpuQuota, .limitsOf]' <<<"$rec")" \
 expect_ne "$(jq -r .box.memory <<<"$rec")" 67108864 "[f3] ... not its own 64 MiB, which does not hold"
 expect_eq "$(jq -r '.live["memory.limit_in_bytes"]' <<<"$rec")" "$(jq -r '.live["memory.limit_in_bytes"]' <<<"$srec")" \
 	"[f3] inspect's live memory limit is the sandbox's cgroup's"
+# exec asks RLIMIT_NPROC of the record's box.pids; runsc gives an exec in a subcontainer the pod's.
+out=$(cri_exec "$E" 'grep "^Max processes" /proc/self/limits' | awk '{print $3, $4}')
+expect_eq "$out" "$(jq -r '"\(.box.pids) \(.box.pids)"' <<<"$srec")" "[f3] an exec in it has the pod's RLIMIT_NPROC, as its record says"
 ps=$(hezo_shim --root "$ROOT" ps --json 2>&1)
 pick() { jq -c --arg id "$1" '[.. | objects | select(.id? == $id)][0] | [.memoryCap, .pidsCap]' <<<"$ps"; }
 expect_eq "$(pick "$E")" "$(pick "$POD")" "[f3] ps shows the pod's memory and pids caps for it" || diag "$(head -c 600 <<<"$ps")"
