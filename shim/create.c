@@ -1086,6 +1086,8 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 				"pod's app container: runsc hands its console over at "
 				"start, containerd's shim waits for it at create",
 				id);
+		if (r > 0 && shim_runsc_pod_own_limits(spec, id, sandbox, err) < 0)
+			return -EOPNOTSUPP;
 		/* A shared PID namespace goes to runsc alone (runsc-pod.c). */
 		if (r > 0) {
 			int e = shim_runsc_pod_pidns(ctx, &t, id, sandbox, spec, input, &pod_pidns,
@@ -1222,6 +1224,26 @@ int shim_cmd_create(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	     hezo_json_set(hezo_json_get(rec, "box"), "hostPids", hezo_json_new_int(host_pids)) <
 		     0))
 		return hezo_error_set(err, ENOMEM, "out of memory");
+	/*
+	 * A runsc pod's app container: the limits that hold are its sandbox's (one Sentry, one host
+	 * cgroup), so the record says those, and whose they are, rather than the container's own.
+	 */
+	if (pod_sandbox) {
+		_cleanup_json_ struct hezo_json *srec = NULL;
+		struct hezo_json *box = hezo_json_get(rec, "box");
+		static const char *const lim[] = {"memory",   "swap",	  "pids",
+						  "hostPids", "cpuQuota", "cpuPeriod"};
+
+		if (shim_record_read(ctx, pod_sandbox, &srec, err) < 0)
+			return hezo_error_prefix(
+				err, "container %s: the record of its pod's sandbox", id);
+		for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++)
+			if (set_or_null(box, lim[i],
+					hezo_json_get(hezo_json_get(srec, "box"), lim[i])) < 0)
+				return hezo_error_set(err, ENOMEM, "out of memory");
+		if (set_string(box, "limitsOf", pod_sandbox) < 0)
+			return hezo_error_set(err, ENOMEM, "out of memory");
+	}
 	/* May wait for a slot; on success holds the admission lock until exec. */
 	r = shim_admission_enter(ctx, p, spec, id, rec, &adm_fd, err);
 	if (r < 0)

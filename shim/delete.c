@@ -36,6 +36,7 @@ int shim_cmd_delete(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo
 	/* runsc has no such container (its delete --force would succeed): the record goes. */
 	if (r == -ENOENT && t.backend == HEZO_BACKEND_RUNSC) {
 		hezo_error_free(TAKE_PTR(*err));
+		shim_runsc_waiter_tell(ctx, id, 'D');
 		shim_runsc_pod_cgroup_remove(ctx, id, rec);
 		shim_record_remove_same(ctx, id, rec);
 		return 0;

@@ -261,7 +261,7 @@ static int print_json(const struct hezo_json *doc, struct hezo_error **err)
 
 int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
-	_cleanup_json_ struct hezo_json *rec = NULL, *out = NULL;
+	_cleanup_json_ struct hezo_json *rec = NULL, *out = NULL, *srec = NULL;
 	_cleanup_error_ struct hezo_error *e = NULL;
 	struct hezo_json *app, *live;
 	const char *id = NULL, *bundle, *cg;
@@ -325,6 +325,11 @@ int shim_cmd_inspect(struct shim_ctx *ctx, const struct shim_verb *v, struct hez
 	/* The bundle goes away with the container; the record still says what was set. */
 	if (bundle && applied(bundle, app, &e) < 0)
 		hezo_json_set(app, "error", hezo_json_new_string(e->msg));
+	/* A runsc pod's app container: the limits that hold are its sandbox's cgroup's. */
+	if (shim_runsc_pod_sandbox_record(ctx, rec, &srec) > 0) {
+		hezo_json_free(TAKE_PTR(rec));
+		rec = TAKE_PTR(srec);
+	}
 	cg = hezo_json_string(hezo_json_get(rec, "cgroupsPath"));
 	live = hezo_json_ensure_object(out, "live");
 	if (!live || (cg && live_limits(cg, shim_record_systemd(rec), live) < 0))

@@ -131,6 +131,47 @@ static int answer(struct shim_ctx *ctx, const struct shim_verb *v, struct shim_t
 	return r < 0 ? r : -EAGAIN;
 }
 
+/*
+ * A pod's app container that runsc says is stopped or gone and that never started can never run
+ * (its sandbox died): its waiter, which containerd's shim waits for, ends (see pod-wait.c).
+ */
+static void end_waiter_if_stopped(struct shim_ctx *ctx, const struct shim_target *t, const char *id)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *status = NULL;
+	long pid = 0;
+	int r = shim_runsc_state(ctx, t, id, &status, &pid, &e);
+
+	if (r == -ENOENT || (r == 0 && strcmp(status, "stopped") == 0))
+		shim_runsc_waiter_tell(ctx, id, 'K');
+}
+
+/*
+ * A pod's app container whose sandbox is no longer running cannot start: say so in one line
+ * (runsc would answer "cannot start container in state stopped") and end its waiter.
+ */
+static int pod_sandbox_running(struct shim_ctx *ctx, const struct shim_target *t, const char *id,
+			       const struct hezo_json *rec, struct hezo_error **err)
+{
+	_cleanup_error_ struct hezo_error *e = NULL;
+	_cleanup_free_ char *status = NULL;
+	const char *sandbox = NULL;
+	long pid = 0;
+	int r;
+
+	if (shim_runsc_pod_app(rec, &sandbox, NULL) <= 0)
+		return 0;
+	r = shim_runsc_state(ctx, t, sandbox, &status, &pid, &e);
+	if (r == -ENOENT || (r == 0 && (pid <= 0 || strcmp(status, "running") != 0))) {
+		shim_runsc_waiter_tell(ctx, id, 'K');
+		return hezo_error_set(err, ESRCH,
+				      "start %s: its pod's sandbox %s is not running (%s): the "
+				      "container can never run",
+				      id, sandbox, r == 0 ? status : "gone");
+	}
+	return 0;
+}
+
 int shim_cmd_state(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_error **err)
 {
 	_cleanup_json_ struct hezo_json *rec = NULL;
@@ -161,6 +202,9 @@ int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 	r = runsc_container(ctx, v->id, &t, &rec, err);
 	if (r <= 0)
 		return r < 0 ? r : shim_cmd_passthrough(ctx, v, err);
+	r = pod_sandbox_running(ctx, &t, v->id, rec, err);
+	if (r < 0)
+		return r;
 	/* A pod's app container: runsc starts its gofer now, where its mounts are staged. */
 	r = shim_runsc_waiter_enter(ctx, v->id, stdio, err);
 	if (r < 0)
@@ -181,9 +225,9 @@ int shim_cmd_start(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_
 	/* A pod's app container runs: its waiter may wait for it now (runsc-pod.c). */
 	if (r == 0 && pod_app)
 		shim_runsc_waiter_tell(ctx, v->id, 'S');
-	/* The engine sees start's error; the sandbox must not outlive it. */
-	if (r > 0)
-		destroy_if_created(ctx, &t, v->id, rec, "start failed");
+	/* The engine sees start's error; the sandbox must not outlive it, nor the waiter. */
+	if (r > 0 && destroy_if_created(ctx, &t, v->id, rec, "start failed") == -EAGAIN)
+		end_waiter_if_stopped(ctx, &t, v->id);
 	return r;
 }
 
@@ -221,6 +265,12 @@ int shim_cmd_kill(struct shim_ctx *ctx, const struct shim_verb *v, struct hezo_e
 	r = answer(ctx, v, &t, &rec, &ours, err);
 	if (r == -EAGAIN && !ours)
 		return shim_cmd_passthrough(ctx, &kv, err);
+	/*
+	 * Stopped or gone: containerd's shim takes the kill as done and waits for the pid it was
+	 * given, a pod app container's waiter, which ends here if the container never started.
+	 */
+	if (r != -EAGAIN && ours)
+		shim_runsc_waiter_tell(ctx, v->id, 'K');
 	if (r != -EAGAIN)
 		return r;
 	r = shim_backend_argv(ctx, &t, v->name, kv.argc, kv.argv, &av, err);

@@ -8,8 +8,10 @@
  * parent) and writes its pid. It blocks on FD (a FIFO hezo-shim writes to) until the container
  * is started ('S'), then runs `runsc wait NAME` and exits with the container's status: its exit
  * code, or 128+N after signal N, as runsc reports it and as the runc shim reads a signal death.
- * Any other byte on FD (the container deleted before or after it ran), or the sandbox process
- * gone (its pid and start time no longer match), ends it with 137, as a SIGKILLed init would.
+ * Any other byte on FD (the container deleted before or after it ran), 'K' before start only (a
+ * kill of a container that can no longer run), or the sandbox process gone (its pid and start
+ * time no longer match; watched with a pidfd until start) ends it with 137, as a SIGKILLed init
+ * would.
  * Signals it gets are forwarded to the container with `runsc kill`. CGROUP_PROCS ("-": none) is
  * where its runsc children go, out of the sandbox's memory cgroup it is put in for OOM events.
  * Static, without sanitizers, so that it costs the pod little memory.
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -181,8 +184,10 @@ static int wait_once(void)
 		if (fds[1].revents) {
 			int b = fifo_byte();
 
-			/* A second start's word changes nothing; any other is the end. */
-			if (b >= 0 && b != 'S') {
+			/* A second start's word, or a kill's of a container that no longer
+			 * runs, changes nothing: runsc wait reports its status. Any other is
+			 * the end. */
+			if (b >= 0 && b != 'S' && b != 'K') {
 				kill(pid, SIGKILL);
 				status = KILLED;
 				break;
@@ -219,6 +224,56 @@ static int wait_once(void)
 	return sandbox_alive() ? -1 : KILLED;
 }
 
+/*
+ * A pidfd of the sandbox process, readable once it ends: 0 and *fd, -1 when it is gone already (or
+ * its pid is another process's now). Opened before the start time is compared, so a reused pid
+ * fails. Kernels before 5.3 have none: *fd is -1 and the caller looks at the sandbox itself.
+ */
+static int sandbox_pidfd(int *fd)
+{
+	*fd = (int)syscall(SYS_pidfd_open, (pid_t)sandbox_pid, 0);
+	if (*fd < 0 && errno != ENOSYS)
+		return -1;
+	if (!sandbox_alive()) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Created: nothing runs yet. The first word from hezo-shim, or 0 once the sandbox is gone: the
+ * container can never start then, and nothing else would end us (a start fails before it writes,
+ * and a kill finds runsc's container stopped). A signal now has no process to go to (runc's init
+ * ignores them until start too).
+ */
+static int first_word(void)
+{
+	int pidfd, b = -1;
+
+	if (sandbox_pidfd(&pidfd) < 0)
+		return 0;
+	while (b < 0) {
+		struct pollfd fds[2] = {{.fd = fifo, .events = POLLIN},
+					{.fd = pidfd, .events = POLLIN}};
+
+		/* Without a pidfd the sandbox is looked at each second. */
+		if (poll(fds, 2, pidfd < 0 ? 1000 : -1) < 0 && errno != EINTR)
+			break;
+		if (fds[0].revents)
+			b = fifo_byte();
+		else if (fds[1].revents || (pidfd < 0 && !sandbox_alive()))
+			b = 0;
+		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+			pending[i] = 0;
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return b < 0 ? 0 : b;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -245,13 +300,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigaction(forwarded[i], &sa, NULL);
 
-	/* Created: nothing runs yet. A signal now has no process to go to (runc's init ignores
-	 * them until start too). */
-	do {
-		b = fifo_byte();
-		for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-			pending[i] = 0;
-	} while (b < 0);
+	b = first_word();
 	if (b != 'S')
 		return KILLED;
 	/* The container's stdio (fds 4-6) was for start to hand runsc; it has it now. */
@@ -268,7 +317,7 @@ int main(int argc, char **argv)
 			struct pollfd f = {.fd = fifo, .events = POLLIN};
 
 			if (poll(&f, 1, tries < 10 ? 100 * (int)(tries + 1) : 1000) > 0 &&
-			    (b = fifo_byte()) >= 0 && b != 'S')
+			    (b = fifo_byte()) >= 0 && b != 'S' && b != 'K')
 				return KILLED;
 			forward();
 		}

@@ -156,8 +156,8 @@ struct ps_walk {
 static int ps_one(void *data, const char *key, struct hezo_json *rec)
 {
 	struct ps_walk *w = data;
-	_cleanup_json_ struct hezo_json *b = NULL;
-	const struct hezo_json *st;
+	_cleanup_json_ struct hezo_json *b = NULL, *srec = NULL;
+	const struct hezo_json *st, *cg;
 	const char *id = hezo_json_string(hezo_json_get(rec, "id"));
 	const char *created = hezo_json_string(hezo_json_get(rec, "created"));
 	bool v2 = cgroup_v2();
@@ -187,19 +187,24 @@ static int ps_one(void *data, const char *key, struct hezo_json *rec)
 	r = r
 		    ?: hezo_json_set(b, "admission",
 				     hezo_json_clone(hezo_json_get_path(rec, "admission.state")));
+	/* A runsc pod's app container has no host cgroup of its own: its pod's holds (runsc-pod.c).
+	 */
+	cg = shim_runsc_pod_sandbox_record(w->ctx, rec, &srec) > 0 ? srec : rec;
+	if (srec)
+		r = r ?: hezo_json_set(b, "limitsOf", hezo_json_clone(hezo_json_get(srec, "id")));
 	r = r
 		    ?: hezo_json_set(b, "memoryBytes",
-				     num_or_null(v2 ? cg_read(rec, "memory", "memory.current", NULL)
-						    : cg_read(rec, "memory",
-							      "memory.usage_in_bytes", NULL)));
+				     num_or_null(v2 ? cg_read(cg, "memory", "memory.current", NULL)
+						    : cg_read(cg, "memory", "memory.usage_in_bytes",
+							      NULL)));
 	/* The cap the box got (config.json after policy); the cgroup file says the same. */
 	r = r
 		    ?: hezo_json_set(b, "memoryCap",
-				     num_or_null(v2 ? cg_read(rec, "memory", "memory.max", NULL)
-						    : cg_read(rec, "memory",
-							      "memory.limit_in_bytes", NULL)));
-	r = r ?: hezo_json_set(b, "pids", num_or_null(cg_read(rec, "pids", "pids.current", NULL)));
-	r = r ?: hezo_json_set(b, "pidsCap", num_or_null(cg_read(rec, "pids", "pids.max", NULL)));
+				     num_or_null(v2 ? cg_read(cg, "memory", "memory.max", NULL)
+						    : cg_read(cg, "memory", "memory.limit_in_bytes",
+							      NULL)));
+	r = r ?: hezo_json_set(b, "pids", num_or_null(cg_read(cg, "pids", "pids.current", NULL)));
+	r = r ?: hezo_json_set(b, "pidsCap", num_or_null(cg_read(cg, "pids", "pids.max", NULL)));
 	cpu = v2 ? cg_read(rec, "cpu", "cpu.stat", "usage_usec")
 		 : cg_read(rec, "cpuacct", "cpuacct.usage", NULL);
 	if (cpu >= 0 && !v2)

@@ -577,3 +577,36 @@ int shim_runsc_waiter_enter(const struct shim_ctx *ctx, const char *id, int stdi
 					    id);
 	return 1;
 }
+
+int shim_runsc_pod_own_limits(const struct hezo_json *spec, const char *id, const char *sandbox,
+			      struct hezo_error **err)
+{
+	static const char *const keys[] = {"org.hezo.memory", "org.hezo.pids", "org.hezo.cpus"};
+	const struct hezo_json *ann = hezo_json_get_type(spec, "annotations", HEZO_JSON_OBJECT);
+
+	/*
+	 * One Sentry runs the whole pod in the sandbox's host cgroup, and runsc makes none for an
+	 * app container: a ceiling of its own would be recorded and hold nothing.
+	 */
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (hezo_json_get(ann, keys[i]))
+			return hezo_error_set(err, EOPNOTSUPP,
+					      "container %s: annotation %s cannot hold in a runsc "
+					      "pod's app container: the pod's limits are its "
+					      "sandbox's (%s); set it on the pod",
+					      id, keys[i], sandbox);
+	return 0;
+}
+
+int shim_runsc_pod_sandbox_record(const struct shim_ctx *ctx, const struct hezo_json *rec,
+				  struct hezo_json **srec)
+{
+	const char *sandbox = NULL;
+	const char *backend = hezo_json_string(hezo_json_get(rec, "backend"));
+
+	*srec = NULL;
+	if (!backend || strcmp(backend, "runsc") != 0 ||
+	    shim_runsc_pod_app(rec, &sandbox, NULL) <= 0 || shim_validate_id(sandbox, NULL) < 0)
+		return 0;
+	return shim_record_read(ctx, sandbox, srec, NULL) == 0 ? 1 : 0;
+}

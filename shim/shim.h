@@ -543,6 +543,18 @@ void shim_runsc_pod_cgroup_leave(const char *home);
 /* The unified cgroup rec names (its "unifiedCgroup") goes, once its sandbox has. */
 void shim_runsc_pod_cgroup_remove(struct shim_ctx *ctx, const char *id,
 				  const struct hezo_json *rec);
+/*
+ * A runsc pod app container's org.hezo.memory, .pids or .cpus annotation: refused, naming it (its
+ * limits are its sandbox's, the pod's).
+ */
+int shim_runsc_pod_own_limits(const struct hezo_json *spec, const char *id, const char *sandbox,
+			      struct hezo_error **err);
+/*
+ * The record of the sandbox whose limits hold for rec's container: 1 and *srec for a runsc pod's
+ * app container whose sandbox has a record, else 0.
+ */
+int shim_runsc_pod_sandbox_record(const struct shim_ctx *ctx, const struct hezo_json *rec,
+				  struct hezo_json **srec);
 /* The waiter's host path: $HEZO_POD_WAIT, next to the shim, or ../libexec/hezo/. */
 int shim_runsc_waiter_helper(char *buf, size_t size);
 /*
@@ -561,7 +573,10 @@ int shim_runsc_waiter_start(struct shim_ctx *ctx, const struct shim_target *t, c
  */
 int shim_runsc_waiter_enter(const struct shim_ctx *ctx, const char *id, int stdio[3],
 			    struct hezo_error **err);
-/* Tell id's waiter, if it has one still waiting: 'S' started, 'D' deleted (it exits 137). */
+/*
+ * Tell id's waiter, if it has one still waiting: 'S' started, 'D' deleted (it exits 137), 'K'
+ * killed while it cannot run (exits 137 if never started, else ignored: runsc wait reports).
+ */
 void shim_runsc_waiter_tell(const struct shim_ctx *ctx, const char *id, char what);
 /* Is pid listed in dir/cgroup.procs? 1 yes, 0 no, -errno. */
 int shim_cgroup_holds(const char *dir, long pid, struct hezo_error **err);

@@ -345,3 +345,20 @@ cri_series()
 
 # cri_ratio A B: A / B with two decimals.
 cri_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+# cri_leftovers ID: what a pod or container of a runsc handler leaves: runsc processes and waiters
+# naming it, runsc state under the shim's root, records, mounts (nothing printed: nothing left).
+cri_leftovers()
+{
+	pgrep -af "runsc.*$1" | cut -c1-160
+	pgrep -af "hezo-pod-wait.*$1" | cut -c1-160
+	find "$CRI_DIR/hezo-runc" -maxdepth 2 -name "*$1*" 2>/dev/null
+	find "$HEZO_TEST_STATE" -name "*$1*" -not -path "$HEZO_TEST_STATE/ended/*" 2>/dev/null
+	grep -F "$1" /proc/mounts | cut -d' ' -f1-3
+}
+
+# cri_sandbox_pid POD: the pid containerd knows for the pod's sandbox (its verbose status).
+cri_sandbox_pid()
+{
+	cri PodSandboxStatus "{\"pod_sandbox_id\":\"$1\",\"verbose\":true}" | jq -r '.info.info | fromjson | .pid'
+}

@@ -21,24 +21,11 @@ cri_setup
 hezo_write_policy docker "$(cri_policy_filter)"
 diag "runsc $("$(hezo_backend_bin)" --version 2>&1 | head -n 1)"
 
-# What a pod leaves: runsc processes and waiters naming it, runsc state under the shim's root, records, mounts.
-leftovers()
-{
-	pgrep -af "runsc.*$1" | cut -c1-160
-	pgrep -af "hezo-pod-wait.*$1" | cut -c1-160
-	find "$CRI_DIR/hezo-runc" -maxdepth 2 -name "*$1*" 2>/dev/null
-	find "$HEZO_TEST_STATE" -name "*$1*" -not -path "$HEZO_TEST_STATE/ended/*" 2>/dev/null
-	grep -F "$1" /proc/mounts | cut -d' ' -f1-3
-}
 # (proto3 JSON leaves out an enum at its default: SANDBOX_READY is 0.)
 sandbox_ready()
 {
 	[ "$(cri PodSandboxStatus "{\"pod_sandbox_id\":\"$1\"}" |
 		jq -r --arg id "$1" 'select(.status.id == $id) | .status.state // "SANDBOX_READY"')" = SANDBOX_READY ]
-}
-sandbox_pid()
-{
-	cri PodSandboxStatus "{\"pod_sandbox_id\":\"$1\",\"verbose\":true}" | jq -r '.info.info | fromjson | .pid'
 }
 
 # The app containers' waiters and the pod's runsc-sandbox processes of this run.
@@ -69,7 +56,7 @@ PODCFG=$(cri_pod_config gv "$PODUID" default)
 POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") && rc=0 || rc=$?
 expect_eq "$rc" 0 "[pod] RunPodSandbox under a runsc project" || diag "$(cat "$CRI_DIR/err")"
 [ -n "$POD" ] || bail_out "no pod"
-SPID=$(sandbox_pid "$POD")
+SPID=$(cri_sandbox_pid "$POD")
 expect_match "$(tr '\0' ' ' <"/proc/$SPID/cmdline" 2>&1)" '^runsc-sandbox ' \
 	"[pod] the pod's sandbox is a gVisor sandbox"
 declare -A ID PORT=([a]=8081 [b]=8082 [c]=8083)
@@ -165,9 +152,9 @@ check "[pod] StopPodSandbox" cri StopPodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 expect_eq "$(waiters)" 0 "[pod] every waiter has ended"
 check "[pod] RemovePodSandbox" cri RemovePodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 sleep 1
-expect_eq "$(leftovers "$POD")" "" "[pod] nothing of the pod is left (processes, runsc state, records, mounts)"
+expect_eq "$(cri_leftovers "$POD")" "" "[pod] nothing of the pod is left (processes, runsc state, records, mounts)"
 for c in a b c; do
-	expect_eq "$(leftovers "${ID[$c]}")" "" "[pod] nothing of app container $c is left"
+	expect_eq "$(cri_leftovers "${ID[$c]}")" "" "[pod] nothing of app container $c is left"
 done
 
 # === the pod's memory cap ===========================================================================
@@ -186,14 +173,14 @@ st=$(wait_exited "$IDLE")
 expect_eq "$(jq -r '"\(.state) \(.reason)"' <<<"$st")" "CONTAINER_EXITED OOMKilled" "[oom] ... and so is the other container of the pod: one sandbox ($st)"
 check "[oom] the pod goes" cri_remove_pod "$MPOD"
 sleep 1
-expect_eq "$(leftovers "$MPOD")" "" "[oom] nothing of the pod is left"
+expect_eq "$(cri_leftovers "$MPOD")" "" "[oom] nothing of the pod is left"
 expect_eq "$(waiters)" 0 "[oom] no waiter is left"
 hezo_write_policy docker "$(cri_policy_filter)"
 
 # === a sandbox that died under containerd =========================================================
 PODCFG=$(cri_pod_config gv-dead "$(cri_uid)" default)
 POD=$(cri_run_pod hezo "$PODCFG" 2>"$CRI_DIR/err") || diag "$(cat "$CRI_DIR/err")"
-SPID=$(sandbox_pid "$POD")
+SPID=$(cri_sandbox_pid "$POD")
 kill -KILL "$SPID"
 for _ in $(seq 50); do
 	kill -0 "$SPID" 2>/dev/null || break
@@ -203,7 +190,7 @@ check "[dead] StopPodSandbox of a pod whose sandbox was killed" \
 	cri StopPodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 check "[dead] RemovePodSandbox" cri RemovePodSandbox "{\"pod_sandbox_id\":\"$POD\"}"
 sleep 1
-expect_eq "$(leftovers "$POD")" "" "[dead] nothing of the pod is left"
+expect_eq "$(cri_leftovers "$POD")" "" "[dead] nothing of the pod is left"
 
 expect_eq "$(cri ListPodSandbox | jq '.items | length')" 0 "no pod left in containerd"
 # (STATE/ended keeps why a container ended, e.g. the OOM pod's, by design: not a record.)
