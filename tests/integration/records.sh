@@ -275,23 +275,30 @@ refused "bundle flip" "bundle $WORK/flink: config.json: config.json is not a reg
 expect_eq "$(hezo_backend_ids "$ROOT" | grep -cxF "$ID")" 0 "[bundle flip] no container was made"
 
 # A relative --root and a $PWD that names another directory: runc (Go's os.Getwd) would start from
-# $PWD, the shim from the working directory. beta has a container of the same ID in a look-alike
-# root; the backend must be handed the root the record was found under.
+# $PWD, the shim from the working directory. beta has a container in a look-alike root; the backend
+# must be handed the root the record was found under. Its ID is not alpha's: a create of an ID
+# recorded under another --root is refused (one ID, one box: proxyd and the agent know a box by its
+# ID alone; red team keys, F1), which [pwd same ID] shows first.
 mkdir -p "$WORK/bdir/sub" || bail_out "cannot make $WORK/bdir"
 LNK=$(dirname "$ROOT")/lnk-records-$(hezo_rand)
 ln -s "$WORK/bdir/sub" "$LNK" && tap_cleanup "rm -f '$LNK'" || bail_out "cannot make $LNK"
 BROOT=$WORK/bdir/$(basename "$ROOT")
+BID=${A}b
 # The backend removes the container's cgroup, not the parent it made for it: that goes after.
-tap_cleanup "rmdir /sys/fs/cgroup/*/hezo-test/'$A-b' /sys/fs/cgroup/hezo-test/'$A-b' 2>/dev/null"
-tap_cleanup "hezo_bundle_cleanup '$BROOT' '$A'"
-hezo_make_bundle "$WORK/b" "$A" '["sh", "-c", "echo beta >/tmp/who; exec sleep 600"]' \
-	'.linux.cgroupsPath = "/hezo-test/'"$A"'-b/'"$A"'"' || bail_out "cannot make bundle b"
-shim_err b-create --hezo-project beta --root "$BROOT" create -b "$WORK/b" "$A"
-expect_eq "$RC" 0 "[pwd] beta's look-alike container of the same ID is created" || diag "$ERR"
-hezo_shim --root "$BROOT" start "$A" >/dev/null 2>&1 </dev/null
-hezo_wait_status "$BROOT" "$A" running 20 || bail_out "beta's look-alike container does not run"
+tap_cleanup "rmdir /sys/fs/cgroup/*/hezo-test/'$BID-b' /sys/fs/cgroup/hezo-test/'$BID-b' 2>/dev/null"
+tap_cleanup "hezo_bundle_cleanup '$BROOT' '$BID'; hezo_bundle_cleanup '$BROOT' '$A'"
+hezo_make_bundle "$WORK/bsame" "$A" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$A"'-s/'"$A"'"' ||
+	bail_out "cannot make bundle bsame"
+shim_err bsame-create --hezo-project beta --root "$BROOT" create -b "$WORK/bsame" "$A"
+refused "pwd same ID" "container $A: the ID is a container of hezo-shim's under --root [^ ]+, still recorded \\(delete it first\\)"
+hezo_make_bundle "$WORK/b" "$BID" '["sh", "-c", "echo beta >/tmp/who; exec sleep 600"]' \
+	'.linux.cgroupsPath = "/hezo-test/'"$BID"'-b/'"$BID"'"' || bail_out "cannot make bundle b"
+shim_err b-create --hezo-project beta --root "$BROOT" create -b "$WORK/b" "$BID"
+expect_eq "$RC" 0 "[pwd] beta's look-alike container is created" || diag "$ERR"
+hezo_shim --root "$BROOT" start "$BID" >/dev/null 2>&1 </dev/null
+hezo_wait_status "$BROOT" "$BID" running 20 || bail_out "beta's look-alike container does not run"
 out=$(cd "$WORK/bdir/sub" && PWD=$LNK hezo_shim --hezo-project beta --root "../$(basename "$ROOT")" \
-	exec "$A" cat /tmp/who 2>&1 </dev/null)
+	exec "$BID" cat /tmp/who 2>&1 </dev/null)
 expect_eq "$out" beta "[pwd] beta's relative --root with a lying \$PWD reaches beta's own container, not alpha's"
 
 # --- another project's runtime: no verb on alpha's container -----------------------------------
@@ -299,7 +306,7 @@ shim_err beta-inspect --hezo-project beta --root "$ROOT" inspect "$A"
 refused "beta inspect" "container $A is project alpha's; this runtime's project is beta\$"
 hezo_shim --hezo-project beta ps --json >"$WORK/beta-ps.json" 2>/dev/null </dev/null
 expect_eq "$(jq --arg a "$A" '[.. | objects | select(.id? == $a and .project? != "beta")] | length' "$WORK/beta-ps.json" 2>/dev/null)" 0 \
-	"[beta ps] beta's runtime lists no box of alpha's (its own of the same ID only)"
+	"[beta ps] beta's runtime lists no box of alpha's"
 hezo_shim --hezo-project alpha ps --json >"$WORK/alpha-ps.json" 2>/dev/null </dev/null
 expect_eq "$(jq --arg a "$A" '[.. | objects | select(.id? == $a and .project? == "alpha")] | length' "$WORK/alpha-ps.json" 2>/dev/null)" 1 \
 	"[alpha ps] alpha's runtime lists it"
