@@ -241,7 +241,8 @@ int shim_id_live_elsewhere(const struct shim_ctx *ctx, const char *id, struct he
 	int r;
 
 	shim_record_key_for_root(ctx->g.root, u.key);
-	r = shim_records_foreach(ctx, record_in_use, &u);
+	/* The ID and root are in the records index: no record is read whole (record-reads). */
+	r = shim_records_foreach_brief(ctx, record_in_use, &u);
 	where = u.where;
 	if (r == -EEXIST)
 		return hezo_error_set(

@@ -468,7 +468,10 @@ expect_eq "$OUT" "$PUB deploy" "[one id] A's agent still lists A's key" || diag 
 IDS=ky$$stop
 ROOT3=$E/root3
 hezo_make_bundle "$E/stop1" "$IDS" '["true"]' || bail_out "cannot make bundle"
-hezo_make_bundle "$E/stop2" "$IDS" '["true"]' || bail_out "cannot make bundle"
+# Its own cgroup parent: runsc leaves the stopped box's cgroup, which the shim would refuse first.
+hezo_make_bundle "$E/stop2" "$IDS" '["true"]' '.linux.cgroupsPath = "/hezo-test/'"$IDS"'-3/'"$IDS"'"' ||
+	bail_out "cannot make bundle"
+tap_cleanup "rmdir /sys/fs/cgroup/*/hezo-test/'$IDS-3' /sys/fs/cgroup/hezo-test/'$IDS-3' 2>/dev/null"
 tap_cleanup "hezo_bundle_cleanup '$ROOT2' '$IDS'; hezo_bundle_cleanup '$ROOT3' '$IDS'"
 "$E/hezo-shim" --root "$ROOT2" create -b "$E/stop1" "$IDS" >"$E/stop1.out" 2>&1 </dev/null &&
 	"$E/hezo-shim" --root "$ROOT2" start "$IDS" >>"$E/stop1.out" 2>&1 </dev/null && rc=0 || rc=$?
