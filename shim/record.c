@@ -550,6 +550,7 @@ int shim_record_remove(const struct shim_ctx *ctx, const char *id)
 	/* Without the lock the record still goes: the index is only ever behind, never wrong. */
 	_cleanup_close_ int lock = shim_record_lock(ctx, NULL);
 
+	(void)lock; /* held until the record and its index line are gone */
 	return record_remove(ctx, id);
 }
 
