@@ -154,7 +154,5 @@ expect_eq "$(cri_leftovers "$POD")" "" "[f3] nothing of the pod is left"
 
 expect_eq "$(cri ListPodSandbox | jq '.items | length')" 0 "no pod left in containerd"
 expect_eq "$(find "$HEZO_TEST_STATE" -name '*.json' -not -path "$HEZO_TEST_STATE/ended/*" 2>/dev/null)" "" "no shim record left"
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done

@@ -98,7 +98,5 @@ expect_match "$out" "tty-ok" "[tty] exec -t into a running app container gets a 
 check "[tty] StopPodSandbox and RemovePodSandbox" cri_remove_pod "$POD"
 expect_eq "$(pgrep -f -- "runsc.*$CRI_DIR" | wc -l)" 0 "[tty] no runsc process left"
 
-reports=$(hezo_sanitizer_reports)
-expect_eq "$reports" "" "no sanitizer reports from shim runs" ||
-	for r in $reports; do diag "$(head -c 4000 "$r")"; done
+hezo_expect_no_sanitizer_reports
 tap_done
